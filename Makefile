@@ -1,0 +1,41 @@
+# Set-up and everyday commands. `make demo` and `make test` work on a fresh Debian machine:
+# they install missing packages (scripts/install_deps.sh), configure, build into build/, and run.
+JOBS ?= $(shell nproc)
+BUILD ?= build
+
+.PHONY: all deps configure build demo test bench asan tsan format tidy clean
+
+all: build
+
+deps:
+	@./scripts/install_deps.sh
+
+configure: deps
+	@cmake --preset release >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@./scripts/demo.sh $(BUILD)
+
+test: build
+	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
+
+bench: build
+	@$(BUILD)/bench/sk_bench_dispatch --json $(BUILD)/bench_dispatch.json
+
+asan: deps
+	@cmake --preset asan >/dev/null && cmake --build build-asan -j $(JOBS) && ctest --preset asan -j $(JOBS)
+
+tsan: deps
+	@cmake --preset tsan >/dev/null && cmake --build build-tsan -j $(JOBS) && ctest --preset tsan -j $(JOBS)
+
+format:
+	@git ls-files '*.cc' '*.h' '*.c' | xargs clang-format -i
+
+tidy: configure
+	@git ls-files 'src/*.cc' | xargs clang-tidy -p $(BUILD) --quiet
+
+clean:
+	@rm -rf build build-debug build-asan build-tsan

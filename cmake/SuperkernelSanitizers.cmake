@@ -1,0 +1,10 @@
+# SK_SANITIZE applies to every target of the build (a sanitized runtime must load sanitized
+# kernel packages), so the flags are global rather than per target.
+if(SK_SANITIZE)
+  string(REPLACE ";" "," _sk_sanitizers "${SK_SANITIZE}")
+  add_compile_options(-fsanitize=${_sk_sanitizers} -fno-omit-frame-pointer -g)
+  add_link_options(-fsanitize=${_sk_sanitizers})
+  if("undefined" IN_LIST SK_SANITIZE)
+    add_compile_options(-fno-sanitize-recover=undefined)
+  endif()
+endif()

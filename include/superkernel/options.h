@@ -1,0 +1,71 @@
+// Compile options, with the names users of the original system know.
+//
+//   sk::CompileOptions opts = sk::CompileOptions::for_mode(sk::ExecutionMode::kSuperKernel);
+//   // or, from text (CLI flags, config files): errors name the key.
+//   if (sk::Status s = opts.set("super_kernel_debug_options.debug_sync_all", "1"); !s) ...
+//
+// The execution mode follows from two switches, so one flag A/Bs a model:
+//   static_kernel_compile=false                              -> eager
+//   static_kernel_compile=true,  super_kernel_optimize=false -> graph
+//   static_kernel_compile=true,  super_kernel_optimize=true  -> superkernel
+// (super_kernel_optimize without static_kernel_compile is an error.)
+#ifndef SUPERKERNEL_OPTIONS_H_
+#define SUPERKERNEL_OPTIONS_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "superkernel/status.h"
+
+namespace sk {
+
+enum class ExecutionMode { kEager, kGraph, kSuperKernel };
+const char* execution_mode_name(ExecutionMode mode);
+Expected<ExecutionMode> parse_execution_mode(std::string_view text);
+
+// super_kernel_optimize_options
+struct SuperKernelOptimizeOptions {
+  bool preload_code = false;
+  int split_mode = 0;  // 0: off; N > 0: see docs/OPTIONS.md
+  bool stream_fusion = false;
+  bool early_start = false;
+  int func_align = 0;  // bytes; 0 = default
+  // Cache-maintenance regex lists: accepted and validated; no-ops on coherent CPUs.
+  std::vector<std::string> dcci_before_kernel_start;
+  std::vector<std::string> dcci_after_kernel_end;
+  std::vector<std::string> dcci_disable_on_kernel;
+};
+
+// super_kernel_debug_options
+struct SuperKernelDebugOptions {
+  bool debug_sync_all = false;       // full barrier between every pair of sub-kernels
+  bool debug_op_exec_trace = false;  // record per-core start/end of every sub-kernel
+  int debug_per_op_max_core_num = 0; // cap every sub-kernel's cores (0 = no cap)
+};
+
+struct CompileOptions {
+  bool static_kernel_compile = true;
+  bool super_kernel_optimize = false;
+  SuperKernelOptimizeOptions super_kernel_optimize_options;
+  SuperKernelDebugOptions super_kernel_debug_options;
+  // Data dump: every op's outputs (name, shape, dtype, bytes) after each run, in every mode.
+  bool dump = false;
+  std::string dump_dir;  // empty: keep in memory only (Executable::dump())
+
+  static CompileOptions for_mode(ExecutionMode mode);
+  ExecutionMode mode() const;
+
+  // Sets one option from text. Keys: the field names above; nested ones as
+  // "super_kernel_optimize_options.<name>" / "super_kernel_debug_options.<name>". Unknown keys,
+  // values of the wrong type and bad regexes are errors naming the key.
+  Status set(std::string_view key, std::string_view value);
+  // Checks cross-option rules (e.g. super_kernel_optimize needs static_kernel_compile).
+  Status validate() const;
+  // Every key set() accepts, for help texts.
+  static std::vector<std::string> keys();
+};
+
+}  // namespace sk
+
+#endif  // SUPERKERNEL_OPTIONS_H_

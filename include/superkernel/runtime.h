@@ -1,0 +1,109 @@
+// The runtime: a CPU device (persistent pinned workers), the loaded kernel packages, and
+// executables compiled from graphs.
+//
+//   auto rt = sk::Runtime::create();                         // every available core
+//   if (!rt) { std::cerr << rt.status().to_string(); return 1; }
+//   auto exe = (*rt)->compile(graph, sk::CompileOptions::for_mode(sk::ExecutionMode::kGraph));
+//   if (!exe) { ... }
+//   (*exe)->set_input("x", x.data(), x.size() * sizeof(float));
+//   if (sk::Status s = (*exe)->run(); !s) { ... }
+//   std::vector<float> y = (*exe)->output_f32("y");
+#ifndef SUPERKERNEL_RUNTIME_H_
+#define SUPERKERNEL_RUNTIME_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "superkernel/compile.h"
+#include "superkernel/graph.h"
+#include "superkernel/options.h"
+#include "superkernel/status.h"
+
+namespace sk {
+
+struct RuntimeOptions {
+  int num_cores = 0;   // 0: every CPU available to the process
+  int cube_cores = 0;  // cores [0, cube_cores) form the cube group, the rest the vector group;
+                       // 0: every core serves both kinds
+  bool pin_threads = true;  // pin workers (and the launching thread) one per CPU
+  bool allow_oversubscribe = false;  // tests only: more cores than CPUs
+  int64_t spin_us = 200;             // spin this long before a waiting core sleeps
+  double watchdog_seconds = 30.0;    // a sync wait longer than this fails the run as a deadlock
+  bool load_builtin_kernels = true;
+  std::vector<std::string> kernel_packages;  // extra packages to load at start
+};
+
+class Executable;
+
+class Runtime : public std::enable_shared_from_this<Runtime> {
+ public:
+  static Expected<std::shared_ptr<Runtime>> create(const RuntimeOptions& options = {});
+  ~Runtime();
+
+  Status load_kernel_package(const std::string& path);
+  std::vector<std::string> kernel_names() const;
+  int num_cores() const;
+  // "avx512", "avx2" or "scalar": the widest vector ISA the CPU offers.
+  static std::string cpu_isa();
+
+  // Compiles `graph` for the mode the options select. The graph may be destroyed afterwards.
+  Expected<std::unique_ptr<Executable>> compile(const Graph& graph, const CompileOptions& options = {});
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  Runtime();
+  std::unique_ptr<Impl> impl_;
+};
+
+class Executable {
+ public:
+  ~Executable();
+
+  ExecutionMode mode() const;
+  const CompileReport& report() const;
+
+  // Copies caller data into an input or variable (sizes must match exactly).
+  Status set_input(std::string_view name, const void* data, size_t bytes);
+  template <typename T>
+  Status set_input(std::string_view name, std::span<const T> values) {
+    return set_input(name, values.data(), values.size_bytes());
+  }
+  Status set_input(std::string_view name, const std::vector<float>& values) {
+    return set_input(name, values.data(), values.size() * sizeof(float));
+  }
+
+  // Runs the whole graph once.
+  Status run();
+
+  // An output, input or variable as it is now (points into the executable; valid until the next
+  // run). Views may be strided.
+  Expected<HostTensor> tensor(std::string_view name) const;
+  // Dense copy of an output/variable into `dst` (bytes must match).
+  Status read(std::string_view name, void* dst, size_t bytes) const;
+  // Dense f32 copy; empty on error (use read() for the Status).
+  std::vector<float> output_f32(std::string_view name) const;
+  // Names of the graph outputs, in creation order.
+  std::vector<std::string> output_names() const;
+
+  // Data dump of the last run (CompileOptions::dump): every op's outputs.
+  const std::vector<DumpRecord>& dump() const;
+  // Per-core sub-kernel trace of the last run (super_kernel_debug_options.debug_op_exec_trace or
+  // the scope option profiling=1).
+  const std::vector<TraceEvent>& trace() const;
+
+  struct Impl;
+  explicit Executable(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sk
+
+#endif  // SUPERKERNEL_RUNTIME_H_

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build needs, only when something is missing.
+#   g++ cmake make       the toolchain
+#   googletest libgtest-dev libgmock-dev   tests
+#   libdnnl-dev          oneDNN, the matmul reference point of sk_bench_kernels (optional)
+#   libyaml-dev          model config files
+set -euo pipefail
+
+required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev)
+optional=(libdnnl-dev)
+
+missing=()
+for pkg in "${required[@]}" "${optional[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "install_deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "install_deps: need root (or sudo) to install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# Required packages must install; optional ones may be unavailable on some mirrors.
+req_missing=()
+for pkg in "${missing[@]}"; do
+  [[ " ${optional[*]} " == *" $pkg "* ]] || req_missing+=("$pkg")
+done
+if ((${#req_missing[@]})); then
+  $SUDO apt-get install -y -qq --no-install-recommends "${req_missing[@]}"
+fi
+for pkg in "${optional[@]}"; do
+  if [[ " ${missing[*]} " == *" $pkg "* ]]; then
+    $SUDO apt-get install -y -qq --no-install-recommends "$pkg" ||
+      echo "install_deps: optional package $pkg unavailable; continuing without it"
+  fi
+done

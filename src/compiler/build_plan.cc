@@ -1,0 +1,83 @@
+#include "compiler/build_plan.h"
+
+#include <algorithm>
+
+namespace sk {
+
+Status run_tiling(PlanOp& op) {
+  const sk_kernel_desc* d = op.kernel->desc;
+  op.tiling.clear();
+  if (!d->tiling) return Status::ok();
+  op.bind_args();
+  for (uint32_t capacity : {4096u, 1u << 20}) {
+    op.tiling.assign(capacity, 0);
+    uint32_t size = 0;
+    int32_t rc = d->tiling(&op.args, op.tiling.data(), capacity, &size);
+    if (rc == SK_ERR_CAPACITY) continue;
+    if (rc != SK_OK)
+      return Status::kernel_error("op '" + op.name + "': tiling of kernel '" + d->name + "' failed with code " +
+                                  std::to_string(rc));
+    if (size > capacity)
+      return Status::kernel_error("op '" + op.name + "': tiling of kernel '" + d->name + "' reported " +
+                                  std::to_string(size) + " bytes for a " + std::to_string(capacity) + "-byte buffer");
+    op.tiling.resize(size);
+    op.bind_args();
+    return Status::ok();
+  }
+  return Status::kernel_error("op '" + op.name + "': tiling of kernel '" + d->name + "' needs more than 1 MiB");
+}
+
+Status build_plan(CompileContext& ctx) {
+  const Graph& g = ctx.graph;
+  auto plan = std::make_unique<Plan>();
+  plan->tensors.reserve(g.num_tensors());
+  plan->constants.resize(g.num_tensors());
+  for (size_t i = 0; i < g.num_tensors(); ++i) {
+    TensorInfo t = g.tensor(static_cast<int32_t>(i));
+    if (t.kind == TensorKind::kConstant) {
+      plan->constants[i] = AlignedBuffer::allocate(t.data.size());
+      std::copy(t.data.begin(), t.data.end(), plan->constants[i].data.get());
+      t.data.clear();
+      t.data.shrink_to_fit();
+    }
+    plan->tensors.push_back(std::move(t));
+  }
+
+  plan->ops.reserve(g.num_ops());  // PlanOp args point into the ops; never reallocate
+  for (size_t i = 0; i < g.num_ops(); ++i) {
+    const OpInfo& info = g.op(i);
+    PlanOp& op = plan->ops.emplace_back();
+    op.graph_op = static_cast<int32_t>(i);
+    op.name = info.name;
+    op.kind = info.kind;
+    op.kernel_name = info.kernel;
+    op.input_ids = info.inputs;
+    op.output_ids = info.outputs;
+    op.attrs = info.attrs;
+    op.host = info.host;
+    for (int32_t id : info.inputs) op.inputs.push_back(make_tensor_arg(plan->tensors[id]));
+    for (int32_t id : info.outputs) op.outputs.push_back(make_tensor_arg(plan->tensors[id]));
+    if (info.kind == OpKind::kHost || info.kind == OpKind::kRecordEvent || info.kind == OpKind::kWaitEvent) continue;
+
+    const KernelEntry* k = ctx.registry.find(info.kernel);
+    if (!k) {
+      std::string loaded;
+      for (const std::string& p : ctx.registry.package_paths()) loaded += (loaded.empty() ? "" : ", ") + p;
+      return Status::not_found("op '" + info.name + "' (" + op_kind_name(info.kind) + "): kernel '" + info.kernel +
+                               "' is not in any loaded kernel package (loaded: " +
+                               (loaded.empty() ? "none" : loaded) + ")");
+    }
+    op.kernel = k;
+    if (k->desc->flags & SK_TILING_SINK)
+      return Status::unimplemented("op '" + info.name + "': kernel '" + info.kernel +
+                                   "' needs tiling sink (SK_TILING_SINK), which this build does not support yet");
+    op.bind_args();
+    SK_RETURN_IF_ERROR(run_tiling(op));
+    if (k->desc->workspace_size) op.workspace_bytes = k->desc->workspace_size(&op.args);
+    op.bind_args();
+  }
+  ctx.plan = std::move(plan);
+  return Status::ok();
+}
+
+}  // namespace sk

@@ -1,0 +1,18 @@
+// Pass: build_plan. Turns graph ops into plan ops: binds each op to its kernel (by name, across
+// every loaded package), builds the argument descriptors, and runs each kernel's host tiling and
+// workspace-size functions once (shapes are static).
+#ifndef SUPERKERNEL_COMPILER_BUILD_PLAN_H_
+#define SUPERKERNEL_COMPILER_BUILD_PLAN_H_
+
+#include "compiler/compile_context.h"
+
+namespace sk {
+
+Status build_plan(CompileContext& ctx);
+
+// Runs a kernel's host tiling for `op` (args must describe shapes; data may be null).
+Status run_tiling(PlanOp& op);
+
+}  // namespace sk
+
+#endif  // SUPERKERNEL_COMPILER_BUILD_PLAN_H_

@@ -1,0 +1,120 @@
+#include "compiler/memory_plan.h"
+
+#include <algorithm>
+
+namespace sk {
+namespace {
+
+constexpr int64_t kAlign = 64;
+int64_t align_up(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+struct Buffer {
+  int64_t bytes = 0;
+  int32_t first = 0;
+  int32_t last = 0;
+  int32_t tensor = -1;  // or -1 for a workspace
+  int32_t op = -1;      // workspace owner
+  int64_t offset = -1;
+};
+
+bool lifetimes_overlap(const Buffer& a, const Buffer& b) { return a.first <= b.last && b.first <= a.last; }
+
+}  // namespace
+
+void plan_memory(Plan& plan, const MemoryPlanOptions& options) {
+  const int32_t n_ops = static_cast<int32_t>(plan.ops.size());
+  const int32_t end = std::max(n_ops - 1, 0);
+  const size_t n_t = plan.tensors.size();
+  auto root_of = [&](int32_t id) { return plan.tensors[id].kind == TensorKind::kView ? plan.tensors[id].base : id; };
+
+  std::vector<int32_t> first(n_t, -1), last(n_t, -1);
+  auto touch = [&](int32_t root, int32_t op) {
+    if (first[root] < 0 || op < first[root]) first[root] = op;
+    last[root] = std::max(last[root], op);
+  };
+  for (int32_t i = 0; i < n_ops; ++i) {
+    for (int32_t id : plan.ops[i].input_ids) touch(root_of(id), i);
+    for (int32_t id : plan.ops[i].output_ids) touch(root_of(id), i);
+  }
+  for (size_t i = 0; i < n_t; ++i)
+    if (plan.tensors[i].is_output) last[root_of(static_cast<int32_t>(i))] = end;
+
+  std::vector<Buffer> buffers;
+  for (size_t i = 0; i < n_t; ++i) {
+    const TensorInfo& t = plan.tensors[i];
+    if (t.kind == TensorKind::kView || t.kind == TensorKind::kConstant) continue;
+    Buffer b;
+    b.bytes = align_up(std::max<int64_t>(t.storage_bytes, 1));
+    b.tensor = static_cast<int32_t>(i);
+    if (t.kind == TensorKind::kInput || t.kind == TensorKind::kVariable) {
+      b.first = 0;
+      b.last = end;
+    } else {
+      b.first = first[i] < 0 ? 0 : first[i];
+      b.last = last[i] < 0 ? b.first : last[i];
+    }
+    buffers.push_back(b);
+  }
+  for (int32_t i = 0; i < n_ops; ++i) {
+    if (plan.ops[i].workspace_bytes == 0) continue;
+    Buffer b;
+    b.bytes = align_up(static_cast<int64_t>(plan.ops[i].workspace_bytes));
+    b.first = b.last = i;
+    b.op = i;
+    buffers.push_back(b);
+  }
+
+  int64_t arena = 0;
+  int64_t unplanned = 0;
+  for (const Buffer& b : buffers) unplanned += b.bytes;
+  if (!options.reuse) {
+    for (Buffer& b : buffers) {
+      b.offset = arena;
+      arena += b.bytes;
+    }
+  } else {
+    std::vector<size_t> order(buffers.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      if (buffers[a].bytes != buffers[b].bytes) return buffers[a].bytes > buffers[b].bytes;
+      return buffers[a].first < buffers[b].first;
+    });
+    std::vector<size_t> placed;
+    std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, end) of conflicting buffers
+    for (size_t idx : order) {
+      Buffer& b = buffers[idx];
+      busy.clear();
+      for (size_t p : placed)
+        if (lifetimes_overlap(b, buffers[p])) busy.push_back({buffers[p].offset, buffers[p].offset + buffers[p].bytes});
+      std::sort(busy.begin(), busy.end());
+      int64_t candidate = 0;
+      for (const auto& [lo, hi] : busy) {
+        if (candidate + b.bytes <= lo) break;
+        candidate = std::max(candidate, hi);
+      }
+      b.offset = candidate;
+      arena = std::max(arena, candidate + b.bytes);
+      placed.push_back(idx);
+    }
+  }
+
+  // Lower bound: the most bytes live at any op.
+  int64_t peak = 0;
+  for (int32_t i = 0; i <= end; ++i) {
+    int64_t live = 0;
+    for (const Buffer& b : buffers)
+      if (b.first <= i && i <= b.last) live += b.bytes;
+    peak = std::max(peak, live);
+  }
+
+  plan.memory.offset.assign(n_t, -1);
+  for (const Buffer& b : buffers) {
+    if (b.tensor >= 0) plan.memory.offset[b.tensor] = b.offset;
+    if (b.op >= 0) plan.ops[b.op].workspace_offset = b.offset;
+  }
+  plan.memory.arena_bytes = arena;
+  plan.memory.peak_live_bytes = peak;
+  plan.memory.unplanned_bytes = unplanned;
+}
+
+}  // namespace sk

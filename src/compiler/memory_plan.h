@@ -1,0 +1,27 @@
+// Pass: memory_plan. Liveness-based buffer reuse over execution order.
+//
+// Every non-view, non-constant tensor and every op workspace gets an arena offset. Inputs and
+// variables live for the whole run; outputs from their definition to the end; intermediates from
+// their first write to their last use through any view. Buffers are placed greedily, largest
+// first, at the lowest offset that does not overlap a buffer whose lifetime intersects (the
+// "greedy by size" strategy). Dependencies are later computed over these memory ranges, so reuse
+// creates no hazards that the scheduler does not see.
+#ifndef SUPERKERNEL_COMPILER_MEMORY_PLAN_H_
+#define SUPERKERNEL_COMPILER_MEMORY_PLAN_H_
+
+#include <vector>
+
+#include "runtime/plan.h"
+
+namespace sk {
+
+struct MemoryPlanOptions {
+  bool reuse = true;  // false: every buffer gets its own bytes (eager mode, data dump)
+};
+
+// Fills plan.memory and every op's workspace_offset.
+void plan_memory(Plan& plan, const MemoryPlanOptions& options);
+
+}  // namespace sk
+
+#endif  // SUPERKERNEL_COMPILER_MEMORY_PLAN_H_

@@ -1,0 +1,193 @@
+#include "superkernel/options.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <regex>
+
+namespace sk {
+
+const char* execution_mode_name(ExecutionMode mode) {
+  switch (mode) {
+    case ExecutionMode::kEager: return "eager";
+    case ExecutionMode::kGraph: return "graph";
+    case ExecutionMode::kSuperKernel: return "superkernel";
+  }
+  return "?";
+}
+
+Expected<ExecutionMode> parse_execution_mode(std::string_view text) {
+  if (text == "eager") return ExecutionMode::kEager;
+  if (text == "graph") return ExecutionMode::kGraph;
+  if (text == "superkernel") return ExecutionMode::kSuperKernel;
+  return Status::invalid_argument("unknown execution mode '" + std::string(text) +
+                                  "' (expected eager, graph or superkernel)");
+}
+
+CompileOptions CompileOptions::for_mode(ExecutionMode mode) {
+  CompileOptions o;
+  o.static_kernel_compile = mode != ExecutionMode::kEager;
+  o.super_kernel_optimize = mode == ExecutionMode::kSuperKernel;
+  return o;
+}
+
+ExecutionMode CompileOptions::mode() const {
+  if (!static_kernel_compile) return ExecutionMode::kEager;
+  return super_kernel_optimize ? ExecutionMode::kSuperKernel : ExecutionMode::kGraph;
+}
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+Status parse_bool(std::string_view key, std::string_view value, bool& out) {
+  std::string v = lower(value);
+  if (v == "1" || v == "true" || v == "on" || v == "yes") {
+    out = true;
+    return Status::ok();
+  }
+  if (v == "0" || v == "false" || v == "off" || v == "no") {
+    out = false;
+    return Status::ok();
+  }
+  return Status::invalid_argument("option '" + std::string(key) + "': expected a boolean (true/false/1/0), got '" +
+                                  std::string(value) + "'");
+}
+
+Status parse_int(std::string_view key, std::string_view value, int min_value, int& out) {
+  int v = 0;
+  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (value.empty() || ec != std::errc() || ptr != value.data() + value.size())
+    return Status::invalid_argument("option '" + std::string(key) + "': expected an integer, got '" +
+                                    std::string(value) + "'");
+  if (v < min_value)
+    return Status::invalid_argument("option '" + std::string(key) + "': " + std::to_string(v) + " is below the minimum " +
+                                    std::to_string(min_value));
+  out = v;
+  return Status::ok();
+}
+
+// Comma-separated regular expressions. A leading '*' is the classic glob mistake ("*matmul"),
+// which std::regex would reject with an unhelpful message, so it gets its own.
+Status parse_regex_list(std::string_view key, std::string_view value, std::vector<std::string>& out) {
+  std::vector<std::string> patterns;
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t comma = value.find(',', start);
+    std::string_view item = value.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.remove_prefix(1);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.remove_suffix(1);
+    if (item.empty()) {
+      if (!value.empty())
+        return Status::invalid_argument("option '" + std::string(key) + "': empty pattern in list '" +
+                                        std::string(value) + "'");
+    } else if (item.front() == '*') {
+      return Status::invalid_argument("option '" + std::string(key) + "': pattern '" + std::string(item) +
+                                      "' begins with '*', which is not a valid regular expression (did you mean '.*" +
+                                      std::string(item.substr(1)) + "'?)");
+    } else {
+      try {
+        std::regex re{std::string(item)};
+      } catch (const std::regex_error& e) {
+        return Status::invalid_argument("option '" + std::string(key) + "': pattern '" + std::string(item) +
+                                        "' is not a valid regular expression: " + e.what());
+      }
+      patterns.emplace_back(item);
+    }
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  out = std::move(patterns);
+  return Status::ok();
+}
+
+constexpr std::string_view kOpt = "super_kernel_optimize_options.";
+constexpr std::string_view kDbg = "super_kernel_debug_options.";
+
+}  // namespace
+
+std::vector<std::string> CompileOptions::keys() {
+  return {
+      "static_kernel_compile",
+      "super_kernel_optimize",
+      "dump",
+      "dump_dir",
+      "super_kernel_optimize_options.preload_code",
+      "super_kernel_optimize_options.split_mode",
+      "super_kernel_optimize_options.stream_fusion",
+      "super_kernel_optimize_options.early_start",
+      "super_kernel_optimize_options.func_align",
+      "super_kernel_optimize_options.dcci_before_kernel_start",
+      "super_kernel_optimize_options.dcci_after_kernel_end",
+      "super_kernel_optimize_options.dcci_disable_on_kernel",
+      "super_kernel_debug_options.debug_sync_all",
+      "super_kernel_debug_options.debug_op_exec_trace",
+      "super_kernel_debug_options.debug_per_op_max_core_num",
+  };
+}
+
+Status CompileOptions::set(std::string_view key, std::string_view value) {
+  if (key == "static_kernel_compile") return parse_bool(key, value, static_kernel_compile);
+  if (key == "super_kernel_optimize") return parse_bool(key, value, super_kernel_optimize);
+  if (key == "dump") return parse_bool(key, value, dump);
+  if (key == "dump_dir") {
+    dump_dir = std::string(value);
+    return Status::ok();
+  }
+  if (key.substr(0, kOpt.size()) == kOpt) {
+    std::string_view k = key.substr(kOpt.size());
+    SuperKernelOptimizeOptions& o = super_kernel_optimize_options;
+    if (k == "preload_code") return parse_bool(key, value, o.preload_code);
+    if (k == "split_mode") return parse_int(key, value, 0, o.split_mode);
+    if (k == "stream_fusion") return parse_bool(key, value, o.stream_fusion);
+    if (k == "early_start") return parse_bool(key, value, o.early_start);
+    if (k == "func_align") {
+      SK_RETURN_IF_ERROR(parse_int(key, value, 0, o.func_align));
+      if (o.func_align & (o.func_align - 1))
+        return Status::invalid_argument("option '" + std::string(key) + "': " + std::string(value) +
+                                        " is not a power of two");
+      return Status::ok();
+    }
+    if (k == "dcci_before_kernel_start") return parse_regex_list(key, value, o.dcci_before_kernel_start);
+    if (k == "dcci_after_kernel_end") return parse_regex_list(key, value, o.dcci_after_kernel_end);
+    if (k == "dcci_disable_on_kernel") return parse_regex_list(key, value, o.dcci_disable_on_kernel);
+  } else if (key.substr(0, kDbg.size()) == kDbg) {
+    std::string_view k = key.substr(kDbg.size());
+    SuperKernelDebugOptions& d = super_kernel_debug_options;
+    if (k == "debug_sync_all") return parse_bool(key, value, d.debug_sync_all);
+    if (k == "debug_op_exec_trace") return parse_bool(key, value, d.debug_op_exec_trace);
+    if (k == "debug_per_op_max_core_num") return parse_int(key, value, 0, d.debug_per_op_max_core_num);
+  }
+  return Status::invalid_argument("unknown compile option '" + std::string(key) + "'");
+}
+
+Status CompileOptions::validate() const {
+  if (super_kernel_optimize && !static_kernel_compile)
+    return Status::invalid_argument(
+        "option 'super_kernel_optimize' requires 'static_kernel_compile' (super kernels fuse statically compiled "
+        "kernels); set static_kernel_compile=true");
+  const SuperKernelOptimizeOptions& o = super_kernel_optimize_options;
+  auto not_yet = [](const char* key) {
+    return Status::unimplemented(std::string("option 'super_kernel_optimize_options.") + key +
+                                 "' is not supported yet by this build");
+  };
+  if (o.preload_code) return not_yet("preload_code");
+  if (o.stream_fusion) return not_yet("stream_fusion");
+  if (o.early_start) return not_yet("early_start");
+  if (o.split_mode != 0) return not_yet("split_mode");
+  if (super_kernel_debug_options.debug_per_op_max_core_num < 0)
+    return Status::invalid_argument("option 'super_kernel_debug_options.debug_per_op_max_core_num' must be >= 0");
+  for (const auto* list : {&o.dcci_before_kernel_start, &o.dcci_after_kernel_end, &o.dcci_disable_on_kernel}) {
+    for (const std::string& p : *list) {
+      std::vector<std::string> tmp;
+      SK_RETURN_IF_ERROR(parse_regex_list("super_kernel_optimize_options.dcci_*", p, tmp));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace sk

@@ -1,0 +1,161 @@
+// The compiler pipeline: named passes run in order, each timed. The order is the data flow of
+// DESIGN.md §3: verify -> build_plan -> assign_cores -> memory_plan -> allocate -> program.
+#include <chrono>
+#include <cstdio>
+#include <functional>
+
+#include "compiler/assign_cores.h"
+#include "compiler/build_plan.h"
+#include "compiler/compile_context.h"
+#include "compiler/graph_program.h"
+#include "compiler/memory_plan.h"
+#include "runtime/runtime_impl.h"
+
+namespace sk {
+
+const char* cut_reason_name(CutReason reason) {
+  switch (reason) {
+    case CutReason::kGraphEnd: return "GRAPH_END";
+    case CutReason::kOpUnsupported: return "OP_UNSUPPORTED";
+    case CutReason::kHostOp: return "HOST_OP";
+    case CutReason::kScopeBoundary: return "SCOPE_BOUNDARY";
+    case CutReason::kNotFused: return "NOT_FUSED";
+    case CutReason::kStreamLimit: return "STREAM_LIMIT";
+    case CutReason::kScopeBypassed: return "SCOPE_BYPASSED";
+    case CutReason::kSplitMode: return "SPLIT_MODE";
+  }
+  return "?";
+}
+
+namespace {
+
+struct Pass {
+  const char* name;
+  std::function<Status(CompileContext&)> run;
+};
+
+Status verify_pass(CompileContext& ctx) {
+  SK_RETURN_IF_ERROR(ctx.options.validate());
+  return ctx.graph.verify();
+}
+
+Status memory_plan_pass(CompileContext& ctx) {
+  MemoryPlanOptions mp;
+  // Eager mode allocates every tensor on its own; the data dump needs every output intact until
+  // it is copied at the end of its launch.
+  mp.reuse = ctx.options.mode() != ExecutionMode::kEager && !ctx.options.dump;
+  plan_memory(*ctx.plan, mp);
+  return Status::ok();
+}
+
+Status allocate_pass(CompileContext& ctx) {
+  Plan& plan = *ctx.plan;
+  plan.arena = AlignedBuffer::allocate(static_cast<size_t>(plan.memory.arena_bytes));
+  plan.resolve_pointers();
+  return Status::ok();
+}
+
+Status program_pass(CompileContext& ctx) {
+  switch (ctx.options.mode()) {
+    case ExecutionMode::kEager: return Status::ok();
+    case ExecutionMode::kGraph: return build_graph_program(ctx);
+    case ExecutionMode::kSuperKernel:
+      return Status::unimplemented("execution mode 'superkernel' is not supported yet by this build");
+  }
+  return Status::internal("unknown mode");
+}
+
+std::vector<Pass> pipeline() {
+  return {
+      {"verify", verify_pass},
+      {"build_plan", build_plan},
+      {"assign_cores", assign_cores},
+      {"memory_plan", memory_plan_pass},
+      {"allocate", allocate_pass},
+      {"program", program_pass},
+  };
+}
+
+Expected<std::unique_ptr<Executable::Impl>> run_pipeline(Runtime& rt, const Graph& graph,
+                                                         const CompileOptions& options) {
+  Runtime::Impl& ri = rt.impl();
+  CompileContext ctx{graph, options, ri.registry, CoreLayout{ri.device->num_cores(), ri.device->cube_cores()}, {}, {}, {}};
+  std::string timings;
+  for (const Pass& pass : pipeline()) {
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = pass.run(ctx);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%s%s %.3f ms", timings.empty() ? "" : ", ", pass.name, ms);
+    timings += buf;
+    if (!s) return s.with_context("compiling graph '" + graph.name() + "' (pass " + pass.name + ")");
+  }
+  auto exe = std::make_unique<Executable::Impl>();
+  exe->mode = options.mode();
+  exe->plan = std::move(ctx.plan);
+  exe->program = std::move(ctx.program);
+  exe->report = std::move(ctx.report);
+  CompileReport& rep = exe->report;
+  const Plan& plan = *exe->plan;
+  rep.mode = options.mode();
+  rep.num_ops = plan.ops.size();
+  rep.arena_bytes = plan.memory.arena_bytes;
+  rep.peak_live_bytes = plan.memory.peak_live_bytes;
+  rep.unplanned_bytes = plan.memory.unplanned_bytes;
+  rep.pass_timings = timings;
+  if (exe->mode == ExecutionMode::kEager) {
+    rep.num_launches = 0;
+    for (const PlanOp& op : plan.ops) rep.num_launches += op.is_kernel() ? 1 : 0;
+  } else {
+    rep.num_launches = exe->program.launches.size();
+    rep.program_text = print_program(exe->program);
+  }
+  if (options.super_kernel_optimize_options.func_align != 0)
+    rep.warnings.push_back("super_kernel_optimize_options.func_align has no effect on the CPU interpreter backend");
+  exe->dump_enabled = options.dump;
+  exe->dump_dir = options.dump_dir;
+  exe->trace_enabled = options.super_kernel_debug_options.debug_op_exec_trace;
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const TensorInfo& t = plan.tensors[i];
+    if (t.kind == TensorKind::kInput || t.kind == TensorKind::kVariable) exe->names.emplace(t.name, static_cast<int32_t>(i));
+  }
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const TensorInfo& t = plan.tensors[i];
+    if (t.is_output) {
+      exe->names[t.output_name] = static_cast<int32_t>(i);
+      exe->output_names.push_back(t.output_name);
+    }
+  }
+  return exe;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Executable>> Runtime::compile(const Graph& graph, const CompileOptions& options) {
+  auto impl = run_pipeline(*this, graph, options);
+  if (!impl) return impl.status();
+  (*impl)->runtime = shared_from_this();
+  return std::make_unique<Executable>(std::move(*impl));
+}
+
+Expected<std::string> explain(Runtime& runtime, const Graph& graph, const CompileOptions& options) {
+  auto impl = run_pipeline(runtime, graph, options);
+  if (!impl) return impl.status();
+  const CompileReport& r = (*impl)->report;
+  std::string out = "graph '" + graph.name() + "': mode " + execution_mode_name(r.mode) + ", " +
+                    std::to_string(r.num_ops) + " ops, " + std::to_string(r.num_launches) + " launches per run\n";
+  out += "memory: arena " + std::to_string(r.arena_bytes) + " bytes, peak live " + std::to_string(r.peak_live_bytes) +
+         " bytes, without reuse " + std::to_string(r.unplanned_bytes) + " bytes\n";
+  for (const SegmentReport& s : r.segments) {
+    out += "segment " + std::to_string(s.id) + " scope '" + s.scope + "' ops " + std::to_string(s.ops.size()) +
+           " cores " + std::to_string(s.num_cores) + " cut " + cut_reason_name(s.cut);
+    if (s.cut_op >= 0) out += " at op '" + graph.op(s.cut_op).name + "'";
+    if (!s.cut_detail.empty()) out += " (" + s.cut_detail + ")";
+    out += "\n";
+  }
+  for (const std::string& w : r.warnings) out += "warning: " + w + "\n";
+  out += r.program_text;
+  return out;
+}
+
+}  // namespace sk

@@ -1,0 +1,64 @@
+#include "superkernel/ops.h"
+
+#include <cstring>
+
+#include "kernels/builtin_attrs.h"
+
+namespace sk {
+namespace {
+
+template <typename Attrs>
+std::vector<uint8_t> attr_bytes(const Attrs& a) {
+  std::vector<uint8_t> bytes(sizeof(Attrs));
+  std::memcpy(bytes.data(), &a, sizeof(Attrs));
+  return bytes;
+}
+
+Tensor one_output(Graph& g, OpKind kind, std::vector<Tensor> inputs, std::string name,
+                  std::vector<uint8_t> attrs = {}) {
+  OpSpec spec;
+  spec.kind = kind;
+  spec.name = std::move(name);
+  spec.inputs = std::move(inputs);
+  spec.attrs = std::move(attrs);
+  std::vector<Tensor> out = g.add_op(std::move(spec));
+  return out.empty() ? Tensor{} : out[0];
+}
+
+}  // namespace
+
+Tensor add(Graph& g, Tensor a, Tensor b, std::string name) {
+  return one_output(g, OpKind::kAdd, {a, b}, std::move(name));
+}
+Tensor mul(Graph& g, Tensor a, Tensor b, std::string name) {
+  return one_output(g, OpKind::kMul, {a, b}, std::move(name));
+}
+Tensor silu_mul(Graph& g, Tensor gate, Tensor up, std::string name) {
+  return one_output(g, OpKind::kSiluMul, {gate, up}, std::move(name));
+}
+Tensor rms_norm(Graph& g, Tensor x, Tensor weight, float eps, std::string name) {
+  sk_rms_norm_attrs attrs{eps};
+  return one_output(g, OpKind::kRmsNorm, {x, weight}, std::move(name), attr_bytes(attrs));
+}
+Tensor softmax(Graph& g, Tensor x, std::string name) { return one_output(g, OpKind::kSoftmax, {x}, std::move(name)); }
+Tensor matmul(Graph& g, Tensor x, Tensor w, std::string name) {
+  return one_output(g, OpKind::kMatmul, {x, w}, std::move(name));
+}
+Tensor embedding(Graph& g, Tensor ids, Tensor table, std::string name) {
+  return one_output(g, OpKind::kEmbedding, {ids, table}, std::move(name));
+}
+Tensor copy(Graph& g, Tensor x, std::string name) { return one_output(g, OpKind::kCopy, {x}, std::move(name)); }
+
+std::vector<Tensor> call_kernel(Graph& g, std::string kernel, std::vector<Tensor> inputs,
+                                std::vector<TensorSpec> outputs, std::vector<uint8_t> attrs, std::string name) {
+  OpSpec spec;
+  spec.kind = OpKind::kCustom;
+  spec.kernel = std::move(kernel);
+  spec.name = std::move(name);
+  spec.inputs = std::move(inputs);
+  spec.outputs = std::move(outputs);
+  spec.attrs = std::move(attrs);
+  return g.add_op(std::move(spec));
+}
+
+}  // namespace sk

@@ -1,0 +1,68 @@
+// Program: what the compiler hands to a backend. Per launch, one flat instruction list per core.
+// It is plain data: printable for humans and tests, and the only thing a backend executes.
+//
+//   launch 0 "segment 0 (scope layer0)" cores=2
+//     core 0: RUN 0 [0/2]; SIGNAL 1; RUN 1 [0/1]; WAIT 1 1; ...
+#ifndef SUPERKERNEL_PROGRAM_PROGRAM_H_
+#define SUPERKERNEL_PROGRAM_PROGRAM_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sk {
+
+enum class Opcode : uint8_t {
+  kRun,       // a = plan op, b = kernel-local core id, c = cores running the kernel
+  kPrologue,  // same operands as kRun: the kernel's input-independent prologue
+  kWait,      // a = core, b = count: wait until that core has signalled `count` times
+  kSignal,    // b = count: this core has now signalled `count` times
+  kBarrier,   // a = barrier group
+};
+const char* opcode_name(Opcode op);
+
+struct Instr {
+  Opcode op = Opcode::kRun;
+  int32_t a = 0;
+  int32_t b = 0;
+  int32_t c = 0;
+};
+
+struct CoreProgram {
+  std::vector<Instr> instrs;
+};
+
+struct BarrierGroup {
+  std::string name;
+  std::vector<int32_t> cores;
+};
+
+// One launch: all cores start together, and the launch returns when every core has finished.
+struct Launch {
+  std::string label;
+  int32_t segment = -1;  // fusion segment id, -1 for graph-mode launches
+  int32_t num_cores = 1;
+  std::vector<BarrierGroup> groups;  // group 0 is every core of the launch
+  std::vector<CoreProgram> cores;
+  std::vector<int32_t> ops;  // plan ops in execution order
+};
+
+// What runs, in order: a launch, or a host op executed by the calling thread.
+struct Step {
+  enum class Kind { kLaunch, kHost } kind = Kind::kLaunch;
+  int32_t index = 0;  // launch index or plan op index
+};
+
+struct Program {
+  std::vector<Launch> launches;
+  std::vector<Step> steps;
+  std::vector<std::string> op_labels;  // per plan op: "name (kernel)", for printing
+};
+
+// Human-readable, stable text (tests compare it).
+std::string print_program(const Program& program);
+std::string print_instr(const Instr& instr, const std::vector<std::string>& op_labels);
+
+}  // namespace sk
+
+#endif  // SUPERKERNEL_PROGRAM_PROGRAM_H_

@@ -1,0 +1,118 @@
+#include "runtime/cpu/device.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <string>
+
+namespace sk::cpu {
+
+Expected<std::unique_ptr<CpuDevice>> CpuDevice::create(const CpuDeviceOptions& options) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+      if (CPU_ISSET(i, &set)) cpus.push_back(i);
+  }
+  if (cpus.empty()) cpus.push_back(0);
+  int n = options.num_cores == 0 ? static_cast<int>(cpus.size()) : options.num_cores;
+  if (n < 1)
+    return Status::invalid_argument("device option 'num_cores' = " + std::to_string(options.num_cores) +
+                                    ": must be >= 1 (or 0 for every available CPU)");
+  if (n > static_cast<int>(cpus.size()) && !options.allow_oversubscribe)
+    return Status::invalid_argument("device option 'num_cores' = " + std::to_string(n) + " exceeds the " +
+                                    std::to_string(cpus.size()) +
+                                    " CPUs available to this process; the pool never oversubscribes the machine");
+  if (options.cube_cores < 0 || options.cube_cores >= n) {
+    if (options.cube_cores != 0)
+      return Status::invalid_argument("device option 'cube_cores' = " + std::to_string(options.cube_cores) +
+                                      ": must be 0 (no split) or in [1, " + std::to_string(n - 1) +
+                                      "] so both groups have a core");
+  }
+  if (options.spin_us < 0) return Status::invalid_argument("device option 'spin_us' must be >= 0");
+  if (options.watchdog_seconds < 0) return Status::invalid_argument("device option 'watchdog_seconds' must be >= 0");
+  CpuDeviceOptions resolved = options;
+  resolved.num_cores = n;
+  std::unique_ptr<CpuDevice> dev(new CpuDevice(resolved));
+  dev->cpus_ = std::move(cpus);
+  for (int c = 1; c < n; ++c) dev->workers_.emplace_back([d = dev.get(), c] { d->worker_main(c); });
+  return dev;
+}
+
+CpuDevice::CpuDevice(const CpuDeviceOptions& options)
+    : options_(options),
+      num_cores_(options.num_cores),
+      mailbox_(new Counter[options.num_cores]),
+      done_(new Counter[options.num_cores]),
+      slots_(new Slot[options.num_cores]),
+      progress_(new Counter[options.num_cores]),
+      barriers_(new Counter[static_cast<size_t>(kMaxBarrierGroups) * options.num_cores]) {}
+
+CpuDevice::~CpuDevice() {
+  stopping_.store(true, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(launch_mu_);
+    ++seq_;
+    // The sequence bump is published with release ordering, which also publishes `stopping_`.
+    for (int c = 1; c < num_cores_; ++c) publish(mailbox_[c], seq_);
+  }
+  for (std::thread& t : workers_) t.join();
+}
+
+void CpuDevice::pin_current_thread(int cpu_index) {
+  if (!options_.pin_threads || cpus_.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpus_[cpu_index % cpus_.size()], &set);
+  // Pinning is best effort: a container may forbid it, and correctness does not depend on it.
+  (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+WaitControl CpuDevice::wait_control(const std::atomic<uint32_t>* abort) const {
+  WaitControl ctl;
+  ctl.abort = abort;
+  ctl.spin_ns = options_.spin_us * 1000;
+  ctl.watchdog_ns = static_cast<int64_t>(options_.watchdog_seconds * 1e9);
+  return ctl;
+}
+
+void CpuDevice::worker_main(int core) {
+  pin_current_thread(core);
+  WaitControl idle;  // idle workers wait forever, without a watchdog
+  idle.spin_ns = options_.spin_us * 1000;
+  uint64_t seen = 0;
+  for (;;) {
+    wait_at_least(mailbox_[core], seen + 1, idle);
+    // acquire (inside wait_at_least): the slot and stopping_ written before the publish are visible.
+    seen = mailbox_[core].value.load(std::memory_order_acquire);
+    if (stopping_.load(std::memory_order_relaxed)) return;
+    const Slot& slot = slots_[core];
+    slot.fn(slot.ctx, core);
+    publish(done_[core], seen);
+  }
+}
+
+void CpuDevice::launch(int n, CoreFn fn, void* ctx) {
+  SK_CHECK(n >= 1 && n <= num_cores_) << "launch of " << n << " cores on a " << num_cores_ << "-core device";
+  std::lock_guard<std::mutex> lock(launch_mu_);
+  if (options_.pin_caller && pinned_caller_ != std::this_thread::get_id()) {
+    pin_current_thread(0);
+    pinned_caller_ = std::this_thread::get_id();
+  }
+  const uint64_t seq = ++seq_;
+  ++epoch_;
+  for (int c = 1; c < n; ++c) {
+    // Plain writes: worker c is idle (it finished its previous launch, which we waited for), and
+    // publish() below releases them to it.
+    slots_[c].fn = fn;
+    slots_[c].ctx = ctx;
+    publish(mailbox_[c], seq);
+  }
+  fn(ctx, 0);
+  WaitControl join;
+  join.spin_ns = options_.spin_us * 1000;
+  for (int c = 1; c < n; ++c) wait_at_least(done_[c], seq, join);
+}
+
+}  // namespace sk::cpu

@@ -1,0 +1,83 @@
+// The CPU device: a pool of persistent worker threads, pinned one per core, plus the calling
+// thread, which is core 0 of every launch.
+//
+//   auto dev = sk::cpu::CpuDevice::create({.num_cores = 2});
+//   (*dev)->launch(2, [](void* ctx, int core) { ... }, &state);   // returns when both are done
+#ifndef SUPERKERNEL_RUNTIME_CPU_DEVICE_H_
+#define SUPERKERNEL_RUNTIME_CPU_DEVICE_H_
+
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "runtime/cpu/sync.h"
+#include "superkernel/status.h"
+
+namespace sk::cpu {
+
+struct CpuDeviceOptions {
+  int num_cores = 0;    // 0: every CPU in the process's affinity mask
+  int cube_cores = 0;   // size of the cube group (cores [0, cube_cores)); 0: no split
+  bool pin_threads = true;
+  bool pin_caller = true;  // also pin the launching thread to the first CPU
+  bool allow_oversubscribe = false;  // tests only: more cores than CPUs
+  int64_t spin_us = 200;             // spin before sleeping, for idle workers and waits
+  double watchdog_seconds = 30.0;    // a wait longer than this is reported as a deadlock
+};
+
+class CpuDevice {
+ public:
+  using CoreFn = void (*)(void* ctx, int core);
+  static constexpr int kMaxBarrierGroups = 8;
+
+  static Expected<std::unique_ptr<CpuDevice>> create(const CpuDeviceOptions& options);
+  ~CpuDevice();
+  CpuDevice(const CpuDevice&) = delete;
+  CpuDevice& operator=(const CpuDevice&) = delete;
+
+  int num_cores() const { return num_cores_; }
+  int cube_cores() const { return options_.cube_cores; }
+  const CpuDeviceOptions& options() const { return options_; }
+  const std::vector<int>& cpus() const { return cpus_; }
+
+  // Runs fn(ctx, c) for every core c in [0, n): the caller runs core 0, workers 1..n-1. Returns
+  // when all have returned. Launches are serialised; the returned epoch tags this launch's sync
+  // values (see sync.h) and is passed to fn through `current_epoch()`.
+  void launch(int n, CoreFn fn, void* ctx);
+  uint64_t current_epoch() const { return epoch_; }
+
+  // Sync counters owned by the device so that epoch tagging carries across launches.
+  Counter& progress(int core) { return progress_[core]; }
+  Counter& barrier(int group, int core) { return barriers_[group * num_cores_ + core]; }
+  WaitControl wait_control(const std::atomic<uint32_t>* abort) const;
+
+ private:
+  explicit CpuDevice(const CpuDeviceOptions& options);
+  void worker_main(int core);
+  void pin_current_thread(int cpu_index);
+
+  struct alignas(kSyncAlign) Slot {
+    CoreFn fn = nullptr;
+    void* ctx = nullptr;
+  };
+
+  CpuDeviceOptions options_;
+  int num_cores_ = 1;
+  std::vector<int> cpus_;
+  std::unique_ptr<Counter[]> mailbox_;   // launch sequence per worker (written by the launcher)
+  std::unique_ptr<Counter[]> done_;      // last finished sequence per worker
+  std::unique_ptr<Slot[]> slots_;
+  std::unique_ptr<Counter[]> progress_;  // point-to-point signals, one per core
+  std::unique_ptr<Counter[]> barriers_;  // kMaxBarrierGroups x num_cores
+  std::vector<std::thread> workers_;
+  std::mutex launch_mu_;
+  uint64_t seq_ = 0;
+  uint64_t epoch_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::thread::id pinned_caller_{};
+};
+
+}  // namespace sk::cpu
+
+#endif  // SUPERKERNEL_RUNTIME_CPU_DEVICE_H_

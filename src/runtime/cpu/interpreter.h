@@ -1,0 +1,33 @@
+// The portable backend: executes one Launch of a Program on the CPU device. Each core walks its
+// own flat instruction list; RUN calls the sub-kernel's entry point directly, WAIT/SIGNAL and
+// BARRIER use the epoch-tagged counters of sync.h. A failing kernel or a watchdog timeout stops
+// the launch on every core and comes back as the Status.
+#ifndef SUPERKERNEL_RUNTIME_CPU_INTERPRETER_H_
+#define SUPERKERNEL_RUNTIME_CPU_INTERPRETER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "program/program.h"
+#include "runtime/cpu/device.h"
+#include "runtime/plan.h"
+
+namespace sk::cpu {
+
+// Per-core record of one sub-kernel execution (raw, steady-clock nanoseconds).
+struct RawTraceEvent {
+  int32_t op = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+struct LaunchOptions {
+  // When non-null, per core c, (*trace)[c] receives one event per RUN.
+  std::vector<std::vector<RawTraceEvent>>* trace = nullptr;
+};
+
+Status run_launch(CpuDevice& device, PlanOp* ops, const Launch& launch, const LaunchOptions& options = {});
+
+}  // namespace sk::cpu
+
+#endif  // SUPERKERNEL_RUNTIME_CPU_INTERPRETER_H_

@@ -1,0 +1,85 @@
+#include <cstring>
+#include <fstream>
+
+#include "runtime/runtime_impl.h"
+
+namespace sk {
+
+Executable::Executable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Executable::~Executable() = default;
+
+ExecutionMode Executable::mode() const { return impl_->mode; }
+const CompileReport& Executable::report() const { return impl_->report; }
+const std::vector<DumpRecord>& Executable::dump() const { return impl_->dump; }
+const std::vector<TraceEvent>& Executable::trace() const { return impl_->trace; }
+std::vector<std::string> Executable::output_names() const { return impl_->output_names; }
+
+Status Executable::set_input(std::string_view name, const void* data, size_t bytes) {
+  auto it = impl_->names.find(std::string(name));
+  const Plan& plan = *impl_->plan;
+  if (it == impl_->names.end() || (plan.tensors[it->second].kind != TensorKind::kInput &&
+                                   plan.tensors[it->second].kind != TensorKind::kVariable))
+    return Status::not_found("set_input: graph has no input or variable named '" + std::string(name) + "'");
+  const TensorInfo& t = plan.tensors[it->second];
+  if (bytes != static_cast<size_t>(t.storage_bytes))
+    return Status::invalid_argument("set_input('" + std::string(name) + "'): got " + std::to_string(bytes) +
+                                    " bytes, " + dtype_name(t.dtype) + shape_to_string(t.shape) + " needs " +
+                                    std::to_string(t.storage_bytes));
+  if (bytes) std::memcpy(plan.tensor_data[it->second], data, bytes);
+  return Status::ok();
+}
+
+Status Executable::run() {
+  impl_->dump.clear();
+  impl_->trace.clear();
+  Status s = impl_->mode == ExecutionMode::kEager ? run_eager(*impl_) : run_program(*impl_);
+  if (!s) return s;
+  if (impl_->dump_enabled && !impl_->dump_dir.empty()) {
+    std::ofstream index(impl_->dump_dir + "/index.txt");
+    if (!index) return Status::not_found("dump_dir '" + impl_->dump_dir + "' cannot be written");
+    for (size_t i = 0; i < impl_->dump.size(); ++i) {
+      const DumpRecord& r = impl_->dump[i];
+      std::string file = std::to_string(i) + ".bin";
+      std::ofstream(impl_->dump_dir + "/" + file, std::ios::binary)
+          .write(reinterpret_cast<const char*>(r.data.data()), static_cast<std::streamsize>(r.data.size()));
+      index << file << " op=" << r.op << " tensor=" << r.tensor << " dtype=" << dtype_name(r.dtype)
+            << " shape=" << shape_to_string(r.shape) << " bytes=" << r.data.size() << "\n";
+    }
+  }
+  return Status::ok();
+}
+
+Expected<HostTensor> Executable::tensor(std::string_view name) const {
+  auto it = impl_->names.find(std::string(name));
+  if (it == impl_->names.end())
+    return Status::not_found("graph has no output, input or variable named '" + std::string(name) + "'");
+  const Plan& plan = *impl_->plan;
+  const TensorInfo& t = plan.tensors[it->second];
+  HostTensor h;
+  h.data = plan.tensor_data[it->second];
+  h.dtype = t.dtype;
+  h.shape = t.shape;
+  h.strides = t.strides;
+  return h;
+}
+
+Status Executable::read(std::string_view name, void* dst, size_t bytes) const {
+  auto t = tensor(name);
+  if (!t) return t.status();
+  const size_t elem = dtype_size(t->dtype);
+  if (bytes != t->bytes())
+    return Status::invalid_argument("read('" + std::string(name) + "'): buffer has " + std::to_string(bytes) +
+                                    " bytes, tensor has " + std::to_string(t->bytes()));
+  gather_dense(static_cast<const uint8_t*>(t->data), t->shape, t->strides, elem, static_cast<uint8_t*>(dst));
+  return Status::ok();
+}
+
+std::vector<float> Executable::output_f32(std::string_view name) const {
+  auto t = tensor(name);
+  if (!t || t->dtype != DType::kF32) return {};
+  std::vector<float> out(static_cast<size_t>(shape_numel(t->shape)));
+  if (!read(name, out.data(), out.size() * sizeof(float))) return {};
+  return out;
+}
+
+}  // namespace sk

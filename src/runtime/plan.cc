@@ -1,0 +1,88 @@
+#include "runtime/plan.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace sk {
+
+void AlignedBuffer::Free::operator()(uint8_t* p) const { std::free(p); }
+
+AlignedBuffer AlignedBuffer::allocate(size_t bytes) {
+  AlignedBuffer b;
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  void* p = std::aligned_alloc(64, rounded);
+  SK_CHECK(p != nullptr) << "out of memory allocating " << rounded << " bytes";
+  std::memset(p, 0, rounded);
+  b.data.reset(static_cast<uint8_t*>(p));
+  b.bytes = bytes;
+  return b;
+}
+
+void PlanOp::bind_args() {
+  args = sk_kernel_args{};
+  args.inputs = inputs.data();
+  args.outputs = outputs.data();
+  args.num_inputs = static_cast<int32_t>(inputs.size());
+  args.num_outputs = static_cast<int32_t>(outputs.size());
+  args.attrs = attrs.empty() ? nullptr : attrs.data();
+  args.attrs_size = static_cast<uint32_t>(attrs.size());
+  args.tiling = tiling.empty() ? nullptr : tiling.data();
+  args.tiling_size = static_cast<uint32_t>(tiling.size());
+  args.workspace_size = workspace_bytes;
+  args.workspace = nullptr;
+}
+
+sk_tensor_arg make_tensor_arg(const TensorInfo& info) {
+  sk_tensor_arg a{};
+  a.dtype = static_cast<int32_t>(info.dtype);
+  a.rank = static_cast<int32_t>(info.shape.size());
+  for (size_t i = 0; i < info.shape.size() && i < SK_MAX_RANK; ++i) {
+    a.shape[i] = info.shape[i];
+    a.stride[i] = info.strides[i];
+  }
+  return a;
+}
+
+uint8_t* Plan::root_data(int32_t id) const {
+  const TensorInfo& t = tensors[id];
+  if (t.kind == TensorKind::kConstant) return constants[id].data.get();
+  SK_CHECK(memory.offset[id] >= 0) << "tensor '" << t.name << "' has no arena slot";
+  return arena.data.get() + memory.offset[id];
+}
+
+void Plan::resolve_pointers() {
+  tensor_data.assign(tensors.size(), nullptr);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorInfo& t = tensors[i];
+    if (t.kind == TensorKind::kView) {
+      tensor_data[i] = root_data(t.base) + t.byte_offset;
+    } else {
+      tensor_data[i] = root_data(static_cast<int32_t>(i));
+    }
+  }
+  for (PlanOp& op : ops) {
+    for (size_t i = 0; i < op.inputs.size(); ++i) op.inputs[i].data = tensor_data[op.input_ids[i]];
+    for (size_t i = 0; i < op.outputs.size(); ++i) op.outputs[i].data = tensor_data[op.output_ids[i]];
+    op.bind_args();
+    if (op.workspace_offset >= 0) op.args.workspace = arena.data.get() + op.workspace_offset;
+  }
+}
+
+// Dense copy of a strided tensor.
+void gather_dense(const uint8_t* src, const Shape& shape, const Shape& strides, size_t elem, uint8_t* dst) {
+  const int64_t n = shape_numel(shape);
+  const int rank = static_cast<int>(shape.size());
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t off = 0;
+    for (int d = 0; d < rank; ++d) off += idx[d] * strides[d];
+    std::memcpy(dst + i * elem, src + off * static_cast<int64_t>(elem), elem);
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace sk

@@ -1,0 +1,78 @@
+// The executable plan: flat, pre-built per-op descriptors that launches touch without any
+// lookups ("plan once, run many"). Built by the compiler passes, owned by an Executable.
+#ifndef SUPERKERNEL_RUNTIME_PLAN_H_
+#define SUPERKERNEL_RUNTIME_PLAN_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/kernel_registry.h"
+#include "superkernel/graph.h"
+#include "superkernel/kernel_abi.h"
+
+namespace sk {
+
+struct PlanOp {
+  int32_t graph_op = -1;
+  std::string name;
+  OpKind kind = OpKind::kCustom;
+  std::string kernel_name;
+  const KernelEntry* kernel = nullptr;  // null for host and event ops
+  std::vector<int32_t> input_ids;       // graph tensor ids
+  std::vector<int32_t> output_ids;
+  std::vector<sk_tensor_arg> inputs;
+  std::vector<sk_tensor_arg> outputs;
+  std::vector<uint8_t> attrs;
+  std::vector<uint8_t> tiling;
+  uint64_t workspace_bytes = 0;
+  int64_t workspace_offset = -1;  // in the arena
+  std::vector<int32_t> cores;     // device cores running the kernel; index = kernel-local id
+  HostCallback host;
+  sk_kernel_args args{};  // points into the vectors above; rebuilt by bind_args()
+
+  bool is_kernel() const { return kernel != nullptr; }
+  // Points args at this op's own vectors. Call after the op has reached its final address.
+  void bind_args();
+};
+
+// Where every tensor's bytes live.
+struct MemoryPlan {
+  std::vector<int64_t> offset;     // per tensor id: arena offset of non-view, non-constant tensors
+  int64_t arena_bytes = 0;
+  int64_t peak_live_bytes = 0;
+  int64_t unplanned_bytes = 0;
+};
+
+struct AlignedBuffer {
+  struct Free {
+    void operator()(uint8_t* p) const;
+  };
+  std::unique_ptr<uint8_t[], Free> data;
+  size_t bytes = 0;
+  static AlignedBuffer allocate(size_t bytes);  // 64-byte aligned, zero-filled
+};
+
+struct Plan {
+  std::vector<TensorInfo> tensors;  // graph tensors (constant data moved into `constants`)
+  std::vector<PlanOp> ops;          // every graph op, program order
+  MemoryPlan memory;
+  AlignedBuffer arena;
+  std::vector<AlignedBuffer> constants;  // per tensor id (empty for non-constants)
+  std::vector<uint8_t*> tensor_data;     // per tensor id: address of element 0
+
+  uint8_t* root_data(int32_t id) const;
+  // Fills tensor_data and every op's sk_tensor_arg data pointers.
+  void resolve_pointers();
+};
+
+// Dense row-major copy of a strided tensor (strides in elements, `elem` bytes per element).
+void gather_dense(const uint8_t* src, const Shape& shape, const Shape& strides, size_t elem, uint8_t* dst);
+
+// sk_tensor_arg for tensor `info` (data pointer left null).
+sk_tensor_arg make_tensor_arg(const TensorInfo& info);
+
+}  // namespace sk
+
+#endif  // SUPERKERNEL_RUNTIME_PLAN_H_

@@ -1,0 +1,44 @@
+#include "superkernel/runtime.h"
+
+#include "runtime/runtime_impl.h"
+
+namespace sk {
+
+Runtime::Runtime() : impl_(std::make_unique<Impl>()) {}
+Runtime::~Runtime() = default;
+
+Expected<std::shared_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
+  cpu::CpuDeviceOptions dev;
+  dev.num_cores = options.num_cores;
+  dev.cube_cores = options.cube_cores;
+  dev.pin_threads = options.pin_threads;
+  dev.pin_caller = options.pin_threads;
+  dev.allow_oversubscribe = options.allow_oversubscribe;
+  dev.spin_us = options.spin_us;
+  dev.watchdog_seconds = options.watchdog_seconds;
+  auto device = cpu::CpuDevice::create(dev);
+  if (!device) return device.status();
+  std::shared_ptr<Runtime> rt(new Runtime());
+  rt->impl_->options = options;
+  rt->impl_->device = std::move(*device);
+  if (options.load_builtin_kernels) {
+    Status s = rt->impl_->registry.load_package(builtin_package_path());
+    if (!s) return s.with_context("loading the built-in kernels (set SK_BUILTIN_KERNELS to override the path)");
+  }
+  for (const std::string& path : options.kernel_packages) SK_RETURN_IF_ERROR(rt->impl_->registry.load_package(path));
+  return rt;
+}
+
+Status Runtime::load_kernel_package(const std::string& path) { return impl_->registry.load_package(path); }
+std::vector<std::string> Runtime::kernel_names() const { return impl_->registry.kernel_names(); }
+int Runtime::num_cores() const { return impl_->device->num_cores(); }
+
+std::string Runtime::cpu_isa() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    return "avx512";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
+  return "scalar";
+}
+
+}  // namespace sk

@@ -1,0 +1,53 @@
+// Private state of sk::Runtime and sk::Executable.
+#ifndef SUPERKERNEL_RUNTIME_RUNTIME_IMPL_H_
+#define SUPERKERNEL_RUNTIME_RUNTIME_IMPL_H_
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "program/program.h"
+#include "runtime/cpu/device.h"
+#include "runtime/kernel_registry.h"
+#include "runtime/plan.h"
+#include "superkernel/runtime.h"
+
+namespace sk {
+
+struct Runtime::Impl {
+  RuntimeOptions options;
+  std::unique_ptr<cpu::CpuDevice> device;
+  KernelRegistry registry;
+};
+
+struct Executable::Impl {
+  std::shared_ptr<Runtime> runtime;  // keeps the device and the kernel packages alive
+  ExecutionMode mode = ExecutionMode::kGraph;
+  std::unique_ptr<Plan> plan;
+  Program program;
+  CompileReport report;
+  std::unordered_map<std::string, int32_t> names;  // inputs, variables, outputs -> tensor id
+  std::vector<std::string> output_names;
+
+  bool dump_enabled = false;
+  std::string dump_dir;
+  std::vector<DumpRecord> dump;
+  bool trace_enabled = false;
+  std::vector<TraceEvent> trace;
+
+  cpu::CpuDevice& device() { return *runtime->impl().device; }
+  const KernelRegistry& registry() { return runtime->impl().registry; }
+};
+
+// Mode runners (src/runtime/run_modes.cc).
+Status run_eager(Executable::Impl& exe);
+Status run_program(Executable::Impl& exe);
+// Runs a host op's callback on the calling thread.
+Status run_host_op(Plan& plan, PlanOp& op);
+// Appends the outputs of `op` to the executable's dump.
+void dump_op_outputs(Executable::Impl& exe, const PlanOp& op);
+
+}  // namespace sk
+
+#endif  // SUPERKERNEL_RUNTIME_RUNTIME_IMPL_H_

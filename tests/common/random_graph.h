@@ -1,0 +1,129 @@
+// Random graph generator for property tests: a DAG of built-in ops over random static shapes,
+// with views, optional random fusion scopes and host ops. Deterministic for a given seed.
+#ifndef SUPERKERNEL_TESTS_COMMON_RANDOM_GRAPH_H_
+#define SUPERKERNEL_TESTS_COMMON_RANDOM_GRAPH_H_
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "superkernel/graph.h"
+#include "superkernel/ops.h"
+
+namespace sk::testing {
+
+struct RandomGraphOptions {
+  int min_ops = 4;
+  int max_ops = 30;
+  bool scopes = false;    // wrap random runs of ops in random fusion scopes
+  bool host_ops = false;  // insert host ops (never fusible)
+};
+
+struct RandomGraph {
+  std::unique_ptr<Graph> graph;
+  std::vector<std::pair<std::string, std::vector<float>>> inputs;  // name -> data
+};
+
+inline RandomGraph make_random_graph(uint32_t seed, const RandomGraphOptions& opt = {}) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  RandomGraph out;
+  out.graph = std::make_unique<Graph>("random_" + std::to_string(seed));
+  Graph& g = *out.graph;
+
+  const int64_t rows = pick(1, 5);
+  const int64_t dims[] = {8, 13, 32, 48, 64};
+  const int64_t d = dims[pick(0, 4)];
+  // A pool of [rows, d] f32 tensors that ops read from and add to.
+  std::vector<Tensor> pool;
+  for (int i = 0; i < pick(1, 3); ++i) {
+    std::string name = "in" + std::to_string(i);
+    pool.push_back(g.input(name, DType::kF32, {rows, d}));
+    std::vector<float> data(static_cast<size_t>(rows * d));
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    for (float& x : data) x = dist(rng);
+    out.inputs.emplace_back(name, std::move(data));
+  }
+  auto weight = [&](Shape shape, float scale) {
+    std::vector<float> data(static_cast<size_t>(shape_numel(shape)));
+    std::uniform_real_distribution<float> dist(-scale, scale);
+    for (float& x : data) x = dist(rng);
+    return g.constant_f32("w" + std::to_string(g.num_tensors()), shape, data);
+  };
+  auto any = [&] { return pool[pick(0, static_cast<int>(pool.size()) - 1)]; };
+
+  const int n_ops = pick(opt.min_ops, opt.max_ops);
+  std::optional<SuperKernelScope> scope;
+  int scope_left = 0;
+  for (int i = 0; i < n_ops; ++i) {
+    if (opt.scopes && scope_left == 0) {
+      scope.reset();
+      int r = pick(0, 9);
+      if (r < 6) {
+        scope.emplace(g, "scope" + std::to_string(pick(0, 2)));
+      } else if (r < 7) {
+        scope.emplace(g, "");  // explicit "do not fuse"
+      }
+      scope_left = pick(1, 8);
+    }
+    if (scope_left > 0) --scope_left;
+    Tensor t;
+    switch (pick(0, 10)) {
+      case 0: t = add(g, any(), any()); break;
+      case 1: t = mul(g, any(), any()); break;
+      case 2: t = add(g, any(), weight({d}, 1.0f)); break;  // broadcast
+      case 3: t = silu_mul(g, any(), any()); break;
+      case 4: t = rms_norm(g, any(), weight({d}, 1.0f), 1e-5f); break;
+      case 5: t = softmax(g, any()); break;
+      case 6: t = matmul(g, any(), weight({d, d}, 0.2f)); break;
+      case 7: {  // transpose view materialised by copy, then back
+        Tensor tr = g.transpose(any(), {1, 0});
+        Tensor c = copy(g, tr);
+        t = copy(g, g.transpose(c, {1, 0}));
+        break;
+      }
+      case 8: {  // slice view of rows, padded back by adding to a full tensor's slice
+        Tensor src = any();
+        int64_t r0 = pick(0, static_cast<int>(rows) - 1);
+        Tensor s = g.slice(src, 0, r0, r0 + 1);
+        Tensor c = copy(g, s);
+        t = add(g, any(), g.reshape(c, {d}));
+        break;
+      }
+      case 9: {
+        if (opt.host_ops) {
+          Tensor src = any();
+          t = g.host_op("host" + std::to_string(i),
+                        [](HostOpContext& ctx) {
+                          const float* x = static_cast<const float*>(ctx.inputs[0].data);
+                          float* y = static_cast<float*>(ctx.outputs[0].data);
+                          size_t n = ctx.outputs[0].bytes() / sizeof(float);
+                          for (size_t k = 0; k < n; ++k) y[k] = 0.5f * x[k];
+                          return Status::ok();
+                        },
+                        {src}, {{DType::kF32, {rows, d}, ""}})[0];
+        } else {
+          t = mul(g, any(), any());
+        }
+        break;
+      }
+      default: t = add(g, any(), any()); break;
+    }
+    pool.push_back(t);
+  }
+  scope.reset();
+  // Outputs: the last tensor and a couple of random ones.
+  g.output(pool.back(), "out_last");
+  for (int i = 0; i < 2; ++i) {
+    Tensor t = pool[pick(0, static_cast<int>(pool.size()) - 1)];
+    if (!g.tensor(t).is_output && g.tensor(t).kind != TensorKind::kInput) g.output(t, "out" + std::to_string(i));
+  }
+  return out;
+}
+
+}  // namespace sk::testing
+
+#endif  // SUPERKERNEL_TESTS_COMMON_RANDOM_GRAPH_H_

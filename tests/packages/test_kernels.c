@@ -1,0 +1,101 @@
+/* Kernels that exercise the runtime's rules: failures, sync_all, non-fusible kernels and a
+ * deliberate deadlock. Used by the runtime tests only. */
+#include <stdio.h>
+#include <string.h>
+
+#include "superkernel/kernel_abi.h"
+
+typedef struct {
+  int32_t fail_core; /* core id (kernel-local) that fails; -1: none */
+} fail_attrs;
+
+static int64_t numel(const sk_tensor_arg* t) { return sk_tensor_numel(t); }
+
+static int32_t access_elementwise(const sk_kernel_args* a, int32_t core, int32_t cores, sk_access_range* r,
+                                  int32_t cap) {
+  sk_range s = sk_split_range(numel(&a->outputs[0]), core, cores, 16);
+  if (cap >= 2) {
+    r[0].operand = 0;
+    r[0].mode = SK_ACCESS_READ;
+    r[0].begin = s.begin * 4;
+    r[0].end = s.end * 4;
+    r[1].operand = 1;
+    r[1].mode = SK_ACCESS_WRITE;
+    r[1].begin = s.begin * 4;
+    r[1].end = s.end * 4;
+  }
+  return 2;
+}
+
+static int32_t add1_run(const sk_kernel_args* a, const sk_core_ctx* c) {
+  const float* x = (const float*)a->inputs[0].data;
+  float* y = (float*)a->outputs[0].data;
+  sk_range s = sk_split_range(numel(&a->outputs[0]), c->core_id, c->num_cores, 16);
+  for (int64_t i = s.begin; i < s.end; ++i) y[i] = x[i] + 1.0f;
+  return SK_OK;
+}
+
+static int32_t fail_run(const sk_kernel_args* a, const sk_core_ctx* c) {
+  const fail_attrs* at = (const fail_attrs*)a->attrs;
+  if (at && c->core_id == at->fail_core) {
+    if (c->error_message) snprintf(c->error_message, c->error_capacity, "boom on core %d", (int)c->core_id);
+    return 42;
+  }
+  return add1_run(a, c);
+}
+
+/* y[i] = x[n-1-i]: every core needs what the others copied, hence the sync_all. */
+static int32_t reverse_run(const sk_kernel_args* a, const sk_core_ctx* c) {
+  const float* x = (const float*)a->inputs[0].data;
+  float* y = (float*)a->outputs[0].data;
+  float* ws = (float*)a->workspace;
+  int64_t n = numel(&a->outputs[0]);
+  sk_range s = sk_split_range(n, c->core_id, c->num_cores, 1);
+  int32_t rc;
+  for (int64_t i = s.begin; i < s.end; ++i) ws[i] = x[i];
+  rc = c->sync_all(c);
+  if (rc != SK_OK) return rc;
+  for (int64_t i = s.begin; i < s.end; ++i) y[i] = ws[n - 1 - i];
+  return SK_OK;
+}
+static uint64_t reverse_ws(const sk_kernel_args* a) { return (uint64_t)numel(&a->outputs[0]) * 4u; }
+static int32_t reverse_access(const sk_kernel_args* a, int32_t core, int32_t cores, sk_access_range* r,
+                              int32_t cap) {
+  sk_range s = sk_split_range(numel(&a->outputs[0]), core, cores, 1);
+  if (cap >= 2) {
+    r[0].operand = 0;
+    r[0].mode = SK_ACCESS_READ;
+    r[0].begin = 0; /* through the workspace it depends on every core's chunk of x */
+    r[0].end = numel(&a->inputs[0]) * 4;
+    r[1].operand = 1;
+    r[1].mode = SK_ACCESS_WRITE;
+    r[1].begin = s.begin * 4;
+    r[1].end = s.end * 4;
+  }
+  return 2;
+}
+
+/* Core 0 calls sync_all, the others never do: a deadlock the watchdog must report. */
+static int32_t hang_run(const sk_kernel_args* a, const sk_core_ctx* c) {
+  if (c->core_id == 0 && c->num_cores > 1) return c->sync_all(c);
+  return add1_run(a, c);
+}
+
+static const sk_kernel_desc kKernels[] = {
+    {SK_KERNEL_ABI_VERSION, "test.add1.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, add1_run, NULL, NULL, NULL,
+     access_elementwise, 0},
+    {SK_KERNEL_ABI_VERSION, "test.fail.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, fail_run, NULL, NULL, NULL,
+     access_elementwise, 0},
+    {SK_KERNEL_ABI_VERSION, "test.reverse_sync.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | SK_USES_SYNC_ALL, reverse_run,
+     NULL, NULL, reverse_ws, reverse_access, 1},
+    {SK_KERNEL_ABI_VERSION, "test.opaque_add1.f32", SK_KERNEL_VECTOR, 0, add1_run, NULL, NULL, NULL,
+     access_elementwise, 0},
+    {SK_KERNEL_ABI_VERSION, "test.hang.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, hang_run, NULL, NULL, NULL, NULL, 0},
+    {SK_KERNEL_ABI_VERSION, "test.add1_cube.f32", SK_KERNEL_CUBE, SK_FUSIBLE, add1_run, NULL, NULL, NULL,
+     access_elementwise, 0},
+};
+
+static const sk_kernel_package kPackage = {SK_KERNEL_ABI_VERSION, "test", sizeof(kKernels) / sizeof(kKernels[0]),
+                                           kKernels};
+
+SK_EXPORT const sk_kernel_package* sk_kernel_package_table(void) { return &kPackage; }
