@@ -43,6 +43,12 @@ struct SegmentReport {
   std::string cut_detail;
 };
 
+// An op that runs outside every super kernel, and why.
+struct UnfusedOp {
+  int32_t op = -1;
+  CutReason reason = CutReason::kNotFused;
+};
+
 struct CompileReport {
   ExecutionMode mode = ExecutionMode::kGraph;
   size_t num_ops = 0;
@@ -51,6 +57,7 @@ struct CompileReport {
   int64_t peak_live_bytes = 0;   // most bytes live at once (lower bound for any plan)
   int64_t unplanned_bytes = 0;   // what every tensor in its own buffer would take
   std::vector<SegmentReport> segments;
+  std::vector<UnfusedOp> unfused;  // superkernel mode: kernel and host ops outside segments
   std::vector<std::string> warnings;
   std::string program_text;      // per-core programs (graph and superkernel modes)
   std::string pass_timings;      // "verify 0.1 ms, memory_plan 0.3 ms, ..."

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/scope_options.h"
 #include "program/program.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/plan.h"
@@ -21,13 +22,32 @@ struct CoreLayout {
   int cube_cores = 0;  // 0: no split, every core serves both kinds
 };
 
+// A fusion segment: consecutive fusible kernel ops that run as one launch.
+struct Segment {
+  int32_t id = 0;
+  std::vector<int32_t> ops;     // plan op indices, execution order
+  std::vector<int32_t> scopes;  // the scope stack the ops share (empty: whole-graph fusion)
+  std::string scope_label;      // "outer/inner", or "<graph>"
+  ScopeOptions options;         // merged, innermost scope first
+  int32_t stream = 0;
+  CutReason cut = CutReason::kGraphEnd;
+  int32_t cut_op = -1;  // plan op that ended the segment
+  std::string cut_detail;
+};
+
 struct CompileContext {
   const Graph& graph;
   const CompileOptions& options;
   const KernelRegistry& registry;
   CoreLayout layout;
 
+  CompileContext(const Graph& g, const CompileOptions& o, const KernelRegistry& r, CoreLayout l)
+      : graph(g), options(o), registry(r), layout(l) {}
+
   std::unique_ptr<Plan> plan;
+  std::vector<Segment> segments;     // superkernel mode
+  std::vector<int32_t> op_segment;   // per plan op: segment id, or -1 when it runs unfused
+  std::vector<CutReason> op_unfused; // per plan op outside segments: why
   Program program;
   CompileReport report;
 };

@@ -24,15 +24,32 @@ std::vector<std::string> op_labels(const Plan& plan) {
 
 void emit_op_on_all_cores(Launch& launch, const PlanOp& op, int32_t op_index) {
   const int32_t n = static_cast<int32_t>(op.cores.size());
-  const uint32_t feeds = (op.kernel->desc->flags & SK_USES_SYNC_ALL) ? op.kernel->desc->sync_all_count : 0;
+  const sk_kernel_desc* d = op.kernel->desc;
+  const uint32_t feeds = (d->flags & SK_USES_SYNC_ALL) ? d->sync_all_count : 0;
   for (int32_t c = 0; c < launch.num_cores; ++c) {
     auto it = std::find(op.cores.begin(), op.cores.end(), c);
+    std::vector<Instr>& out = launch.cores[c].instrs;
     if (it != op.cores.end()) {
-      launch.cores[c].instrs.push_back({Opcode::kRun, op_index, static_cast<int32_t>(it - op.cores.begin()), n});
+      const int32_t local = static_cast<int32_t>(it - op.cores.begin());
+      if (d->prologue) out.push_back({Opcode::kPrologue, op_index, local, n});
+      out.push_back({Opcode::kRun, op_index, local, n});
     } else {
-      for (uint32_t i = 0; i < feeds; ++i) launch.cores[c].instrs.push_back({Opcode::kBarrier, 0, 0, 0});
+      for (uint32_t i = 0; i < feeds; ++i) out.push_back({Opcode::kBarrier, 0, 0, 0});
     }
   }
+}
+
+void GraphLaunchBuilder::add(const PlanOp& op, int32_t op_index) {
+  if (open_ < 0) {
+    program_.launches.push_back(make_launch("graph ops from '" + op.name + "'", num_cores_));
+    open_ = static_cast<int32_t>(program_.launches.size() - 1);
+    program_.steps.push_back({Step::Kind::kLaunch, open_});
+  } else {
+    // The full barrier that separates consecutive ops.
+    for (CoreProgram& cp : program_.launches[open_].cores) cp.instrs.push_back({Opcode::kBarrier, 0, 0, 0});
+  }
+  emit_op_on_all_cores(program_.launches[open_], op, op_index);
+  program_.launches[open_].ops.push_back(op_index);
 }
 
 Status build_graph_program(CompileContext& ctx) {
@@ -40,27 +57,16 @@ Status build_graph_program(CompileContext& ctx) {
   Program& prog = ctx.program;
   prog = Program{};
   prog.op_labels = op_labels(plan);
-  const int32_t n = ctx.layout.num_cores;
-  int32_t open = -1;  // launch being filled
-  auto close = [&] { open = -1; };
+  GraphLaunchBuilder builder(prog, ctx.layout.num_cores);
   for (int32_t i = 0; i < static_cast<int32_t>(plan.ops.size()); ++i) {
     const PlanOp& op = plan.ops[i];
     if (op.kind == OpKind::kHost) {
-      close();
+      builder.close();
       prog.steps.push_back({Step::Kind::kHost, i});
-      continue;
+    } else if (op.is_kernel()) {
+      builder.add(op, i);
     }
-    if (!op.is_kernel()) continue;  // events order nothing beyond program order here
-    if (open < 0) {
-      prog.launches.push_back(make_launch("graph ops from '" + op.name + "'", n));
-      open = static_cast<int32_t>(prog.launches.size() - 1);
-      prog.steps.push_back({Step::Kind::kLaunch, open});
-    } else {
-      // The full barrier that separates consecutive ops.
-      for (CoreProgram& cp : prog.launches[open].cores) cp.instrs.push_back({Opcode::kBarrier, 0, 0, 0});
-    }
-    emit_op_on_all_cores(prog.launches[open], op, i);
-    prog.launches[open].ops.push_back(i);
+    // Event ops order nothing beyond program order in graph mode.
   }
   return Status::ok();
 }

@@ -178,7 +178,6 @@ Status CompileOptions::validate() const {
   if (o.preload_code) return not_yet("preload_code");
   if (o.stream_fusion) return not_yet("stream_fusion");
   if (o.early_start) return not_yet("early_start");
-  if (o.split_mode != 0) return not_yet("split_mode");
   if (super_kernel_debug_options.debug_per_op_max_core_num < 0)
     return Status::invalid_argument("option 'super_kernel_debug_options.debug_per_op_max_core_num' must be >= 0");
   for (const auto* list : {&o.dcci_before_kernel_start, &o.dcci_after_kernel_end, &o.dcci_disable_on_kernel}) {

@@ -9,6 +9,8 @@
 #include "compiler/compile_context.h"
 #include "compiler/graph_program.h"
 #include "compiler/memory_plan.h"
+#include "compiler/schedule.h"
+#include "compiler/segment.h"
 #include "runtime/runtime_impl.h"
 
 namespace sk {
@@ -60,7 +62,8 @@ Status program_pass(CompileContext& ctx) {
     case ExecutionMode::kEager: return Status::ok();
     case ExecutionMode::kGraph: return build_graph_program(ctx);
     case ExecutionMode::kSuperKernel:
-      return Status::unimplemented("execution mode 'superkernel' is not supported yet by this build");
+      SK_RETURN_IF_ERROR(segment_graph(ctx));
+      return schedule_segments(ctx);
   }
   return Status::internal("unknown mode");
 }
@@ -79,7 +82,7 @@ std::vector<Pass> pipeline() {
 Expected<std::unique_ptr<Executable::Impl>> run_pipeline(Runtime& rt, const Graph& graph,
                                                          const CompileOptions& options) {
   Runtime::Impl& ri = rt.impl();
-  CompileContext ctx{graph, options, ri.registry, CoreLayout{ri.device->num_cores(), ri.device->cube_cores()}, {}, {}, {}};
+  CompileContext ctx{graph, options, ri.registry, CoreLayout{ri.device->num_cores(), ri.device->cube_cores()}};
   std::string timings;
   for (const Pass& pass : pipeline()) {
     auto t0 = std::chrono::steady_clock::now();
@@ -153,6 +156,8 @@ Expected<std::string> explain(Runtime& runtime, const Graph& graph, const Compil
     if (!s.cut_detail.empty()) out += " (" + s.cut_detail + ")";
     out += "\n";
   }
+  for (const UnfusedOp& u : r.unfused)
+    out += "unfused op '" + graph.op(u.op).name + "': " + cut_reason_name(u.reason) + "\n";
   for (const std::string& w : r.warnings) out += "warning: " + w + "\n";
   out += r.program_text;
   return out;

@@ -45,6 +45,7 @@ struct Launch {
   std::vector<BarrierGroup> groups;  // group 0 is every core of the launch
   std::vector<CoreProgram> cores;
   std::vector<int32_t> ops;  // plan ops in execution order
+  bool profile = false;      // record per-core sub-kernel times (scope option profiling=1)
 };
 
 // What runs, in order: a launch, or a host op executed by the calling thread.

@@ -132,12 +132,13 @@ Status run_program(Executable::Impl& exe) {
     const Launch& launch = exe.program.launches[step.index];
     cpu::LaunchOptions lo;
     std::vector<std::vector<cpu::RawTraceEvent>> raw;
-    if (exe.trace_enabled) {
+    const bool tracing = exe.trace_enabled || launch.profile;
+    if (tracing) {
       raw.resize(launch.num_cores);
       lo.trace = &raw;
     }
     SK_RETURN_IF_ERROR(cpu::run_launch(dev, plan.ops.data(), launch, lo));
-    if (exe.trace_enabled) {
+    if (tracing) {
       auto events = convert_trace(plan, raw, step.index, run_start);
       exe.trace.insert(exe.trace.end(), events.begin(), events.end());
     }

@@ -95,6 +95,9 @@ inline RandomGraph make_random_graph(uint32_t seed, const RandomGraphOptions& op
       }
       case 9: {
         if (opt.host_ops) {
+          // A host op inside a fusion scope is a graph break (an error), so leave the scope.
+          scope.reset();
+          scope_left = 0;
           Tensor src = any();
           t = g.host_op("host" + std::to_string(i),
                         [](HostOpContext& ctx) {

@@ -23,9 +23,10 @@ testing::RunResult run_once(Runtime& rt, const testing::RandomGraph& rg, Executi
 TEST(ModesProperty, RandomGraphsAreBitIdenticalAcrossModesAndCoreCounts) {
   std::vector<std::shared_ptr<Runtime>> runtimes = {testing::make_runtime(1), testing::make_runtime(2),
                                                     testing::make_runtime(3)};
-  testing::RandomGraphOptions opt;
-  opt.host_ops = true;
-  for (uint32_t seed = 1; seed <= 60; ++seed) {
+  for (uint32_t seed = 1; seed <= 90; ++seed) {
+    testing::RandomGraphOptions opt;
+    opt.host_ops = seed % 3 != 0;
+    opt.scopes = seed % 2 == 0;  // odd seeds fuse the whole graph in superkernel mode
     testing::RandomGraph rg = testing::make_random_graph(seed, opt);
     ASSERT_TRUE(rg.graph->verify().is_ok()) << "seed " << seed << ": " << rg.graph->verify().to_string();
     testing::RunResult reference = run_once(*runtimes[0], rg, ExecutionMode::kEager);
@@ -35,7 +36,7 @@ TEST(ModesProperty, RandomGraphsAreBitIdenticalAcrossModesAndCoreCounts) {
       for (uint8_t b : bytes) any_nonzero |= b != 0;
     ASSERT_TRUE(any_nonzero) << "seed " << seed;
     for (auto& rt : runtimes) {
-      for (ExecutionMode m : {ExecutionMode::kEager, ExecutionMode::kGraph}) {
+      for (ExecutionMode m : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
         std::string why;
         ASSERT_TRUE(testing::bitwise_equal(reference, run_once(*rt, rg, m), &why))
             << "seed " << seed << " mode " << execution_mode_name(m) << " cores " << rt->num_cores() << ": " << why;

@@ -7,15 +7,29 @@
 
 namespace sk::cpu {
 
+namespace {
+
+// The CPUs the process may use, read once: a device pins its launching thread, and a later
+// device created from that thread must still see every CPU, not the one it was pinned to.
+const std::vector<int>& process_cpus() {
+  static const std::vector<int> cpus = [] {
+    std::vector<int> v;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+      for (int i = 0; i < CPU_SETSIZE; ++i)
+        if (CPU_ISSET(i, &set)) v.push_back(i);
+    }
+    if (v.empty()) v.push_back(0);
+    return v;
+  }();
+  return cpus;
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<CpuDevice>> CpuDevice::create(const CpuDeviceOptions& options) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    for (int i = 0; i < CPU_SETSIZE; ++i)
-      if (CPU_ISSET(i, &set)) cpus.push_back(i);
-  }
-  if (cpus.empty()) cpus.push_back(0);
+  std::vector<int> cpus = process_cpus();
   int n = options.num_cores == 0 ? static_cast<int>(cpus.size()) : options.num_cores;
   if (n < 1)
     return Status::invalid_argument("device option 'num_cores' = " + std::to_string(options.num_cores) +
@@ -58,6 +72,9 @@ CpuDevice::~CpuDevice() {
     for (int c = 1; c < num_cores_; ++c) publish(mailbox_[c], seq_);
   }
   for (std::thread& t : workers_) t.join();
+  // Give the launching thread its CPUs back when it is the one tearing the device down.
+  if (caller_pinned_ && pinned_caller_ == std::this_thread::get_id())
+    (void)pthread_setaffinity_np(pthread_self(), sizeof(caller_mask_), &caller_mask_);
 }
 
 void CpuDevice::pin_current_thread(int cpu_index) {
@@ -96,7 +113,8 @@ void CpuDevice::worker_main(int core) {
 void CpuDevice::launch(int n, CoreFn fn, void* ctx) {
   SK_CHECK(n >= 1 && n <= num_cores_) << "launch of " << n << " cores on a " << num_cores_ << "-core device";
   std::lock_guard<std::mutex> lock(launch_mu_);
-  if (options_.pin_caller && pinned_caller_ != std::this_thread::get_id()) {
+  if (options_.pin_caller && options_.pin_threads && pinned_caller_ != std::this_thread::get_id()) {
+    if (!caller_pinned_) caller_pinned_ = pthread_getaffinity_np(pthread_self(), sizeof(caller_mask_), &caller_mask_) == 0;
     pin_current_thread(0);
     pinned_caller_ = std::this_thread::get_id();
   }

@@ -6,6 +6,8 @@
 #ifndef SUPERKERNEL_RUNTIME_CPU_DEVICE_H_
 #define SUPERKERNEL_RUNTIME_CPU_DEVICE_H_
 
+#include <sched.h>
+
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -76,6 +78,8 @@ class CpuDevice {
   uint64_t epoch_ = 0;
   std::atomic<bool> stopping_{false};
   std::thread::id pinned_caller_{};
+  bool caller_pinned_ = false;  // caller_mask_ holds the first pinned caller's original CPUs
+  cpu_set_t caller_mask_{};
 };
 
 }  // namespace sk::cpu

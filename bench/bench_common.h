@@ -1,0 +1,186 @@
+// Shared benchmark harness: repeated timing with medians, a side-by-side table on stdout and
+// the project's JSON format (--json PATH):
+//   {"machine": {"cores": N, "isa": "..."}, "results": [{"bench", "mode", "cores", "metric",
+//    "median", "min", "max", "runs", "unit"}]}
+#ifndef SUPERKERNEL_BENCH_BENCH_COMMON_H_
+#define SUPERKERNEL_BENCH_BENCH_COMMON_H_
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "superkernel/runtime.h"
+
+namespace sk::bench {
+
+struct Result {
+  std::string bench;
+  std::string mode;
+  int cores = 0;
+  std::string metric;
+  double median = 0, min = 0, max = 0;
+  int runs = 0;
+  std::string unit;
+};
+
+struct Stats {
+  double median = 0, min = 0, max = 0;
+};
+
+inline Stats stats_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  Stats s;
+  if (v.empty()) return s;
+  s.min = v.front();
+  s.max = v.back();
+  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  return s;
+}
+
+inline double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Runs `fn` `warmup` times, then `runs` times, returning seconds per call.
+inline std::vector<double> time_runs(const std::function<void()>& fn, int warmup, int runs) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> t;
+  t.reserve(runs);
+  for (int i = 0; i < runs; ++i) {
+    double t0 = now_seconds();
+    fn();
+    t.push_back(now_seconds() - t0);
+  }
+  return t;
+}
+
+struct Args {
+  std::string json;
+  int runs = 15;
+  bool quick = false;
+  std::vector<std::string> only;   // bench names to run (empty: all)
+  std::vector<std::string> modes;  // modes to run (empty: all)
+  int cores = 0;                   // run only this core count (0: 1 and 2)
+};
+
+inline Args parse_args(int argc, char** argv, const char* usage) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto need = [&](const char* flag) -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n%s", flag, usage);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (s == "--json") {
+      a.json = need("--json");
+    } else if (s == "--runs") {
+      a.runs = std::max(1, std::atoi(need("--runs").c_str()));
+    } else if (s == "--quick") {
+      a.quick = true;
+      a.runs = 5;
+    } else if (s == "--only") {
+      a.only.push_back(need("--only"));
+    } else if (s == "--mode") {
+      a.modes.push_back(need("--mode"));
+    } else if (s == "--cores") {
+      a.cores = std::max(1, std::atoi(need("--cores").c_str()));
+    } else if (s == "-h" || s == "--help") {
+      std::printf("%s", usage);
+      std::exit(0);
+    } else {
+      std::fprintf(stderr, "unknown argument '%s'\n%s", s.c_str(), usage);
+      std::exit(2);
+    }
+  }
+  return a;
+}
+
+inline bool selected(const Args& a, const std::string& bench) {
+  return a.only.empty() || std::find(a.only.begin(), a.only.end(), bench) != a.only.end();
+}
+inline bool mode_selected(const Args& a, const std::string& mode) {
+  return a.modes.empty() || std::find(a.modes.begin(), a.modes.end(), mode) != a.modes.end();
+}
+inline bool cores_selected(const Args& a, int cores) { return a.cores == 0 || a.cores == cores; }
+
+inline int machine_cores() { return static_cast<int>(std::thread::hardware_concurrency()); }
+
+inline std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o;
+}
+
+inline bool write_json(const std::string& path, const std::vector<Result>& results) {
+  std::ofstream f(path);
+  if (!f) return false;
+  f << "{\"machine\": {\"cores\": " << machine_cores() << ", \"isa\": \"" << Runtime::cpu_isa() << "\"},\n";
+  f << " \"results\": [\n";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    char buf[512];
+    std::snprintf(buf, sizeof(buf),
+                  "  {\"bench\": \"%s\", \"mode\": \"%s\", \"cores\": %d, \"metric\": \"%s\", \"median\": %.6g, "
+                  "\"min\": %.6g, \"max\": %.6g, \"runs\": %d, \"unit\": \"%s\"}%s\n",
+                  json_escape(r.bench).c_str(), json_escape(r.mode).c_str(), r.cores, json_escape(r.metric).c_str(),
+                  r.median, r.min, r.max, r.runs, json_escape(r.unit).c_str(), i + 1 < results.size() ? "," : "");
+    f << buf;
+  }
+  f << " ]}\n";
+  return static_cast<bool>(f);
+}
+
+// Prints one row per (bench, cores) with one column per mode and ratios against `baseline`.
+inline void print_table(const std::vector<Result>& results, const std::vector<std::string>& modes,
+                        const std::string& baseline) {
+  std::printf("machine: %d cores, isa %s\n", machine_cores(), Runtime::cpu_isa().c_str());
+  std::map<std::pair<std::string, int>, std::map<std::string, const Result*>> rows;
+  std::vector<std::pair<std::string, int>> order;
+  for (const Result& r : results) {
+    auto key = std::make_pair(r.bench, r.cores);
+    if (!rows.count(key)) order.push_back(key);
+    rows[key][r.mode] = &r;
+  }
+  std::string unit = results.empty() ? "" : results.front().metric + " (" + results.front().unit + ", median)";
+  std::printf("%-28s %5s", "bench", "cores");
+  for (const std::string& m : modes) std::printf(" %14s", m.c_str());
+  for (const std::string& m : modes)
+    if (m != baseline) std::printf(" %16s", (m + "/" + baseline).c_str());
+  std::printf("   %s\n", unit.c_str());
+  for (const auto& key : order) {
+    auto& row = rows[key];
+    std::printf("%-28s %5d", key.first.c_str(), key.second);
+    for (const std::string& m : modes) {
+      if (row.count(m)) {
+        std::printf(" %14.1f", row[m]->median);
+      } else {
+        std::printf(" %14s", "-");
+      }
+    }
+    for (const std::string& m : modes) {
+      if (m == baseline) continue;
+      if (row.count(m) && row.count(baseline) && row[baseline]->median > 0) {
+        std::printf(" %16.2f", row[m]->median / row[baseline]->median);
+      } else {
+        std::printf(" %16s", "-");
+      }
+    }
+    std::printf("\n");
+  }
+}
+
+}  // namespace sk::bench
+
+#endif  // SUPERKERNEL_BENCH_BENCH_COMMON_H_

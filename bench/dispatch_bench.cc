@@ -1,0 +1,150 @@
+// sk_bench_dispatch: per-node scheduling cost of long chains of small ops, in every execution
+// mode side by side, at 1 and 2 cores.
+//   chain_elementwise        1000 x (mul, add) on a 256-float tensor        = 2000 nodes
+//   chain_matvec_norm_256    1000 x (f32 matvec 256x256, rms_norm)          = 2000 nodes
+//   chain_matvec_norm_512    1000 x (f32 matvec 512x512, rms_norm)          = 2000 nodes
+// The matvec chains reuse one weight matrix (cache-resident), so they measure dispatch plus
+// compute, not memory bandwidth. In superkernel mode all ops sit in one fusion scope.
+#include <cstdio>
+#include <memory>
+#include <random>
+
+#include "bench_common.h"
+#include "superkernel/ops.h"
+
+namespace {
+
+using namespace sk;
+
+constexpr int kRepeats = 1000;
+
+std::vector<float> random_vec(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+struct Chain {
+  std::unique_ptr<Graph> graph;
+  int nodes = 0;
+  std::vector<float> input;
+};
+
+Chain chain_elementwise(bool scoped) {
+  Chain c;
+  c.graph = std::make_unique<Graph>("chain_elementwise");
+  Graph& g = *c.graph;
+  const int64_t n = 256;
+  Tensor x = g.input("x", DType::kF32, {n});
+  auto sv = random_vec(n, 1, 0.999f, 1.001f);
+  auto bv = random_vec(n, 2, -1e-3f, 1e-3f);
+  Tensor scale = g.constant_f32("scale", {n}, sv);
+  Tensor bias = g.constant_f32("bias", {n}, bv);
+  std::optional<SuperKernelScope> scope;
+  if (scoped) scope.emplace(g, "chain");
+  Tensor t = x;
+  for (int i = 0; i < kRepeats; ++i) t = add(g, mul(g, t, scale), bias);
+  scope.reset();
+  g.output(t, "y");
+  c.nodes = 2 * kRepeats;
+  c.input = random_vec(n, 3, -1, 1);
+  return c;
+}
+
+Chain chain_matvec_norm(int64_t n, bool scoped) {
+  Chain c;
+  c.graph = std::make_unique<Graph>("chain_matvec_norm_" + std::to_string(n));
+  Graph& g = *c.graph;
+  Tensor x = g.input("x", DType::kF32, {1, n});
+  auto wv = random_vec(static_cast<size_t>(n * n), 4, -0.05f, 0.05f);
+  auto gv = random_vec(n, 5, 0.9f, 1.1f);
+  Tensor w = g.constant_f32("w", {n, n}, wv);
+  Tensor gamma = g.constant_f32("gamma", {n}, gv);
+  std::optional<SuperKernelScope> scope;
+  if (scoped) scope.emplace(g, "chain");
+  Tensor t = x;
+  for (int i = 0; i < kRepeats; ++i) t = rms_norm(g, matmul(g, t, w), gamma, 1e-6f);
+  scope.reset();
+  g.output(t, "y");
+  c.nodes = 2 * kRepeats;
+  c.input = random_vec(static_cast<size_t>(n), 6, -1, 1);
+  return c;
+}
+
+const char* kUsage =
+    "usage: sk_bench_dispatch [--json PATH] [--runs N] [--quick] [--only BENCH]... [--mode MODE]... [--cores N]\n"
+    "  benches: chain_elementwise chain_matvec_norm_256 chain_matvec_norm_512\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Args args = bench::parse_args(argc, argv, kUsage);
+  const int max_cores = std::min(2, bench::machine_cores());
+  std::vector<bench::Result> results;
+  const std::vector<ExecutionMode> modes = {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel};
+
+  struct BenchDef {
+    std::string name;
+    std::function<Chain(bool)> make;
+  };
+  std::vector<BenchDef> benches = {
+      {"chain_elementwise", [](bool s) { return chain_elementwise(s); }},
+      {"chain_matvec_norm_256", [](bool s) { return chain_matvec_norm(256, s); }},
+      {"chain_matvec_norm_512", [](bool s) { return chain_matvec_norm(512, s); }},
+  };
+
+  for (int cores = 1; cores <= max_cores; ++cores) {
+    if (!bench::cores_selected(args, cores)) continue;
+    RuntimeOptions ro;
+    ro.num_cores = cores;
+    auto rt = Runtime::create(ro);
+    if (!rt) {
+      std::fprintf(stderr, "runtime: %s\n", rt.status().to_string().c_str());
+      return 1;
+    }
+    for (const BenchDef& b : benches) {
+      if (!bench::selected(args, b.name)) continue;
+      for (ExecutionMode mode : modes) {
+        if (!bench::mode_selected(args, execution_mode_name(mode))) continue;
+        Chain chain = b.make(mode == ExecutionMode::kSuperKernel);
+        auto exe = (*rt)->compile(*chain.graph, CompileOptions::for_mode(mode));
+        if (!exe) {
+          std::fprintf(stderr, "%s/%s: skipped: %s\n", b.name.c_str(), execution_mode_name(mode),
+                       exe.status().to_string().c_str());
+          continue;
+        }
+        if (Status s = (*exe)->set_input("x", chain.input); !s) {
+          std::fprintf(stderr, "%s\n", s.to_string().c_str());
+          return 1;
+        }
+        Status run_status;
+        auto times = bench::time_runs(
+            [&] {
+              Status s = (*exe)->run();
+              if (!s) run_status = s;
+            },
+            3, args.runs);
+        if (!run_status) {
+          std::fprintf(stderr, "%s/%s: %s\n", b.name.c_str(), execution_mode_name(mode), run_status.to_string().c_str());
+          return 1;
+        }
+        for (double& t : times) t = t * 1e9 / chain.nodes;
+        bench::Stats st = bench::stats_of(times);
+        results.push_back({b.name, execution_mode_name(mode), cores, "ns_per_node", st.median, st.min, st.max,
+                           args.runs, "ns"});
+        std::fflush(stdout);
+      }
+    }
+  }
+  bench::print_table(results, {"eager", "graph", "superkernel"}, "graph");
+  if (!args.json.empty()) {
+    if (!bench::write_json(args.json, results)) {
+      std::fprintf(stderr, "cannot write %s\n", args.json.c_str());
+      return 1;
+    }
+    std::printf("wrote %s\n", args.json.c_str());
+  }
+  return 0;
+}

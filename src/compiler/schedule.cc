@@ -1,0 +1,270 @@
+#include "compiler/schedule.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "compiler/assign_cores.h"
+#include "compiler/graph_program.h"
+#include "compiler/interval_map.h"
+
+namespace sk {
+namespace {
+
+using Range = std::pair<uint64_t, uint64_t>;
+
+struct CoreAccess {
+  std::vector<Range> reads;
+  std::vector<Range> writes;
+};
+
+// Bytes a strided operand can touch: from its lowest to its highest element.
+Range extent(const sk_tensor_arg& t) {
+  const auto base = reinterpret_cast<uint64_t>(t.data);
+  const int64_t elem = sk_dtype_size(t.dtype);
+  int64_t lo = 0, hi = 0;
+  for (int32_t d = 0; d < t.rank; ++d) {
+    if (t.shape[d] == 0) return {base, base};
+    const int64_t span = (t.shape[d] - 1) * t.stride[d];
+    (span < 0 ? lo : hi) += span;
+  }
+  return {base + static_cast<uint64_t>(lo * elem), base + static_cast<uint64_t>((hi + 1) * elem)};
+}
+
+Status collect_access(const PlanOp& op, int32_t local, int32_t n, CoreAccess& out) {
+  const sk_kernel_desc* d = op.kernel->desc;
+  const int32_t n_in = op.args.num_inputs, n_out = op.args.num_outputs;
+  if (d->access) {
+    std::vector<sk_access_range> buf(16);
+    int32_t count = d->access(&op.args, local, n, buf.data(), static_cast<int32_t>(buf.size()));
+    if (count > static_cast<int32_t>(buf.size())) {
+      buf.resize(count);
+      count = d->access(&op.args, local, n, buf.data(), count);
+    }
+    if (count < 0 || count > static_cast<int32_t>(buf.size()))
+      return Status::kernel_error("op '" + op.name + "': access callback of kernel '" + d->name + "' failed (" +
+                                  std::to_string(count) + ") for core " + std::to_string(local) + "/" +
+                                  std::to_string(n));
+    for (int32_t i = 0; i < count; ++i) {
+      const sk_access_range& r = buf[i];
+      if (r.operand < 0 || r.operand >= n_in + n_out || r.begin > r.end || (r.mode & ~3) || !r.mode)
+        return Status::kernel_error("op '" + op.name + "': access callback of kernel '" + d->name +
+                                    "' returned a bad range (operand " + std::to_string(r.operand) + ", mode " +
+                                    std::to_string(r.mode) + ")");
+      const sk_tensor_arg& t = r.operand < n_in ? op.inputs[r.operand] : op.outputs[r.operand - n_in];
+      const auto base = reinterpret_cast<uint64_t>(t.data);
+      const Range range{base + static_cast<uint64_t>(r.begin), base + static_cast<uint64_t>(r.end)};
+      if (r.mode & SK_ACCESS_READ) out.reads.push_back(range);
+      if (r.mode & SK_ACCESS_WRITE) out.writes.push_back(range);
+    }
+  } else {
+    for (const sk_tensor_arg& t : op.inputs) out.reads.push_back(extent(t));
+    for (const sk_tensor_arg& t : op.outputs) out.writes.push_back(extent(t));
+  }
+  // The workspace is shared by the op's cores and may reuse another buffer's bytes.
+  if (op.args.workspace && op.workspace_bytes) {
+    const auto ws = reinterpret_cast<uint64_t>(op.args.workspace);
+    out.reads.push_back({ws, ws + op.workspace_bytes});
+    out.writes.push_back({ws, ws + op.workspace_bytes});
+  }
+  return Status::ok();
+}
+
+bool uses_sync_all(const PlanOp& op) { return (op.kernel->desc->flags & SK_USES_SYNC_ALL) != 0; }
+
+// debug-aic-num / debug-aiv-num: cap the cores of the segment's cube and vector kernels. The caps
+// never raise a core count above the hardware, a LimitCoreNum or the kernel's natural count.
+Status apply_core_caps(CompileContext& ctx, const Segment& seg) {
+  const int aic = seg.options.debug_aic_num, aiv = seg.options.debug_aiv_num;
+  if (aic < 0 && aiv < 0) return Status::ok();
+  auto combine = [](int32_t limit, int cap) -> int32_t {
+    if (cap < 0) return limit;
+    return limit == 0 ? cap : std::min<int32_t>(limit, cap);
+  };
+  for (int32_t i : seg.ops) {
+    PlanOp& op = ctx.plan->ops[i];
+    const int32_t type = op.kernel->desc->type;
+    const bool needs_cube = type != SK_KERNEL_VECTOR;
+    const bool needs_vector = type != SK_KERNEL_CUBE;
+    if ((needs_cube && aic == 0) || (needs_vector && aiv == 0))
+      return Status::invalid_argument("scope '" + seg.scope_label + "': debug-aic-num=" + std::to_string(aic) +
+                                      " / debug-aiv-num=" + std::to_string(aiv) + " leaves no core for op '" +
+                                      op.name + "' (kernel '" + op.kernel_name + "')");
+    const OpInfo& info = ctx.graph.op(op.graph_op);
+    auto cores = cores_for_kernel(ctx.layout, type, combine(info.core_limit_cube, aic),
+                                  combine(info.core_limit_vector, aiv),
+                                  ctx.options.super_kernel_debug_options.debug_per_op_max_core_num, op.name);
+    if (!cores) return cores.status();
+    // Only ever narrow: a cap above the natural count changes nothing.
+    if (cores->size() < op.cores.size()) op.cores = std::move(*cores);
+  }
+  return Status::ok();
+}
+
+struct Wait {
+  int32_t position;  // consumer op (segment position)
+  int32_t core;      // producer core
+  int32_t producer;  // producer op (segment position)
+};
+
+Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg) {
+  Plan& plan = *ctx.plan;
+  const int32_t n_pos = static_cast<int32_t>(seg.ops.size());
+  int32_t n_cores = 1;
+  for (int32_t i : seg.ops)
+    for (int32_t c : plan.ops[i].cores) n_cores = std::max(n_cores, c + 1);
+
+  // Whole-graph fusion has no scope to carry feed-sync-all, so idle cores are fed there.
+  const bool feed = seg.options.feed_sync_all >= 0 ? seg.options.feed_sync_all == 1 : seg.scopes.empty();
+  const bool sync_every = seg.options.debug_sync_all == 1 || ctx.options.super_kernel_debug_options.debug_sync_all;
+  for (int32_t i : seg.ops) {
+    const PlanOp& op = plan.ops[i];
+    if (uses_sync_all(op) && static_cast<int32_t>(op.cores.size()) < n_cores && !feed)
+      return Status::invalid_argument("scope '" + seg.scope_label + "': op '" + op.name + "' (kernel '" +
+                                      op.kernel_name + "') calls sync_all on " + std::to_string(op.cores.size()) +
+                                      " of the super kernel's " + std::to_string(n_cores) +
+                                      " cores, which would deadlock; set feed-sync-all=1 on the scope so the idle "
+                                      "cores join its syncs");
+  }
+
+  std::vector<IntervalMap> writes(n_cores), reads(n_cores);
+  std::vector<std::vector<int32_t>> vc(n_cores, std::vector<int32_t>(n_cores, -1));
+  std::unordered_map<int64_t, std::vector<int32_t>> snapshot;  // (core, position) -> clock after it
+  auto snap_key = [&](int32_t core, int32_t pos) { return static_cast<int64_t>(core) * n_pos + pos; };
+  std::vector<std::vector<Wait>> waits(n_cores);
+  std::vector<std::vector<char>> signal_needed(n_cores, std::vector<char>(n_pos, 0));
+  auto merge_all = [&] {
+    std::vector<int32_t> merged(n_cores, -1);
+    for (const auto& clock : vc)
+      for (int32_t p = 0; p < n_cores; ++p) merged[p] = std::max(merged[p], clock[p]);
+    for (auto& clock : vc) clock = merged;
+  };
+
+  for (int32_t pos = 0; pos < n_pos; ++pos) {
+    const PlanOp& op = plan.ops[seg.ops[pos]];
+    const int32_t n = static_cast<int32_t>(op.cores.size());
+    std::vector<CoreAccess> acc(n);
+    for (int32_t local = 0; local < n; ++local) SK_RETURN_IF_ERROR(collect_access(op, local, n, acc[local]));
+
+    // Each core waits for the newest conflicting op (RAW, WAR, WAW) of every other core, unless
+    // its vector clock shows it already knows that op finished (transitively).
+    for (int32_t local = 0; local < n; ++local) {
+      const int32_t c = op.cores[local];
+      std::vector<std::pair<int32_t, int32_t>> need;  // (producer position, core)
+      for (int32_t p = 0; p < n_cores; ++p) {
+        if (p == c) continue;
+        int32_t newest = -1;
+        for (const Range& r : acc[local].reads) newest = std::max(newest, writes[p].latest(r.first, r.second));
+        for (const Range& r : acc[local].writes)
+          newest = std::max({newest, writes[p].latest(r.first, r.second), reads[p].latest(r.first, r.second)});
+        if (newest > vc[c][p]) need.push_back({newest, p});
+      }
+      std::sort(need.rbegin(), need.rend());
+      for (const auto& [producer, p] : need) {
+        if (producer <= vc[c][p]) continue;  // learnt through an earlier wait
+        waits[c].push_back({pos, p, producer});
+        signal_needed[p][producer] = 1;
+        const std::vector<int32_t>& theirs = snapshot.at(snap_key(p, producer));
+        for (int32_t q = 0; q < n_cores; ++q) vc[c][q] = std::max(vc[c][q], theirs[q]);
+      }
+    }
+    for (int32_t local = 0; local < n; ++local) {
+      const int32_t c = op.cores[local];
+      for (const Range& r : acc[local].reads) reads[c].paint(r.first, r.second, pos);
+      for (const Range& r : acc[local].writes) writes[c].paint(r.first, r.second, pos);
+    }
+    // A sync_all inside the kernel (idle cores fed) is a barrier every core passes after its
+    // earlier ops.
+    if (uses_sync_all(op)) merge_all();
+    for (int32_t c : op.cores) {
+      vc[c][c] = pos;
+      snapshot[snap_key(c, pos)] = vc[c];
+    }
+    if (sync_every) merge_all();
+  }
+
+  // Number each core's signals, then emit the per-core programs.
+  std::vector<std::vector<int32_t>> signal_index(n_cores, std::vector<int32_t>(n_pos, 0));
+  for (int32_t p = 0; p < n_cores; ++p) {
+    int32_t count = 0;
+    for (int32_t pos = 0; pos < n_pos; ++pos)
+      if (signal_needed[p][pos]) signal_index[p][pos] = ++count;
+  }
+  Launch launch = make_launch("segment " + std::to_string(seg.id) + " (scope " + seg.scope_label + ")", n_cores);
+  launch.segment = seg.id;
+  launch.ops = seg.ops;
+  launch.profile = seg.options.profiling == 1;
+  std::vector<size_t> cursor(n_cores, 0);
+  for (int32_t pos = 0; pos < n_pos; ++pos) {
+    const int32_t op_index = seg.ops[pos];
+    const PlanOp& op = plan.ops[op_index];
+    const sk_kernel_desc* d = op.kernel->desc;
+    const int32_t n = static_cast<int32_t>(op.cores.size());
+    for (int32_t c = 0; c < n_cores; ++c) {
+      std::vector<Instr>& out = launch.cores[c].instrs;
+      auto it = std::find(op.cores.begin(), op.cores.end(), c);
+      if (it != op.cores.end()) {
+        for (; cursor[c] < waits[c].size() && waits[c][cursor[c]].position == pos; ++cursor[c]) {
+          const Wait& w = waits[c][cursor[c]];
+          out.push_back({Opcode::kWait, w.core, signal_index[w.core][w.producer], 0});
+        }
+        const int32_t local = static_cast<int32_t>(it - op.cores.begin());
+        if (d->prologue) out.push_back({Opcode::kPrologue, op_index, local, n});
+        out.push_back({Opcode::kRun, op_index, local, n});
+        if (signal_needed[c][pos]) out.push_back({Opcode::kSignal, 0, signal_index[c][pos], 0});
+      } else if (uses_sync_all(op)) {
+        for (uint32_t k = 0; k < d->sync_all_count; ++k) out.push_back({Opcode::kBarrier, 0, 0, 0});
+      }
+      if (sync_every && pos + 1 < n_pos) out.push_back({Opcode::kBarrier, 0, 0, 0});
+    }
+  }
+  return launch;
+}
+
+}  // namespace
+
+Status schedule_segments(CompileContext& ctx) {
+  Plan& plan = *ctx.plan;
+  Program& prog = ctx.program;
+  prog = Program{};
+  prog.op_labels = op_labels(plan);
+  for (const Segment& seg : ctx.segments) SK_RETURN_IF_ERROR(apply_core_caps(ctx, seg));
+
+  GraphLaunchBuilder unfused(prog, ctx.layout.num_cores);
+  for (int32_t i = 0; i < static_cast<int32_t>(plan.ops.size()); ++i) {
+    const PlanOp& op = plan.ops[i];
+    const int32_t seg_id = ctx.op_segment[i];
+    if (seg_id >= 0) {
+      const Segment& seg = ctx.segments[seg_id];
+      if (seg.ops.front() != i) continue;
+      unfused.close();
+      auto launch = schedule_segment(ctx, seg);
+      if (!launch) return launch.status();
+      prog.launches.push_back(std::move(*launch));
+      prog.steps.push_back({Step::Kind::kLaunch, static_cast<int32_t>(prog.launches.size() - 1)});
+    } else if (op.kind == OpKind::kHost) {
+      unfused.close();
+      prog.steps.push_back({Step::Kind::kHost, i});
+    } else if (op.is_kernel()) {
+      unfused.add(op, i);
+    }
+  }
+
+  for (const Segment& seg : ctx.segments) {
+    SegmentReport r;
+    r.id = seg.id;
+    r.scope = seg.scope_label;
+    r.ops = seg.ops;
+    for (int32_t i : seg.ops)
+      for (int32_t c : plan.ops[i].cores) r.num_cores = std::max(r.num_cores, c + 1);
+    r.cut = seg.cut;
+    r.cut_op = seg.cut_op;
+    r.cut_detail = seg.cut_detail;
+    ctx.report.segments.push_back(std::move(r));
+  }
+  for (int32_t i = 0; i < static_cast<int32_t>(plan.ops.size()); ++i)
+    if (ctx.op_segment[i] < 0 && (plan.ops[i].is_kernel() || plan.ops[i].kind == OpKind::kHost))
+      ctx.report.unfused.push_back({i, ctx.op_unfused[i]});
+  return Status::ok();
+}
+
+}  // namespace sk

@@ -1,0 +1,22 @@
+// Pass: segment. Splits the ops into fusion segments (DESIGN.md §3).
+//
+// Ops are taken in execution order. With scopes, consecutive fusible kernel ops with the same
+// scope stack form a segment; without scopes (super_kernel_optimize on), the whole graph is one
+// scope. A non-fusible kernel or a host op closes the open segment and fusion resumes after it;
+// views and events never cut. Every cut records a reason (CutReason) and the op at fault.
+// strict-scope-check decides what an unfusible op inside a scope does: by default a
+// non-fusible kernel just cuts and a host op (a graph break) is an error; `bypass` runs the
+// whole scope unfused with a warning; `abort` fails compilation. split-mode (scope option, or
+// super_kernel_optimize_options.split_mode) divides each segment into at most N launches.
+#ifndef SUPERKERNEL_COMPILER_SEGMENT_H_
+#define SUPERKERNEL_COMPILER_SEGMENT_H_
+
+#include "compiler/compile_context.h"
+
+namespace sk {
+
+Status segment_graph(CompileContext& ctx);
+
+}  // namespace sk
+
+#endif  // SUPERKERNEL_COMPILER_SEGMENT_H_

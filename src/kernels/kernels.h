@@ -1,0 +1,37 @@
+// Entry points of the built-in kernels, one group per op family (one .cc each). package.cc
+// turns them into the package table; nothing else calls them directly.
+#ifndef SUPERKERNEL_KERNELS_KERNELS_H_
+#define SUPERKERNEL_KERNELS_KERNELS_H_
+
+#include <superkernel/kernel_abi.h>
+
+#include <cstdint>
+
+#define SK_DECLARE_KERNEL(prefix)                                                       \
+  int32_t prefix##_run(const sk_kernel_args* args, const sk_core_ctx* core);            \
+  int32_t prefix##_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, \
+                          sk_access_range* ranges, int32_t capacity)
+
+namespace sk::kernels {
+
+// elementwise.cc
+SK_DECLARE_KERNEL(add_f32);
+SK_DECLARE_KERNEL(mul_f32);
+SK_DECLARE_KERNEL(silu_mul_f32);
+// norm.cc
+SK_DECLARE_KERNEL(rms_norm_f32);
+// softmax.cc
+SK_DECLARE_KERNEL(softmax_f32);
+// matmul.cc
+SK_DECLARE_KERNEL(matmul_f32);
+int32_t matmul_f32_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
+// embedding.cc
+SK_DECLARE_KERNEL(embedding_f32);
+// copy.cc
+SK_DECLARE_KERNEL(copy);
+
+}  // namespace sk::kernels
+
+#undef SK_DECLARE_KERNEL
+
+#endif  // SUPERKERNEL_KERNELS_KERNELS_H_
