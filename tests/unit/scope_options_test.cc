@@ -1,0 +1,115 @@
+// Scope option strings: every rule of the "key=value:key=value" form.
+#include <gtest/gtest.h>
+
+#include "compiler/scope_options.h"
+
+namespace sk {
+namespace {
+
+Status parse_error(std::string_view text) {
+  auto r = parse_scope_options("s1", text, nullptr);
+  return r.has_value() ? Status::ok() : r.status();
+}
+
+bool mentions(const Status& s, const std::string& part) { return s.message().find(part) != std::string::npos; }
+
+TEST(ScopeOptions, ParsesEveryImplementedKey) {
+  std::vector<std::string> warnings;
+  auto o = parse_scope_options(
+      "s1",
+      "strict-scope-check=abort:debug-aic-num=2:debug-aiv-num=4:feed-sync-all=1:split-mode=3:debug-sync-all=1:"
+      "profiling=1",
+      &warnings);
+  ASSERT_TRUE(o.has_value()) << o.status().to_string();
+  EXPECT_EQ(o->strict_scope_check, StrictScopeCheck::kAbort);
+  EXPECT_EQ(o->debug_aic_num, 2);
+  EXPECT_EQ(o->debug_aiv_num, 4);
+  EXPECT_EQ(o->feed_sync_all, 1);
+  EXPECT_EQ(o->split_mode, 3);
+  EXPECT_EQ(o->debug_sync_all, 1);
+  EXPECT_EQ(o->profiling, 1);
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST(ScopeOptions, EmptyStringMeansDefaults) {
+  auto o = parse_scope_options("s1", "", nullptr);
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->strict_scope_check, StrictScopeCheck::kDefault);
+  EXPECT_EQ(o->feed_sync_all, -1);
+}
+
+TEST(ScopeOptions, UnknownKeyIsAnErrorNamingKeyAndScope) {
+  Status s = parse_error("feed-sync-all=1:warp-drive=9");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_TRUE(mentions(s, "'warp-drive'"));
+  EXPECT_TRUE(mentions(s, "scope 's1'"));
+}
+
+TEST(ScopeOptions, DuplicateKeyIsAnError) {
+  Status s = parse_error("profiling=1:profiling=0");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_TRUE(mentions(s, "'profiling'"));
+  EXPECT_TRUE(mentions(s, "twice"));
+}
+
+TEST(ScopeOptions, EmptyValueIsAnError) {
+  Status s = parse_error("split-mode=");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_TRUE(mentions(s, "'split-mode'"));
+  EXPECT_TRUE(mentions(s, "empty"));
+}
+
+TEST(ScopeOptions, InvalidValuesAreErrorsNamingTheKey) {
+  for (const char* text : {"strict-scope-check=maybe", "feed-sync-all=2", "debug-sync-all=yes", "profiling=on",
+                           "split-mode=0", "debug-aic-num=-1", "debug-aiv-num=x"}) {
+    Status s = parse_error(text);
+    ASSERT_FALSE(s.is_ok()) << text;
+    std::string key(text, std::string(text).find('='));
+    EXPECT_TRUE(mentions(s, "'" + key + "'")) << s.message();
+    EXPECT_TRUE(mentions(s, "invalid value")) << s.message();
+  }
+}
+
+TEST(ScopeOptions, PairWithoutEqualsIsAWarningAndSkipped) {
+  std::vector<std::string> warnings;
+  auto o = parse_scope_options("s1", "profiling:feed-sync-all=1", &warnings);
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->profiling, -1);
+  EXPECT_EQ(o->feed_sync_all, 1);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("'profiling'"), std::string::npos);
+}
+
+TEST(ScopeOptions, LaterFeaturesAreRejectedAsNotSupportedYet) {
+  for (const char* text : {"stream-fusion=1", "early-start=1", "preload-code=1", "func-align=64"}) {
+    auto r = parse_scope_options("s1", text, nullptr);
+    ASSERT_FALSE(r.has_value()) << text;
+    EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+    EXPECT_TRUE(mentions(r.status(), "not supported yet"));
+  }
+}
+
+TEST(ScopeOptions, AicAivRatiosAreRestricted) {
+  for (const char* ok : {"debug-aic-num=1:debug-aiv-num=0", "debug-aic-num=0:debug-aiv-num=2",
+                         "debug-aic-num=2:debug-aiv-num=2", "debug-aic-num=2:debug-aiv-num=4"})
+    EXPECT_TRUE(parse_error(ok).is_ok()) << ok;
+  for (const char* bad : {"debug-aic-num=2:debug-aiv-num=3", "debug-aic-num=0:debug-aiv-num=0",
+                          "debug-aic-num=3:debug-aiv-num=1"}) {
+    Status s = parse_error(bad);
+    ASSERT_FALSE(s.is_ok()) << bad;
+    EXPECT_TRUE(mentions(s, "ratio"));
+  }
+}
+
+TEST(ScopeOptions, InnerScopesInheritUnsetOptions) {
+  auto outer = parse_scope_options("outer", "feed-sync-all=1:profiling=1", nullptr);
+  auto inner = parse_scope_options("inner", "profiling=0", nullptr);
+  ASSERT_TRUE(outer.has_value() && inner.has_value());
+  ScopeOptions merged = *inner;
+  merged.inherit(*outer);
+  EXPECT_EQ(merged.feed_sync_all, 1);
+  EXPECT_EQ(merged.profiling, 0);
+}
+
+}  // namespace
+}  // namespace sk

@@ -1,0 +1,591 @@
+// Superkernel mode: segmentation and cut reasons, the per-core programs the scheduler emits,
+// scope options at run time, errors, and long runs of launches.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "common/test_runtime.h"
+#include "superkernel/compile.h"
+#include "superkernel/ops.h"
+#include "superkernel/runtime.h"
+
+namespace sk {
+namespace {
+
+using testing::make_runtime;
+
+Tensor add1(Graph& g, Tensor x, const std::string& name = "") {
+  return call_kernel(g, "test.add1.f32", {x}, {{DType::kF32, g.tensor(x).shape, ""}}, {}, name)[0];
+}
+Tensor opaque(Graph& g, Tensor x, const std::string& name) {
+  return call_kernel(g, "test.opaque_add1.f32", {x}, {{DType::kF32, g.tensor(x).shape, ""}}, {}, name)[0];
+}
+Tensor halve_on_host(Graph& g, Tensor x, const std::string& name) {
+  return g.host_op(name,
+                   [](HostOpContext& ctx) {
+                     auto* in = static_cast<const float*>(ctx.inputs[0].data);
+                     auto* out = static_cast<float*>(ctx.outputs[0].data);
+                     for (size_t i = 0; i < ctx.outputs[0].bytes() / 4; ++i) out[i] = 0.5f * in[i];
+                     return Status::ok();
+                   },
+                   {x}, {{DType::kF32, g.tensor(x).shape, ""}})[0];
+}
+
+CompileOptions sk_opts() { return CompileOptions::for_mode(ExecutionMode::kSuperKernel); }
+
+std::unique_ptr<Executable> compile_ok(Runtime& rt, const Graph& g, const CompileOptions& o = sk_opts()) {
+  auto exe = rt.compile(g, o);
+  if (!exe) throw std::runtime_error(exe.status().to_string());
+  return std::move(*exe);
+}
+
+// Counts instructions with `opcode` in the printed program, per core ("  core N:" headers).
+std::vector<int> count_per_core(const std::string& program, const std::string& opcode) {
+  std::vector<int> counts;
+  std::istringstream in(program);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("  core ", 0) == 0) {
+      counts.push_back(0);
+    } else if (!counts.empty() && line.find("    " + opcode) == 0) {
+      ++counts.back();
+    }
+  }
+  return counts;
+}
+
+// Runs `g` in graph and superkernel mode and checks the outputs are bit-identical.
+void expect_same_as_graph(Runtime& rt, const Graph& g, const CompileOptions& sk = sk_opts()) {
+  auto ref = compile_ok(rt, g, CompileOptions::for_mode(ExecutionMode::kGraph));
+  auto fused = compile_ok(rt, g, sk);
+  auto xs = testing::random_floats(static_cast<size_t>(shape_numel(g.tensor(g.find_tensor("x")).shape)), 5);
+  ASSERT_TRUE(ref->set_input("x", xs).is_ok());
+  ASSERT_TRUE(fused->set_input("x", xs).is_ok());
+  ASSERT_TRUE(ref->run().is_ok());
+  Status s = fused->run();
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  std::string why;
+  EXPECT_TRUE(testing::bitwise_equal(testing::collect_outputs(*ref), testing::collect_outputs(*fused), &why)) << why;
+}
+
+// ---- Segmentation -------------------------------------------------------------------------------
+
+TEST(Segmentation, NoScopesFusesTheWholeGraph) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {64});
+  for (int i = 0; i < 5; ++i) t = add1(g, t);
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  const CompileReport& r = exe->report();
+  ASSERT_EQ(r.segments.size(), 1u);
+  EXPECT_EQ(r.segments[0].ops.size(), 5u);
+  EXPECT_EQ(r.segments[0].scope, "<graph>");
+  EXPECT_EQ(r.segments[0].cut, CutReason::kGraphEnd);
+  EXPECT_EQ(r.num_launches, 1u);
+  expect_same_as_graph(*rt, g);
+}
+
+TEST(Segmentation, NonFusibleKernelCutsAndFusionResumes) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {64});
+  {
+    SuperKernelScope s(g, "layer");
+    t = add1(g, add1(g, t));
+    t = opaque(g, t, "opaque");
+    t = add1(g, add1(g, t));
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  const CompileReport& r = exe->report();
+  ASSERT_EQ(r.segments.size(), 2u);
+  EXPECT_EQ(r.segments[0].cut, CutReason::kOpUnsupported);
+  EXPECT_EQ(g.op(r.segments[0].cut_op).name, "opaque");
+  EXPECT_EQ(r.segments[1].ops.size(), 2u);
+  ASSERT_EQ(r.unfused.size(), 1u);
+  EXPECT_EQ(r.unfused[0].reason, CutReason::kOpUnsupported);
+  EXPECT_EQ(r.num_launches, 3u);
+  expect_same_as_graph(*rt, g);
+}
+
+TEST(Segmentation, HostOpOutsideScopesCutsWithHostOpReason) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = add1(g, add1(g, g.input("x", DType::kF32, {64})));
+  t = halve_on_host(g, t, "host_half");
+  g.output(add1(g, t), "y");
+  auto exe = compile_ok(*rt, g);
+  const CompileReport& r = exe->report();
+  ASSERT_EQ(r.segments.size(), 2u);
+  EXPECT_EQ(r.segments[0].cut, CutReason::kHostOp);
+  EXPECT_EQ(g.op(r.segments[0].cut_op).name, "host_half");
+  expect_same_as_graph(*rt, g);
+}
+
+TEST(Segmentation, HostOpInsideAScopeIsAGraphBreakError) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {64});
+  {
+    SuperKernelScope s(g, "attn");
+    t = halve_on_host(g, add1(g, t), "callback");
+  }
+  g.output(t, "y");
+  auto exe = rt->compile(g, sk_opts());
+  ASSERT_FALSE(exe.has_value());
+  EXPECT_NE(exe.status().message().find("scope 'attn'"), std::string::npos) << exe.status().message();
+  EXPECT_NE(exe.status().message().find("'callback'"), std::string::npos);
+  EXPECT_NE(exe.status().message().find("graph break"), std::string::npos);
+}
+
+TEST(Segmentation, StrictScopeCheckAbortFailsNamingScopeAndOp) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {64});
+  {
+    SuperKernelScope s(g, "strict", "strict-scope-check=abort");
+    t = opaque(g, add1(g, t), "blocker");
+  }
+  g.output(t, "y");
+  auto exe = rt->compile(g, sk_opts());
+  ASSERT_FALSE(exe.has_value());
+  EXPECT_NE(exe.status().message().find("scope 'strict'"), std::string::npos);
+  EXPECT_NE(exe.status().message().find("'blocker'"), std::string::npos);
+  EXPECT_NE(exe.status().message().find("strict-scope-check=abort"), std::string::npos);
+}
+
+TEST(Segmentation, StrictScopeCheckBypassRunsTheScopeUnfusedWithAWarning) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {64});
+  {
+    SuperKernelScope s(g, "lenient", "strict-scope-check=bypass");
+    t = add1(g, halve_on_host(g, add1(g, t), "cb"));
+  }
+  {
+    SuperKernelScope s(g, "fused");
+    t = add1(g, add1(g, t));
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  const CompileReport& r = exe->report();
+  ASSERT_EQ(r.segments.size(), 1u);
+  EXPECT_EQ(r.segments[0].scope, "fused");
+  ASSERT_FALSE(r.warnings.empty());
+  EXPECT_NE(r.warnings[0].find("scope 'lenient'"), std::string::npos);
+  int bypassed = 0;
+  for (const UnfusedOp& u : r.unfused) bypassed += u.reason == CutReason::kScopeBypassed;
+  EXPECT_EQ(bypassed, 2);
+  expect_same_as_graph(*rt, g);
+}
+
+TEST(Segmentation, ScopeBoundariesAndUnscopedOpsCut) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {64});
+  {
+    SuperKernelScope s(g, "a");
+    t = add1(g, add1(g, t));
+  }
+  {
+    SuperKernelScope s(g, "b");
+    t = add1(g, t, "first_of_b");
+  }
+  t = add1(g, t, "loose");
+  {
+    SuperKernelScope s(g, "a");  // same name again: the same scope, but not adjacent
+    t = add1(g, t);
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  const CompileReport& r = exe->report();
+  ASSERT_EQ(r.segments.size(), 3u);
+  EXPECT_EQ(r.segments[0].cut, CutReason::kScopeBoundary);
+  EXPECT_EQ(g.op(r.segments[0].cut_op).name, "first_of_b");
+  EXPECT_EQ(r.segments[1].cut, CutReason::kNotFused);
+  EXPECT_EQ(g.op(r.segments[1].cut_op).name, "loose");
+  EXPECT_EQ(r.segments[2].scope, "a");
+  expect_same_as_graph(*rt, g);
+}
+
+TEST(Segmentation, DoNotFuseMarkerWinsInsideAScope) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {64});
+  {
+    SuperKernelScope s(g, "outer");
+    t = add1(g, t);
+    {
+      SuperKernelScope none(g, "");
+      t = add1(g, t, "excluded");
+    }
+    t = add1(g, t);
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  const CompileReport& r = exe->report();
+  ASSERT_EQ(r.segments.size(), 2u);
+  EXPECT_EQ(r.segments[0].cut, CutReason::kNotFused);
+  EXPECT_EQ(g.op(r.segments[0].cut_op).name, "excluded");
+}
+
+TEST(Segmentation, NestedScopesWithDifferentStacksAreDifferentSegments) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {64});
+  {
+    SuperKernelScope outer(g, "outer");
+    t = add1(g, t);
+    {
+      SuperKernelScope inner(g, "inner");
+      t = add1(g, add1(g, t));
+    }
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  ASSERT_EQ(exe->report().segments.size(), 2u);
+  EXPECT_EQ(exe->report().segments[1].scope, "outer/inner");
+  EXPECT_EQ(exe->report().segments[0].cut, CutReason::kScopeBoundary);
+}
+
+TEST(Segmentation, StreamChangeCutsWithStreamLimit) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Stream side = g.create_stream("side");
+  Tensor t = g.input("x", DType::kF32, {64});
+  {
+    SuperKernelScope s(g, "s");
+    t = add1(g, t);
+    StreamScope on(g, side);
+    t = add1(g, t, "on_side");
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  ASSERT_EQ(exe->report().segments.size(), 2u);
+  EXPECT_EQ(exe->report().segments[0].cut, CutReason::kStreamLimit);
+  EXPECT_EQ(g.op(exe->report().segments[0].cut_op).name, "on_side");
+}
+
+TEST(Segmentation, ViewsAndEventsNeverCut) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Event e = g.create_event("e");
+  Tensor t = g.input("x", DType::kF32, {8, 8});
+  {
+    SuperKernelScope s(g, "s");
+    t = add1(g, t);
+    g.record(e);
+    Tensor v = g.reshape(t, {64});
+    g.wait(e);
+    t = copy(g, g.transpose(g.reshape(add1(g, v), {8, 8}), {1, 0}));
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  ASSERT_EQ(exe->report().segments.size(), 1u);
+  EXPECT_EQ(exe->report().segments[0].ops.size(), 3u);
+  expect_same_as_graph(*rt, g);
+}
+
+TEST(Segmentation, SplitModeDividesASegment) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {64});
+  {
+    SuperKernelScope s(g, "s", "split-mode=3");
+    for (int i = 0; i < 7; ++i) t = add1(g, t);
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  const auto& segs = exe->report().segments;
+  ASSERT_EQ(segs.size(), 3u);
+  EXPECT_EQ(segs[0].cut, CutReason::kSplitMode);
+  EXPECT_EQ(segs[1].cut, CutReason::kSplitMode);
+  EXPECT_EQ(segs[2].cut, CutReason::kGraphEnd);
+  EXPECT_EQ(segs[0].ops.size() + segs[1].ops.size() + segs[2].ops.size(), 7u);
+  expect_same_as_graph(*rt, g);
+}
+
+TEST(Segmentation, BadScopeOptionsFailCompilationNamingTheKey) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {64});
+  {
+    SuperKernelScope s(g, "s", "feed-sync-all=2");
+    t = add1(g, t);
+  }
+  g.output(t, "y");
+  auto exe = rt->compile(g, sk_opts());
+  ASSERT_FALSE(exe.has_value());
+  EXPECT_NE(exe.status().message().find("'feed-sync-all'"), std::string::npos);
+  // Graph mode ignores fusion scopes entirely, options included.
+  EXPECT_TRUE(rt->compile(g, CompileOptions::for_mode(ExecutionMode::kGraph)).has_value());
+}
+
+// ---- Scheduling --------------------------------------------------------------------------------
+
+TEST(Schedule, SamePartitionChainsNeedNoSync) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {256});
+  {
+    SuperKernelScope s(g, "chain");
+    for (int i = 0; i < 10; ++i) t = add1(g, t);
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  const std::string& prog = exe->report().program_text;
+  EXPECT_EQ(count_per_core(prog, "WAIT"), (std::vector<int>{0, 0})) << prog;
+  EXPECT_EQ(count_per_core(prog, "BARRIER"), (std::vector<int>{0, 0})) << prog;
+  EXPECT_EQ(count_per_core(prog, "RUN"), (std::vector<int>{10, 10}));
+  expect_same_as_graph(*rt, g);
+}
+
+TEST(Schedule, CrossCoreDataFlowGetsPointToPointWaits) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor x = g.input("x", DType::kF32, {1, 64});
+  std::vector<float> wv(64 * 64, 0.01f), gv(64, 1.0f);
+  Tensor w = g.constant_f32("w", {64, 64}, wv);
+  Tensor gamma = g.constant_f32("gamma", {64}, gv);
+  Tensor t = x;
+  {
+    SuperKernelScope s(g, "mv");
+    for (int i = 0; i < 4; ++i) t = rms_norm(g, matmul(g, t, w), gamma, 1e-6f);
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  const std::string& prog = exe->report().program_text;
+  std::vector<int> waits = count_per_core(prog, "WAIT");
+  ASSERT_EQ(waits.size(), 2u);
+  EXPECT_GT(waits[0] + waits[1], 0) << prog;
+  EXPECT_EQ(count_per_core(prog, "BARRIER"), (std::vector<int>{0, 0})) << prog;
+  expect_same_as_graph(*rt, g);
+}
+
+TEST(Schedule, DebugSyncAllPutsABarrierBetweenSubKernels) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {256});
+  {
+    SuperKernelScope s(g, "chain", "debug-sync-all=1");
+    for (int i = 0; i < 6; ++i) t = add1(g, t);
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  EXPECT_EQ(count_per_core(exe->report().program_text, "BARRIER"), (std::vector<int>{5, 5}));
+  CompileOptions global = sk_opts();
+  global.super_kernel_debug_options.debug_sync_all = true;
+  Graph g2;
+  Tensor u = g2.input("x", DType::kF32, {256});
+  for (int i = 0; i < 4; ++i) u = add1(g2, u);
+  g2.output(u, "y");
+  auto exe2 = compile_ok(*rt, g2, global);
+  EXPECT_EQ(count_per_core(exe2->report().program_text, "BARRIER"), (std::vector<int>{3, 3}));
+  expect_same_as_graph(*rt, g, sk_opts());
+}
+
+Graph reverse_graph(const std::string& scope_options) {
+  Graph g;
+  Tensor x = g.input("x", DType::kF32, {101});
+  Tensor t;
+  {
+    SuperKernelScope s(g, "rev", scope_options);
+    Tensor a = add1(g, x);
+    LimitCoreNum one(g, 0, 1);
+    t = call_kernel(g, "test.reverse_sync.f32", {a}, {{DType::kF32, {101}, ""}}, {}, "reverse")[0];
+  }
+  g.output(t, "y");
+  return g;
+}
+
+TEST(Schedule, SyncAllOnFewerCoresNeedsFeedSyncAll) {
+  auto rt = make_runtime(2);
+  Graph bad = reverse_graph("");
+  auto exe = rt->compile(bad, sk_opts());
+  ASSERT_FALSE(exe.has_value());
+  EXPECT_NE(exe.status().message().find("scope 'rev'"), std::string::npos);
+  EXPECT_NE(exe.status().message().find("'reverse'"), std::string::npos);
+  EXPECT_NE(exe.status().message().find("feed-sync-all=1"), std::string::npos);
+
+  Graph good = reverse_graph("feed-sync-all=1");
+  auto fed = compile_ok(*rt, good);
+  // The idle core joins the kernel's one sync_all.
+  EXPECT_EQ(count_per_core(fed->report().program_text, "BARRIER"), (std::vector<int>{0, 1}));
+  expect_same_as_graph(*rt, good);
+}
+
+TEST(Schedule, DebugCoreNumsNarrowTheSegment) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {256});
+  {
+    SuperKernelScope s(g, "narrow", "debug-aic-num=0:debug-aiv-num=1");
+    for (int i = 0; i < 3; ++i) t = add1(g, t);
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  EXPECT_EQ(exe->report().segments[0].num_cores, 1);
+  expect_same_as_graph(*rt, g);
+
+  // Values above the hardware never raise the count.
+  Graph wide;
+  Tensor u = wide.input("x", DType::kF32, {256});
+  {
+    SuperKernelScope s(wide, "wide", "debug-aiv-num=64");
+    u = add1(wide, u);
+  }
+  wide.output(u, "y");
+  EXPECT_EQ(compile_ok(*rt, wide)->report().segments[0].num_cores, 2);
+
+  // No core left for a cube kernel.
+  Graph cube;
+  Tensor v = cube.input("x", DType::kF32, {256});
+  {
+    SuperKernelScope s(cube, "vec_only", "debug-aic-num=0:debug-aiv-num=2");
+    v = call_kernel(cube, "test.add1_cube.f32", {v}, {{DType::kF32, {256}, ""}}, {}, "mm_like")[0];
+  }
+  cube.output(v, "y");
+  auto err = rt->compile(cube, sk_opts());
+  ASSERT_FALSE(err.has_value());
+  EXPECT_NE(err.status().message().find("'mm_like'"), std::string::npos);
+  EXPECT_NE(err.status().message().find("scope 'vec_only'"), std::string::npos);
+}
+
+TEST(Schedule, ProfilingRecordsOnlyItsScope) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {256});
+  {
+    SuperKernelScope s(g, "profiled", "profiling=1");
+    t = add1(g, add1(g, t, "p1"), "p2");
+  }
+  {
+    SuperKernelScope s(g, "quiet");
+    t = add1(g, t, "q1");
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  ASSERT_TRUE(exe->run().is_ok());
+  ASSERT_EQ(exe->trace().size(), 4u);  // two ops on two cores
+  for (const TraceEvent& e : exe->trace()) EXPECT_TRUE(e.op == "p1" || e.op == "p2") << e.op;
+}
+
+// ---- Run time ----------------------------------------------------------------------------------
+
+TEST(SuperKernelRun, KernelErrorStopsEveryCoreAndNamesKernelAndCore) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {512});
+  int32_t fail_core = 1;
+  std::vector<uint8_t> attrs(4);
+  std::memcpy(attrs.data(), &fail_core, 4);
+  {
+    SuperKernelScope s(g, "s");
+    t = add1(g, t);
+    t = call_kernel(g, "test.fail.f32", {t}, {{DType::kF32, {512}, ""}}, attrs, "fails")[0];
+    // Core 0 would wait for core 1's half of 'fails' here (a reversal reads every byte).
+    t = call_kernel(g, "test.reverse_sync.f32", {t}, {{DType::kF32, {512}, ""}}, {}, "after")[0];
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  for (int i = 0; i < 3; ++i) {
+    Status s = exe->run();
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_EQ(s.code(), StatusCode::kKernelError);
+    EXPECT_NE(s.message().find("test.fail.f32"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("core 1"), std::string::npos) << s.message();
+  }
+}
+
+TEST(SuperKernelRun, WatchdogReportsADeadlockInsideASegment) {
+  auto rt = make_runtime(2, 0.3);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {64});
+  {
+    SuperKernelScope s(g, "s");
+    t = call_kernel(g, "test.hang.f32", {add1(g, t)}, {{DType::kF32, {64}, ""}}, {}, "stuck")[0];
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  Status s = exe->run();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.code(), StatusCode::kDeadlock);
+  EXPECT_NE(s.message().find("segment 0"), std::string::npos) << s.message();
+}
+
+TEST(SuperKernelRun, TenThousandLaunchesWithoutAHang) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor x = g.input("x", DType::kF32, {1, 32});
+  std::vector<float> wv(32 * 32, 0.03f), gv(32, 1.0f);
+  Tensor w = g.constant_f32("w", {32, 32}, wv);
+  Tensor gamma = g.constant_f32("gamma", {32}, gv);
+  Tensor t = x;
+  {
+    SuperKernelScope s(g, "s");
+    for (int i = 0; i < 3; ++i) t = rms_norm(g, matmul(g, t, w), gamma, 1e-6f);
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  auto xs = testing::random_floats(32, 1);
+  ASSERT_TRUE(exe->set_input("x", xs).is_ok());
+  ASSERT_TRUE(exe->run().is_ok());
+  const std::vector<float> first = exe->output_f32("y");
+  for (int i = 0; i < 10000; ++i) ASSERT_TRUE(exe->run().is_ok()) << "launch " << i;
+  EXPECT_EQ(exe->output_f32("y"), first);
+}
+
+TEST(SuperKernelRun, DumpCoversFusedSubKernelsAndMatchesGraphMode) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor x = g.input("x", DType::kF32, {1, 64});
+  std::vector<float> wv(64 * 64, 0.02f), gv(64, 1.0f);
+  Tensor w = g.constant_f32("w", {64, 64}, wv);
+  Tensor gamma = g.constant_f32("gamma", {64}, gv);
+  Tensor t = x;
+  {
+    SuperKernelScope s(g, "s");
+    for (int i = 0; i < 3; ++i) t = rms_norm(g, matmul(g, t, w), gamma, 1e-6f);
+  }
+  g.output(t, "y");
+  auto xs = testing::random_floats(64, 2);
+  std::vector<std::vector<DumpRecord>> dumps;
+  for (ExecutionMode m : {ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
+    CompileOptions o = CompileOptions::for_mode(m);
+    o.dump = true;
+    auto exe = compile_ok(*rt, g, o);
+    ASSERT_TRUE(exe->set_input("x", xs).is_ok());
+    ASSERT_TRUE(exe->run().is_ok());
+    dumps.push_back(exe->dump());
+  }
+  ASSERT_EQ(dumps[1].size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(dumps[0][i].op, dumps[1][i].op);
+    EXPECT_EQ(dumps[0][i].data, dumps[1][i].data) << dumps[0][i].op;
+  }
+}
+
+TEST(Explain, ShowsSegmentsCutReasonsAndPrograms) {
+  auto rt = make_runtime(2);
+  Graph g("explained");
+  Tensor t = g.input("x", DType::kF32, {64});
+  {
+    SuperKernelScope s(g, "block");
+    t = add1(g, t, "a");
+    t = opaque(g, t, "not_fusible");
+    t = add1(g, t, "b");
+  }
+  g.output(t, "y");
+  auto text = explain(*rt, g, sk_opts());
+  ASSERT_TRUE(text.has_value()) << text.status().to_string();
+  EXPECT_NE(text->find("segment 0 scope 'block'"), std::string::npos) << *text;
+  EXPECT_NE(text->find("OP_UNSUPPORTED at op 'not_fusible'"), std::string::npos) << *text;
+  EXPECT_NE(text->find("unfused op 'not_fusible': OP_UNSUPPORTED"), std::string::npos) << *text;
+  EXPECT_NE(text->find("core 1:"), std::string::npos) << *text;
+  EXPECT_NE(text->find("RUN"), std::string::npos) << *text;
+}
+
+}  // namespace
+}  // namespace sk
