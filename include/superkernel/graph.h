@@ -105,9 +105,12 @@ struct HostOpContext {
 using HostCallback = std::function<Status(HostOpContext&)>;
 
 struct TensorSpec {
+  TensorSpec() = default;
+  TensorSpec(DType dtype_, Shape shape_, std::string name_ = "")
+      : dtype(dtype_), shape(std::move(shape_)), name(std::move(name_)) {}
   DType dtype = DType::kF32;
   Shape shape;
-  std::string name;
+  std::string name;  // empty: derived from the op's name
 };
 
 // Everything needed to create an op. Built-in ops infer their outputs; custom kernels and host

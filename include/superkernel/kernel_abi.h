@@ -143,8 +143,9 @@ typedef struct sk_access_range {
 enum { SK_ACCESS_READ = 1, SK_ACCESS_WRITE = 2 };
 
 typedef int32_t (*sk_run_fn)(const sk_kernel_args* args, const sk_core_ctx* core);
-/* Input-independent part of run (weight prefetch, accumulator set-up). May run before the
- * inputs are ready; must not read inputs or write outputs. */
+/* Input-independent part of run (weight prefetch, accumulator set-up). When present the runtime
+ * calls it on every core before that core's run, in every execution mode; with early start it
+ * may run before the op's inputs are ready, so it must not read inputs or write outputs. */
 typedef int32_t (*sk_prologue_fn)(const sk_kernel_args* args, const sk_core_ctx* core);
 /* Host tiling: writes at most `capacity` bytes to `tiling` and sets `*size`. Reads only shapes
  * and attributes, unless the kernel has SK_TILING_SINK. */

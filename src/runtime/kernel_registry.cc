@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <set>
+#include <climits>
+#include <cstdlib>
+#include <map>
 
 namespace sk {
 
@@ -17,7 +19,10 @@ KernelRegistry::~KernelRegistry() {
 
 Status KernelRegistry::load_package(const std::string& path) {
   const std::string where = "kernel package '" + path + "'";
-  if (std::find(paths_.begin(), paths_.end(), path) != paths_.end())
+  // Compare canonical paths so "./lib/x.so" and a symlink to it count as the same package.
+  char resolved[PATH_MAX];
+  const std::string canonical = realpath(path.c_str(), resolved) ? std::string(resolved) : path;
+  if (std::find(canonical_paths_.begin(), canonical_paths_.end(), canonical) != canonical_paths_.end())
     return Status::invalid_argument(where + ": already loaded");
   dlerror();
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -41,6 +46,7 @@ Status KernelRegistry::load_package(const std::string& path) {
   }
   handles_.push_back(handle);
   paths_.push_back(path);
+  canonical_paths_.push_back(canonical);
   return Status::ok();
 }
 
@@ -56,7 +62,7 @@ Status KernelRegistry::add_package(const sk_kernel_package* table, const std::st
   if (table->num_kernels > 0 && !table->kernels)
     return Status::invalid_argument(where + ": package '" + pkg + "' lists " + std::to_string(table->num_kernels) +
                                     " kernels but its kernel array is NULL");
-  std::set<std::string> seen;
+  std::map<std::string, uint32_t> seen;  // name -> first index
   for (uint32_t i = 0; i < table->num_kernels; ++i) {
     const sk_kernel_desc& d = table->kernels[i];
     const std::string kname = d.name ? d.name : "";
@@ -83,8 +89,9 @@ Status KernelRegistry::add_package(const sk_kernel_package* table, const std::st
                                       " without SK_USES_SYNC_ALL");
     if ((d.flags & SK_TILING_SINK) && !d.tiling)
       return Status::invalid_argument(kw + ": SK_TILING_SINK set but the tiling entry is null");
-    if (!seen.insert(kname).second)
-      return Status::invalid_argument(kw + ": duplicate kernel name inside the package");
+    if (auto [it, fresh] = seen.emplace(kname, i); !fresh)
+      return Status::invalid_argument(kw + ": duplicate kernel name inside the package (also kernel #" +
+                                      std::to_string(it->second) + ")");
     auto it = kernels_.find(kname);
     if (it != kernels_.end())
       return Status::invalid_argument(kw + ": duplicate kernel name, already provided by package '" +

@@ -45,6 +45,7 @@ class KernelRegistry {
   std::unordered_map<std::string, KernelEntry> kernels_;
   std::vector<void*> handles_;
   std::vector<std::string> paths_;
+  std::vector<std::string> canonical_paths_;
 };
 
 // Path of the built-in package next to libsuperkernel.so (or $SK_BUILTIN_KERNELS).
