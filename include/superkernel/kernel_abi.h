@@ -32,7 +32,10 @@
  *    modes rely on this to produce bit-identical results.
  *  - `run` must not block on anything but `core->sync_all`, and returns SK_OK or an error code.
  *  - `access` (optional) describes, per core, the byte ranges of each operand that core reads or
- *    writes in `run`. Ranges must cover every byte touched; they may be conservative.
+ *    writes in `run`. Ranges must cover every byte touched; they may be conservative. READ means
+ *    "depends on the bytes' values from before this op": reading back what this same core wrote
+ *    earlier in the same call need not be listed. The runtime may call it with capacity 0 (and
+ *    ranges NULL) to ask for the count.
  */
 #ifndef SUPERKERNEL_KERNEL_ABI_H_
 #define SUPERKERNEL_KERNEL_ABI_H_
@@ -145,7 +148,8 @@ enum { SK_ACCESS_READ = 1, SK_ACCESS_WRITE = 2 };
 typedef int32_t (*sk_run_fn)(const sk_kernel_args* args, const sk_core_ctx* core);
 /* Input-independent part of run (weight prefetch, accumulator set-up). When present the runtime
  * calls it on every core before that core's run, in every execution mode; with early start it
- * may run before the op's inputs are ready, so it must not read inputs or write outputs. */
+ * may run before the op's inputs are ready, so it must not depend on input values (prefetching
+ * weights is fine: a prefetch never uses the values) and must not write outputs. */
 typedef int32_t (*sk_prologue_fn)(const sk_kernel_args* args, const sk_core_ctx* core);
 /* Host tiling: writes at most `capacity` bytes to `tiling` and sets `*size`. Reads only shapes
  * and attributes, unless the kernel has SK_TILING_SINK. */

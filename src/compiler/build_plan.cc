@@ -68,11 +68,14 @@ Status build_plan(CompileContext& ctx) {
                                (loaded.empty() ? "none" : loaded) + ")");
     }
     op.kernel = k;
-    if (k->desc->flags & SK_TILING_SINK)
-      return Status::unimplemented("op '" + info.name + "': kernel '" + info.kernel +
-                                   "' needs tiling sink (SK_TILING_SINK), which this build does not support yet");
-    op.bind_args();
-    SK_RETURN_IF_ERROR(run_tiling(op));
+    if (k->desc->flags & SK_TILING_SINK) {
+      // The tiling reads input data, so it runs on the device side once the inputs are ready.
+      op.tiling_sink = true;
+      op.tiling.assign(kTilingSinkCapacity, 0);
+    } else {
+      op.bind_args();
+      SK_RETURN_IF_ERROR(run_tiling(op));
+    }
     if (k->desc->workspace_size) op.workspace_bytes = k->desc->workspace_size(&op.args);
     op.bind_args();
   }

@@ -26,6 +26,11 @@ void emit_op_on_all_cores(Launch& launch, const PlanOp& op, int32_t op_index) {
   const int32_t n = static_cast<int32_t>(op.cores.size());
   const sk_kernel_desc* d = op.kernel->desc;
   const uint32_t feeds = (d->flags & SK_USES_SYNC_ALL) ? d->sync_all_count : 0;
+  if (op.tiling_sink) {
+    // One core computes the tiling from the (ready) inputs; a barrier hands it to the rest.
+    launch.cores[op.cores[0]].instrs.push_back({Opcode::kTiling, op_index, 0, 0});
+    for (CoreProgram& cp : launch.cores) cp.instrs.push_back({Opcode::kBarrier, 0, 0, 0});
+  }
   for (int32_t c = 0; c < launch.num_cores; ++c) {
     auto it = std::find(op.cores.begin(), op.cores.end(), c);
     std::vector<Instr>& out = launch.cores[c].instrs;

@@ -30,8 +30,20 @@ Range extent(const sk_tensor_arg& t) {
   return {base + static_cast<uint64_t>(lo * elem), base + static_cast<uint64_t>((hi + 1) * elem)};
 }
 
+Range tiling_buffer(const PlanOp& op) {
+  const auto t = reinterpret_cast<uint64_t>(op.tiling.data());
+  return {t, t + op.tiling.size()};
+}
+
+// A tiling-sink op's TILING step reads every input and writes the op's tiling buffer.
+void collect_tiling_access(const PlanOp& op, CoreAccess& out) {
+  for (const sk_tensor_arg& t : op.inputs) out.reads.push_back(extent(t));
+  out.writes.push_back(tiling_buffer(op));
+}
+
 Status collect_access(const PlanOp& op, int32_t local, int32_t n, CoreAccess& out) {
   const sk_kernel_desc* d = op.kernel->desc;
+  if (op.tiling_sink) out.reads.push_back(tiling_buffer(op));
   const int32_t n_in = op.args.num_inputs, n_out = op.args.num_outputs;
   if (d->access) {
     std::vector<sk_access_range> buf(16);
@@ -100,15 +112,22 @@ Status apply_core_caps(CompileContext& ctx, const Segment& seg) {
   return Status::ok();
 }
 
+// One schedulable step of a segment: an op's RUN on its cores, or a tiling-sink op's TILING
+// on its first core (a step of its own, so the dependency analysis orders it like any op).
+struct Task {
+  int32_t op_index = 0;
+  bool tiling = false;
+  std::vector<int32_t> cores;
+};
+
 struct Wait {
-  int32_t position;  // consumer op (segment position)
+  int32_t position;  // consumer task
   int32_t core;      // producer core
-  int32_t producer;  // producer op (segment position)
+  int32_t producer;  // producer task
 };
 
 Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg) {
   Plan& plan = *ctx.plan;
-  const int32_t n_pos = static_cast<int32_t>(seg.ops.size());
   int32_t n_cores = 1;
   for (int32_t i : seg.ops)
     for (int32_t c : plan.ops[i].cores) n_cores = std::max(n_cores, c + 1);
@@ -126,12 +145,20 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg) {
                                       "cores join its syncs");
   }
 
+  std::vector<Task> tasks;
+  for (int32_t i : seg.ops) {
+    const PlanOp& op = plan.ops[i];
+    if (op.tiling_sink) tasks.push_back({i, true, {op.cores[0]}});
+    tasks.push_back({i, false, op.cores});
+  }
+  const int32_t n_tasks = static_cast<int32_t>(tasks.size());
+
   std::vector<IntervalMap> writes(n_cores), reads(n_cores);
   std::vector<std::vector<int32_t>> vc(n_cores, std::vector<int32_t>(n_cores, -1));
   std::unordered_map<int64_t, std::vector<int32_t>> snapshot;  // (core, position) -> clock after it
-  auto snap_key = [&](int32_t core, int32_t pos) { return static_cast<int64_t>(core) * n_pos + pos; };
+  auto snap_key = [&](int32_t core, int32_t pos) { return static_cast<int64_t>(core) * n_tasks + pos; };
   std::vector<std::vector<Wait>> waits(n_cores);
-  std::vector<std::vector<char>> signal_needed(n_cores, std::vector<char>(n_pos, 0));
+  std::vector<std::vector<char>> signal_needed(n_cores, std::vector<char>(n_tasks, 0));
   auto merge_all = [&] {
     std::vector<int32_t> merged(n_cores, -1);
     for (const auto& clock : vc)
@@ -139,16 +166,21 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg) {
     for (auto& clock : vc) clock = merged;
   };
 
-  for (int32_t pos = 0; pos < n_pos; ++pos) {
-    const PlanOp& op = plan.ops[seg.ops[pos]];
-    const int32_t n = static_cast<int32_t>(op.cores.size());
+  for (int32_t pos = 0; pos < n_tasks; ++pos) {
+    const Task& task = tasks[pos];
+    const PlanOp& op = plan.ops[task.op_index];
+    const int32_t n = static_cast<int32_t>(task.cores.size());
     std::vector<CoreAccess> acc(n);
-    for (int32_t local = 0; local < n; ++local) SK_RETURN_IF_ERROR(collect_access(op, local, n, acc[local]));
+    if (task.tiling) {
+      collect_tiling_access(op, acc[0]);
+    } else {
+      for (int32_t local = 0; local < n; ++local) SK_RETURN_IF_ERROR(collect_access(op, local, n, acc[local]));
+    }
 
     // Each core waits for the newest conflicting op (RAW, WAR, WAW) of every other core, unless
     // its vector clock shows it already knows that op finished (transitively).
     for (int32_t local = 0; local < n; ++local) {
-      const int32_t c = op.cores[local];
+      const int32_t c = task.cores[local];
       std::vector<std::pair<int32_t, int32_t>> need;  // (producer position, core)
       for (int32_t p = 0; p < n_cores; ++p) {
         if (p == c) continue;
@@ -168,25 +200,25 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg) {
       }
     }
     for (int32_t local = 0; local < n; ++local) {
-      const int32_t c = op.cores[local];
+      const int32_t c = task.cores[local];
       for (const Range& r : acc[local].reads) reads[c].paint(r.first, r.second, pos);
       for (const Range& r : acc[local].writes) writes[c].paint(r.first, r.second, pos);
     }
     // A sync_all inside the kernel (idle cores fed) is a barrier every core passes after its
     // earlier ops.
-    if (uses_sync_all(op)) merge_all();
-    for (int32_t c : op.cores) {
+    if (!task.tiling && uses_sync_all(op)) merge_all();
+    for (int32_t c : task.cores) {
       vc[c][c] = pos;
       snapshot[snap_key(c, pos)] = vc[c];
     }
-    if (sync_every) merge_all();
+    if (sync_every && !task.tiling) merge_all();
   }
 
   // Number each core's signals, then emit the per-core programs.
-  std::vector<std::vector<int32_t>> signal_index(n_cores, std::vector<int32_t>(n_pos, 0));
+  std::vector<std::vector<int32_t>> signal_index(n_cores, std::vector<int32_t>(n_tasks, 0));
   for (int32_t p = 0; p < n_cores; ++p) {
     int32_t count = 0;
-    for (int32_t pos = 0; pos < n_pos; ++pos)
+    for (int32_t pos = 0; pos < n_tasks; ++pos)
       if (signal_needed[p][pos]) signal_index[p][pos] = ++count;
   }
   Launch launch = make_launch("segment " + std::to_string(seg.id) + " (scope " + seg.scope_label + ")", n_cores);
@@ -194,27 +226,32 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg) {
   launch.ops = seg.ops;
   launch.profile = seg.options.profiling == 1;
   std::vector<size_t> cursor(n_cores, 0);
-  for (int32_t pos = 0; pos < n_pos; ++pos) {
-    const int32_t op_index = seg.ops[pos];
+  for (int32_t pos = 0; pos < n_tasks; ++pos) {
+    const Task& task = tasks[pos];
+    const int32_t op_index = task.op_index;
     const PlanOp& op = plan.ops[op_index];
     const sk_kernel_desc* d = op.kernel->desc;
-    const int32_t n = static_cast<int32_t>(op.cores.size());
+    const int32_t n = static_cast<int32_t>(task.cores.size());
     for (int32_t c = 0; c < n_cores; ++c) {
       std::vector<Instr>& out = launch.cores[c].instrs;
-      auto it = std::find(op.cores.begin(), op.cores.end(), c);
-      if (it != op.cores.end()) {
+      auto it = std::find(task.cores.begin(), task.cores.end(), c);
+      if (it != task.cores.end()) {
         for (; cursor[c] < waits[c].size() && waits[c][cursor[c]].position == pos; ++cursor[c]) {
           const Wait& w = waits[c][cursor[c]];
           out.push_back({Opcode::kWait, w.core, signal_index[w.core][w.producer], 0});
         }
-        const int32_t local = static_cast<int32_t>(it - op.cores.begin());
-        if (d->prologue) out.push_back({Opcode::kPrologue, op_index, local, n});
-        out.push_back({Opcode::kRun, op_index, local, n});
+        const int32_t local = static_cast<int32_t>(it - task.cores.begin());
+        if (task.tiling) {
+          out.push_back({Opcode::kTiling, op_index, 0, 0});
+        } else {
+          if (d->prologue) out.push_back({Opcode::kPrologue, op_index, local, n});
+          out.push_back({Opcode::kRun, op_index, local, n});
+        }
         if (signal_needed[c][pos]) out.push_back({Opcode::kSignal, 0, signal_index[c][pos], 0});
-      } else if (uses_sync_all(op)) {
+      } else if (!task.tiling && uses_sync_all(op)) {
         for (uint32_t k = 0; k < d->sync_all_count; ++k) out.push_back({Opcode::kBarrier, 0, 0, 0});
       }
-      if (sync_every && pos + 1 < n_pos) out.push_back({Opcode::kBarrier, 0, 0, 0});
+      if (sync_every && !task.tiling && pos + 1 < n_tasks) out.push_back({Opcode::kBarrier, 0, 0, 0});
     }
   }
   return launch;

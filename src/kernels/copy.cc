@@ -27,15 +27,14 @@ bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
   const sk_tensor_arg& out = args->outputs[0];
   const int64_t elem_size = sk_dtype_size(in.dtype);
   if (elem_size == 0) return invalid(err, "%s: in has unknown dtype %d", kName, in.dtype);
-  if (!check_tensor(in, kName, "in", in.dtype, 0, err) ||
-      !check_tensor(out, kName, "out", in.dtype, 0, err)) {
+  if (!check_tensor(in, kName, "in", in.dtype, 0, err) || !check_tensor(out, kName, "out", in.dtype, 0, err)) {
     return false;
   }
   char s1[96];
   char s2[96];
   if (!same_shape(in, out)) {
-    return invalid(err, "%s: out shape %s differs from in shape %s", kName,
-                   format_shape(out, s1, sizeof s1), format_shape(in, s2, sizeof s2));
+    return invalid(err, "%s: out shape %s differs from in shape %s", kName, format_shape(out, s1, sizeof s1),
+                   format_shape(in, s2, sizeof s2));
   }
   int64_t strides[2][SK_MAX_RANK] = {};
   for (int d = 0; d < in.rank; ++d) {
@@ -95,8 +94,8 @@ int32_t copy_run(const sk_kernel_args* args, const sk_core_ctx* core) {
   return SK_OK;
 }
 
-int32_t copy_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
-                    sk_access_range* ranges, int32_t capacity) {
+int32_t copy_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                    int32_t capacity) {
   Plan p;
   if (num_cores < 1 || core_id < 0 || core_id >= num_cores || !plan(args, &p, {})) {
     return -SK_ERR_INVALID_ARGUMENT;

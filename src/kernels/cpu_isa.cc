@@ -13,8 +13,7 @@ int probe_cpu() {
   // libgcc checks XCR0 as well, so these also say whether the OS saves YMM/ZMM state.
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return kIsaScalar;
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl")) {
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
     return kIsaAvx512;
   }
   return kIsaAvx2;
@@ -57,8 +56,7 @@ int current_isa_level() {
 }
 
 int force_isa_level(int level) {
-  g_forced_level.store(level < 0 ? -1 : std::min(level, detected_isa_level()),
-                       std::memory_order_relaxed);
+  g_forced_level.store(level < 0 ? -1 : std::min(level, detected_isa_level()), std::memory_order_relaxed);
   return current_isa_level();
 }
 
@@ -81,12 +79,8 @@ extern "C" {
 
 int sk_kernels_isa_level(void) { return sk::kernels::current_isa_level(); }
 
-const char* sk_kernels_isa_name(void) {
-  return sk::kernels::isa_level_name(sk::kernels::current_isa_level());
-}
+const char* sk_kernels_isa_name(void) { return sk::kernels::isa_level_name(sk::kernels::current_isa_level()); }
 
-SK_EXPORT int32_t sk_kernels_builtin_force_isa(int32_t level) {
-  return sk::kernels::force_isa_level(level);
-}
+SK_EXPORT int32_t sk_kernels_builtin_force_isa(int32_t level) { return sk::kernels::force_isa_level(level); }
 
 }  // extern "C"

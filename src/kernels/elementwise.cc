@@ -62,8 +62,7 @@ SK_TARGET_AVX2 void binary_avx2(const float* a, const float* b, float* out, int6
   }
   if (i < n) {
     const __m256i m = simd::mask8(n - i);
-    _mm256_maskstore_ps(out + i, m,
-                        Op::v8(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m)));
+    _mm256_maskstore_ps(out + i, m, Op::v8(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m)));
   }
 }
 
@@ -75,8 +74,7 @@ SK_TARGET_AVX512 void binary_avx512(const float* a, const float* b, float* out, 
   }
   if (i < n) {
     const __mmask16 m = simd::mask16(n - i);
-    _mm512_mask_storeu_ps(out + i, m,
-                          Op::v16(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+    _mm512_mask_storeu_ps(out + i, m, Op::v16(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
   }
 }
 #endif
@@ -117,8 +115,7 @@ constexpr BinaryKernel kAdd = {"add.f32", "a", "b", true};
 constexpr BinaryKernel kMul = {"mul.f32", "a", "b", true};
 constexpr BinaryKernel kSiluMul = {"silu_mul.f32", "gate", "up", false};
 
-bool plan_binary(const sk_kernel_args* args, const BinaryKernel& k, BinaryPlan* plan,
-                 ErrorSink err) {
+bool plan_binary(const sk_kernel_args* args, const BinaryKernel& k, BinaryPlan* plan, ErrorSink err) {
   if (!check_arity(args, k.name, 2, 1, err)) return false;
   const sk_tensor_arg& a = args->inputs[0];
   const sk_tensor_arg& b = args->inputs[1];
@@ -131,8 +128,8 @@ bool plan_binary(const sk_kernel_args* args, const BinaryKernel& k, BinaryPlan* 
   char s1[96];
   char s2[96];
   if (!same_shape(a, out)) {
-    return invalid(err, "%s: out shape %s differs from %s shape %s", k.name,
-                   format_shape(out, s1, sizeof s1), k.a_name, format_shape(a, s2, sizeof s2));
+    return invalid(err, "%s: out shape %s differs from %s shape %s", k.name, format_shape(out, s1, sizeof s1), k.a_name,
+                   format_shape(a, s2, sizeof s2));
   }
   const int lead = a.rank - b.rank;
   bool fits = lead >= 0 && (k.broadcast_b || lead == 0);
@@ -141,10 +138,8 @@ bool plan_binary(const sk_kernel_args* args, const BinaryKernel& k, BinaryPlan* 
     fits = bd == a.shape[lead + d] || (k.broadcast_b && bd == 1);
   }
   if (!fits) {
-    return invalid(err, "%s: %s shape %s %s %s shape %s", k.name, k.b_name,
-                   format_shape(b, s1, sizeof s1),
-                   k.broadcast_b ? "does not broadcast to" : "differs from", k.a_name,
-                   format_shape(a, s2, sizeof s2));
+    return invalid(err, "%s: %s shape %s %s %s shape %s", k.name, k.b_name, format_shape(b, s1, sizeof s1),
+                   k.broadcast_b ? "does not broadcast to" : "differs from", k.a_name, format_shape(a, s2, sizeof s2));
   }
   int64_t strides[3][SK_MAX_RANK] = {};
   for (int d = 0; d < a.rank; ++d) {
@@ -165,8 +160,8 @@ bool plan_binary(const sk_kernel_args* args, const BinaryKernel& k, BinaryPlan* 
 // routine (and thus the same arithmetic) as in the dense case.
 constexpr int64_t kBlock = 256;
 
-void run_strided(BinaryFn fn, const float* a, int64_t sa, const float* b, int64_t sb, float* out,
-                 int64_t so, int64_t n) {
+void run_strided(BinaryFn fn, const float* a, int64_t sa, const float* b, int64_t sb, float* out, int64_t so,
+                 int64_t n) {
   if (sa == 1 && sb == 1 && so == 1) {
     fn(a, b, out, n);
     return;
@@ -195,8 +190,7 @@ void run_strided(BinaryFn fn, const float* a, int64_t sa, const float* b, int64_
   }
 }
 
-int32_t binary_run(const sk_kernel_args* args, const sk_core_ctx* core, const BinaryKernel& k,
-                   BinaryFn fn) {
+int32_t binary_run(const sk_kernel_args* args, const sk_core_ctx* core, const BinaryKernel& k, BinaryFn fn) {
   const ErrorSink err = sink_of(core);
   BinaryPlan p;
   if (!check_core(core, k.name, err) || !plan_binary(args, k, &p, err)) {
@@ -213,8 +207,8 @@ int32_t binary_run(const sk_kernel_args* args, const sk_core_ctx* core, const Bi
   return SK_OK;
 }
 
-int32_t binary_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
-                      sk_access_range* ranges, int32_t capacity, const BinaryKernel& k) {
+int32_t binary_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                      int32_t capacity, const BinaryKernel& k) {
   BinaryPlan p;
   if (num_cores < 1 || core_id < 0 || core_id >= num_cores || !plan_binary(args, k, &p, {})) {
     return -SK_ERR_INVALID_ARGUMENT;
@@ -232,24 +226,24 @@ int32_t binary_access(const sk_kernel_args* args, int32_t core_id, int32_t num_c
 int32_t add_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
   return binary_run(args, core, kAdd, select_binary<AddOp>());
 }
-int32_t add_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
-                       sk_access_range* ranges, int32_t capacity) {
+int32_t add_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                       int32_t capacity) {
   return binary_access(args, core_id, num_cores, ranges, capacity, kAdd);
 }
 
 int32_t mul_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
   return binary_run(args, core, kMul, select_binary<MulOp>());
 }
-int32_t mul_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
-                       sk_access_range* ranges, int32_t capacity) {
+int32_t mul_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                       int32_t capacity) {
   return binary_access(args, core_id, num_cores, ranges, capacity, kMul);
 }
 
 int32_t silu_mul_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
   return binary_run(args, core, kSiluMul, select_binary<SiluMulOp>());
 }
-int32_t silu_mul_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
-                            sk_access_range* ranges, int32_t capacity) {
+int32_t silu_mul_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                            int32_t capacity) {
   return binary_access(args, core_id, num_cores, ranges, capacity, kSiluMul);
 }
 

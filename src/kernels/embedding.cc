@@ -42,16 +42,14 @@ bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
   char s1[96];
   char s2[96];
   if (table.rank != 2) {
-    return invalid(err, "%s: table shape %s is not [V, D]", kName,
-                   format_shape(table, s1, sizeof s1));
+    return invalid(err, "%s: table shape %s is not [V, D]", kName, format_shape(table, s1, sizeof s1));
   }
   const int64_t d = table.shape[1];
   bool out_ok = out.rank == ids.rank + 1 && out.shape[ids.rank] == d;
   for (int i = 0; out_ok && i < ids.rank; ++i) out_ok = out.shape[i] == ids.shape[i];
   if (!out_ok) {
     return invalid(err, "%s: out shape %s is not ids shape %s followed by D = %lld", kName,
-                   format_shape(out, s1, sizeof s1), format_shape(ids, s2, sizeof s2),
-                   static_cast<long long>(d));
+                   format_shape(out, s1, sizeof s1), format_shape(ids, s2, sizeof s2), static_cast<long long>(d));
   }
   if (!last_dim_contiguous(table) || !last_dim_contiguous(out)) {
     return invalid(err, "%s: the last dimension of table and out must have stride 1", kName);
@@ -88,11 +86,11 @@ bool check_ids(const Plan& p, ErrorSink err) {
       char pos[128];
       int used = 0;
       for (int i = 0; i < ids.rank; ++i) {
-        used += std::snprintf(pos + used, sizeof pos - static_cast<size_t>(used), "%s%lld",
-                              i == 0 ? "" : ", ", static_cast<long long>(idx[i]));
+        used += std::snprintf(pos + used, sizeof pos - static_cast<size_t>(used), "%s%lld", i == 0 ? "" : ", ",
+                              static_cast<long long>(idx[i]));
       }
-      return invalid(err, "%s: ids[%s] (position %lld) = %d is out of range for a table of %lld rows",
-                     kName, pos, static_cast<long long>(flat), id, static_cast<long long>(p.v));
+      return invalid(err, "%s: ids[%s] (position %lld) = %d is out of range for a table of %lld rows", kName, pos,
+                     static_cast<long long>(flat), id, static_cast<long long>(p.v));
     }
     for (int i = ids.rank - 1; i >= 0; --i) {
       if (++idx[i] < ids.shape[i]) break;
@@ -126,8 +124,7 @@ int32_t embedding_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
     for_each_run(p.tokens, 0, p.t, [&](const int64_t* off, int64_t len) {
       for (int64_t i = 0; i < len; ++i) {
         const int64_t id = ids[off[kWalkIds] + i * s_ids];
-        std::memcpy(p.out + off[kWalkOut] + i * s_out + c.begin,
-                    p.table + id * p.table_stride + c.begin, bytes);
+        std::memcpy(p.out + off[kWalkOut] + i * s_out + c.begin, p.table + id * p.table_stride + c.begin, bytes);
       }
     });
     return SK_OK;
@@ -143,8 +140,8 @@ int32_t embedding_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
   return SK_OK;
 }
 
-int32_t embedding_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
-                             sk_access_range* ranges, int32_t capacity) {
+int32_t embedding_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                             int32_t capacity) {
   Plan p;
   if (num_cores < 1 || core_id < 0 || core_id >= num_cores || !plan(args, &p, {})) {
     return -SK_ERR_INVALID_ARGUMENT;

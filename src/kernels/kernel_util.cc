@@ -33,8 +33,8 @@ struct BoundsState {
   const int64_t* shape;
   const int64_t* stride;
   int rank;
-  int64_t inner[SK_MAX_RANK];         // indices per step of dimension d
-  int64_t full_lo[SK_MAX_RANK + 1];   // offset bounds of a whole block of dims d..rank-1
+  int64_t inner[SK_MAX_RANK];        // indices per step of dimension d
+  int64_t full_lo[SK_MAX_RANK + 1];  // offset bounds of a whole block of dims d..rank-1
   int64_t full_hi[SK_MAX_RANK + 1];
   int64_t lo;
   int64_t hi;
@@ -92,19 +92,18 @@ const char* format_shape(const sk_tensor_arg& t, char* buf, int capacity) {
   int used = std::snprintf(buf, static_cast<size_t>(capacity), "[");
   const int rank = std::clamp(t.rank, 0, SK_MAX_RANK);
   for (int d = 0; d < rank && used < capacity; ++d) {
-    used += std::snprintf(buf + used, static_cast<size_t>(capacity - used), "%s%lld",
-                          d == 0 ? "" : ", ", static_cast<long long>(t.shape[d]));
+    used += std::snprintf(buf + used, static_cast<size_t>(capacity - used), "%s%lld", d == 0 ? "" : ", ",
+                          static_cast<long long>(t.shape[d]));
   }
   if (used < capacity) std::snprintf(buf + used, static_cast<size_t>(capacity - used), "]");
   return buf;
 }
 
-bool check_arity(const sk_kernel_args* args, const char* kernel, int32_t inputs, int32_t outputs,
-                 ErrorSink err) {
+bool check_arity(const sk_kernel_args* args, const char* kernel, int32_t inputs, int32_t outputs, ErrorSink err) {
   if (args == nullptr) return invalid(err, "%s: null arguments", kernel);
   if (args->num_inputs != inputs || args->num_outputs != outputs) {
-    return invalid(err, "%s: expected %d input(s) and %d output(s), got %d and %d", kernel, inputs,
-                   outputs, args->num_inputs, args->num_outputs);
+    return invalid(err, "%s: expected %d input(s) and %d output(s), got %d and %d", kernel, inputs, outputs,
+                   args->num_inputs, args->num_outputs);
   }
   if ((inputs > 0 && args->inputs == nullptr) || (outputs > 0 && args->outputs == nullptr)) {
     return invalid(err, "%s: null operand array", kernel);
@@ -115,27 +114,23 @@ bool check_arity(const sk_kernel_args* args, const char* kernel, int32_t inputs,
 bool check_core(const sk_core_ctx* core, const char* kernel, ErrorSink err) {
   if (core == nullptr) return false;
   if (core->num_cores < 1 || core->core_id < 0 || core->core_id >= core->num_cores) {
-    return invalid(err, "%s: core %d of %d is not a valid core", kernel, core->core_id,
-                   core->num_cores);
+    return invalid(err, "%s: core %d of %d is not a valid core", kernel, core->core_id, core->num_cores);
   }
   return true;
 }
 
-bool check_tensor(const sk_tensor_arg& t, const char* kernel, const char* what, int32_t dtype,
-                  int32_t min_rank, ErrorSink err) {
+bool check_tensor(const sk_tensor_arg& t, const char* kernel, const char* what, int32_t dtype, int32_t min_rank,
+                  ErrorSink err) {
   if (t.rank < min_rank || t.rank > SK_MAX_RANK) {
-    return invalid(err, "%s: %s has rank %d, expected %d to %d", kernel, what, t.rank, min_rank,
-                   SK_MAX_RANK);
+    return invalid(err, "%s: %s has rank %d, expected %d to %d", kernel, what, t.rank, min_rank, SK_MAX_RANK);
   }
   for (int d = 0; d < t.rank; ++d) {
     if (t.shape[d] < 0) {
-      return invalid(err, "%s: %s has negative dimension %lld", kernel, what,
-                     static_cast<long long>(t.shape[d]));
+      return invalid(err, "%s: %s has negative dimension %lld", kernel, what, static_cast<long long>(t.shape[d]));
     }
   }
   if (t.dtype != dtype) {
-    return invalid(err, "%s: %s has dtype %s, expected %s", kernel, what, dtype_name(t.dtype),
-                   dtype_name(dtype));
+    return invalid(err, "%s: %s has dtype %s, expected %s", kernel, what, dtype_name(t.dtype), dtype_name(dtype));
   }
   if (t.data == nullptr && sk_tensor_numel(&t) > 0) {
     return invalid(err, "%s: %s has no data", kernel, what);
@@ -155,8 +150,8 @@ bool last_dim_contiguous(const sk_tensor_arg& t) {
   return t.rank == 0 || t.shape[t.rank - 1] <= 1 || t.stride[t.rank - 1] == 1;
 }
 
-bool make_walk(int rank, const int64_t* shape, int num_operands,
-               const int64_t (*strides)[SK_MAX_RANK], int ref, int64_t ref_item, Walk* walk) {
+bool make_walk(int rank, const int64_t* shape, int num_operands, const int64_t (*strides)[SK_MAX_RANK], int ref,
+               int64_t ref_item, Walk* walk) {
   Walk& w = *walk;
   w = Walk{};
   w.num_operands = num_operands;
@@ -221,13 +216,12 @@ bool make_walk(int rank, const int64_t* shape, int num_operands,
   return true;
 }
 
-bool make_row_walk(const sk_tensor_arg& x, const sk_tensor_arg& y, const char* kernel, Walk* walk,
-                   ErrorSink err) {
+bool make_row_walk(const sk_tensor_arg& x, const sk_tensor_arg& y, const char* kernel, Walk* walk, ErrorSink err) {
   char s1[96];
   char s2[96];
   if (!same_shape(x, y)) {
-    return invalid(err, "%s: out shape %s differs from x shape %s", kernel,
-                   format_shape(y, s1, sizeof s1), format_shape(x, s2, sizeof s2));
+    return invalid(err, "%s: out shape %s differs from x shape %s", kernel, format_shape(y, s1, sizeof s1),
+                   format_shape(x, s2, sizeof s2));
   }
   if (!last_dim_contiguous(x) || !last_dim_contiguous(y)) {
     return invalid(err, "%s: the last dimension of x and out must have stride 1", kernel);
@@ -268,8 +262,7 @@ void walk_bounds(const Walk& w, int op, int64_t begin, int64_t end, int64_t* lo,
 
 void RangeList::add(int32_t operand, int32_t mode, int64_t begin, int64_t end) {
   if (end <= begin) return;
-  if (pending_valid_ && pending_.operand == operand && pending_.mode == mode &&
-      pending_.end == begin) {
+  if (pending_valid_ && pending_.operand == operand && pending_.mode == mode && pending_.end == begin) {
     pending_.end = end;
     return;
   }
@@ -278,8 +271,8 @@ void RangeList::add(int32_t operand, int32_t mode, int64_t begin, int64_t end) {
   pending_valid_ = true;
 }
 
-void RangeList::add_walk(const Walk& w, int op, int32_t operand, int32_t mode, int64_t begin,
-                         int64_t end, int64_t item, int64_t elem_size) {
+void RangeList::add_walk(const Walk& w, int op, int32_t operand, int32_t mode, int64_t begin, int64_t end, int64_t item,
+                         int64_t elem_size) {
   if (begin >= end || item <= 0) return;
   int64_t lo = 0;
   int64_t hi = 0;

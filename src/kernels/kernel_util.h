@@ -39,12 +39,11 @@ bool invalid(ErrorSink err, const char* fmt, ...) __attribute__((format(printf, 
 const char* format_shape(const sk_tensor_arg& t, char* buf, int capacity);
 
 // Operand count, non-null operand arrays and a sane core context.
-bool check_arity(const sk_kernel_args* args, const char* kernel, int32_t inputs, int32_t outputs,
-                 ErrorSink err);
+bool check_arity(const sk_kernel_args* args, const char* kernel, int32_t inputs, int32_t outputs, ErrorSink err);
 bool check_core(const sk_core_ctx* core, const char* kernel, ErrorSink err);
 // Rank in [min_rank, SK_MAX_RANK], non-negative dims, dtype, and data present when non-empty.
-bool check_tensor(const sk_tensor_arg& t, const char* kernel, const char* what, int32_t dtype,
-                  int32_t min_rank, ErrorSink err);
+bool check_tensor(const sk_tensor_arg& t, const char* kernel, const char* what, int32_t dtype, int32_t min_rank,
+                  ErrorSink err);
 bool same_shape(const sk_tensor_arg& a, const sk_tensor_arg& b);
 // Stride of the last dimension is 1 (or the dimension has at most one element).
 bool last_dim_contiguous(const sk_tensor_arg& t);
@@ -78,8 +77,8 @@ struct Walk {
 // `strides[op][d]` is operand op's element stride along logical dimension d (0 broadcasts).
 // Returns false when the reference operand's items overlap each other in memory (a view that
 // writes one address from several indices, which no kernel can split deterministically).
-bool make_walk(int rank, const int64_t* shape, int num_operands,
-               const int64_t (*strides)[SK_MAX_RANK], int ref, int64_t ref_item, Walk* walk);
+bool make_walk(int rank, const int64_t* shape, int num_operands, const int64_t (*strides)[SK_MAX_RANK], int ref,
+               int64_t ref_item, Walk* walk);
 
 // Calls fn(offsets, length) for each innermost run of walk indices in [begin, end), where
 // offsets[op] is the element offset of operand op at the run's first index and consecutive
@@ -125,8 +124,7 @@ void walk_bounds(const Walk& w, int op, int64_t begin, int64_t end, int64_t* lo,
 // Walk for row-wise kernels x[..., D] -> y[..., D]: the walk runs over the leading dimensions,
 // one row of D contiguous elements per index, with x as operand 0 and y as operand 1 (the
 // reference). Checks that the shapes match and both last dimensions are contiguous.
-bool make_row_walk(const sk_tensor_arg& x, const sk_tensor_arg& y, const char* kernel, Walk* walk,
-                   ErrorSink err);
+bool make_row_walk(const sk_tensor_arg& x, const sk_tensor_arg& y, const char* kernel, Walk* walk, ErrorSink err);
 
 // ---- Access ranges ----
 
@@ -139,8 +137,8 @@ class RangeList {
   void add(int32_t operand, int32_t mode, int64_t begin, int64_t end);
   // Byte range of operand `op` over walk indices [begin, end) whose items are `item`
   // contiguous elements of `elem_size` bytes.
-  void add_walk(const Walk& w, int op, int32_t operand, int32_t mode, int64_t begin, int64_t end,
-                int64_t item, int64_t elem_size);
+  void add_walk(const Walk& w, int op, int32_t operand, int32_t mode, int64_t begin, int64_t end, int64_t item,
+                int64_t elem_size);
   int32_t finish();
 
  private:

@@ -7,10 +7,10 @@
 
 #include <cstdint>
 
-#define SK_DECLARE_KERNEL(prefix)                                                       \
-  int32_t prefix##_run(const sk_kernel_args* args, const sk_core_ctx* core);            \
-  int32_t prefix##_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, \
-                          sk_access_range* ranges, int32_t capacity)
+#define SK_DECLARE_KERNEL(prefix)                                                                                  \
+  int32_t prefix##_run(const sk_kernel_args* args, const sk_core_ctx* core);                                       \
+  int32_t prefix##_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges, \
+                          int32_t capacity)
 
 namespace sk::kernels {
 

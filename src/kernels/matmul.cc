@@ -1,15 +1,3 @@
-#define PFROWS 8
-#define PFK 0
-
-
-
-
-
-
-
-
-
-
 // matmul.f32: y[..., N] = x[..., K] · wᵀ with w [N, K] row-major (the PyTorch Linear layout).
 //
 // Cores split N (rows of w) in chunks of 8 rows, so each core streams only its own slice of the
@@ -47,8 +35,7 @@ constexpr int kMaxLanes = 16;
 
 // Accumulates the (mr x nr) dot products of x rows [0, mr) and w rows [0, nr) over
 // k in [0, kn) into their lane partial sums at st[(m * ld + j) * lanes].
-using TileFn = void (*)(const float* x, int64_t sx, const float* w, int64_t sw, float* st,
-                        int64_t ld, int64_t kn);
+using TileFn = void (*)(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld, int64_t kn);
 
 struct GemmIsa {
   int lanes;
@@ -59,8 +46,7 @@ struct GemmIsa {
 };
 
 template <int MR, int NR>
-void tile_scalar(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld,
-                 int64_t kn) {
+void tile_scalar(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld, int64_t kn) {
   constexpr int kLanes = 8;
   float acc[MR][NR][kLanes];
   for (int m = 0; m < MR; ++m) {
@@ -97,9 +83,17 @@ TileFn tile_scalar_for(int mr, int nr) {
 constexpr GemmIsa kGemmScalar = {8, 4, 2, 2, tile_scalar_for};
 
 #if SK_KERNELS_X86
+// A multi-row tile reads only NR weight rows at a time, too few streams to keep the memory
+// system busy (GEMV's 8 rows are enough on their own). Touching the rows of the tile after
+// next at the same k adds streams without extra instructions in the FMA chains. Prefetching
+// past the slice or the tensor is harmless: prefetches never fault.
+inline void prefetch_ahead(const float* w_row_k, int64_t sw, int nr) {
+  _mm_prefetch(reinterpret_cast<const char*>(w_row_k + 2 * nr * sw), _MM_HINT_T0);
+}
+
 template <int MR, int NR>
-SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const float* w, int64_t sw, float* st,
-                              int64_t ld, int64_t kn) {
+SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld,
+                              int64_t kn) {
   __m256 acc[MR][NR];
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
@@ -111,7 +105,7 @@ SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const float* w, int64_
     __m256 wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      if (MR >= 1) _mm_prefetch(reinterpret_cast<const char*>(w + (j + PFROWS) * sw + k + PFK), _MM_HINT_T0);
+      if constexpr (MR > 1) prefetch_ahead(w + j * sw + k, sw, NR);
       wv[j] = _mm256_loadu_ps(w + j * sw + k);
     }
 #pragma GCC unroll 16
@@ -150,8 +144,8 @@ TileFn tile_avx2_for(int mr, int nr) {
 constexpr GemmIsa kGemmAvx2 = {8, 8, 4, 2, tile_avx2_for};
 
 template <int MR, int NR>
-SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, int64_t sw,
-                                  float* st, int64_t ld, int64_t kn) {
+SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld,
+                                  int64_t kn) {
   __m512 acc[MR][NR];
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
@@ -162,7 +156,10 @@ SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, in
   for (; k + 16 <= kn; k += 16) {
     __m512 wv[NR];
 #pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) wv[j] = _mm512_loadu_ps(w + j * sw + k);
+    for (int j = 0; j < NR; ++j) {
+      if constexpr (MR > 1) prefetch_ahead(w + j * sw + k, sw, NR);
+      wv[j] = _mm512_loadu_ps(w + j * sw + k);
+    }
 #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
       const __m512 xv = _mm512_loadu_ps(x + m * sx + k);
@@ -213,8 +210,7 @@ const GemmIsa& select_gemm() {
   return kGemmScalar;
 }
 
-void finish_block(const GemmIsa& g, const float* state, float* y, int64_t sy, int64_t mb,
-                  int64_t nb) {
+void finish_block(const GemmIsa& g, const float* state, float* y, int64_t sy, int64_t mb, int64_t nb) {
   for (int64_t m = 0; m < mb; ++m) {
     for (int64_t j = 0; j < nb; ++j) {
       y[m * sy + j] = simd::hsum_lanes(state + (m * kNBlock + j) * g.lanes, g.lanes);
@@ -224,8 +220,7 @@ void finish_block(const GemmIsa& g, const float* state, float* y, int64_t sy, in
 
 // GEMV streams every weight once, so K is not blocked: the x row stays in L1 by itself, and
 // a 1 x gemv_nr tile keeps gemv_nr weight rows in flight for the memory system.
-void gemv(const GemmIsa& g, const float* x, const float* w, int64_t sw, float* y, int64_t n_rows,
-          int64_t k) {
+void gemv(const GemmIsa& g, const float* x, const float* w, int64_t sw, float* y, int64_t n_rows, int64_t k) {
   alignas(64) float state[kNBlock * kMaxLanes];
   for (int64_t n0 = 0; n0 < n_rows; n0 += kNBlock) {
     const int64_t nb = std::min(kNBlock, n_rows - n0);
@@ -240,30 +235,16 @@ void gemv(const GemmIsa& g, const float* x, const float* w, int64_t sw, float* y
 }
 
 // y[m * sy + n] for m < M, n < N from x rows (stride sx) and w rows (stride sw).
-void gemm(const GemmIsa& g, const float* x, int64_t sx, const float* w, int64_t sw, float* y,
-          int64_t sy, int64_t M, int64_t N, int64_t K) {
+void gemm(const GemmIsa& g, const float* x, int64_t sx, const float* w, int64_t sw, float* y, int64_t sy, int64_t M,
+          int64_t N, int64_t K) {
   if (M == 1) {
     gemv(g, x, w, sw, y, N, K);
     return;
   }
-  if (M <= g.mr) {
-    alignas(64) float st[kMBlock * kNBlock * kMaxLanes];
-    for (int64_t n0 = 0; n0 < N; n0 += kNBlock) {
-      const int64_t nb = std::min(kNBlock, N - n0);
-      std::fill(st, st + M * kNBlock * g.lanes, 0.0f);
-      for (int64_t n = 0; n < nb;) {
-        const int nr = nb - n >= g.nr ? g.nr : 1;
-        for (int64_t m = 0; m < M;) {
-          const int mr = M - m >= g.mr ? g.mr : 1;
-          g.tile(mr, nr)(x + m * sx, sx, w + (n0 + n) * sw, sw, st + (m * kNBlock + n) * g.lanes, kNBlock, K);
-          m += mr;
-        }
-        n += nr;
-      }
-      finish_block(g, st, y + n0, sy, M, nb);
-    }
-    return;
-  }
+  // Up to one register tile of rows, x is read straight from where it is and K is not blocked:
+  // a single pass over each weight tile then streams the weights like GEMV does.
+  const bool block_k = M > g.mr;
+  const int64_t kc = block_k ? kKBlock : K;
   alignas(64) float state[kMBlock * kNBlock * kMaxLanes];
   alignas(64) float panel[kMBlock * kKBlock];
   for (int64_t m0 = 0; m0 < M; m0 += kMBlock) {
@@ -271,17 +252,23 @@ void gemm(const GemmIsa& g, const float* x, int64_t sx, const float* w, int64_t 
     for (int64_t n0 = 0; n0 < N; n0 += kNBlock) {
       const int64_t nb = std::min(kNBlock, N - n0);
       std::fill(state, state + mb * kNBlock * g.lanes, 0.0f);
-      for (int64_t k0 = 0; k0 < K; k0 += kKBlock) {
-        const int64_t kn = std::min(kKBlock, K - k0);
-        for (int64_t m = 0; m < mb; ++m) {
-          std::copy(x + (m0 + m) * sx + k0, x + (m0 + m) * sx + k0 + kn, panel + m * kKBlock);
+      for (int64_t k0 = 0; k0 < K; k0 += kc) {
+        const int64_t kn = std::min(kc, K - k0);
+        const float* xb = x + m0 * sx + k0;
+        int64_t xs = sx;
+        if (block_k) {
+          for (int64_t m = 0; m < mb; ++m) {
+            std::copy(xb + m * sx, xb + m * sx + kn, panel + m * kKBlock);
+          }
+          xb = panel;
+          xs = kKBlock;
         }
         for (int64_t n = 0; n < nb;) {
           const int nr = nb - n >= g.nr ? g.nr : 1;
           for (int64_t m = 0; m < mb;) {
             const int mr = mb - m >= g.mr ? g.mr : 1;
-            g.tile(mr, nr)(panel + m * kKBlock, kKBlock, w + (n0 + n) * sw + k0, sw,
-                           state + (m * kNBlock + n) * g.lanes, kNBlock, kn);
+            g.tile(mr, nr)(xb + m * xs, xs, w + (n0 + n) * sw + k0, sw, state + (m * kNBlock + n) * g.lanes, kNBlock,
+                           kn);
             m += mr;
           }
           n += nr;
@@ -308,8 +295,7 @@ bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
   const sk_tensor_arg& x = args->inputs[0];
   const sk_tensor_arg& w = args->inputs[1];
   const sk_tensor_arg& out = args->outputs[0];
-  if (!check_tensor(x, kName, "x", SK_DTYPE_F32, 1, err) ||
-      !check_tensor(w, kName, "w", SK_DTYPE_F32, 2, err) ||
+  if (!check_tensor(x, kName, "x", SK_DTYPE_F32, 1, err) || !check_tensor(w, kName, "w", SK_DTYPE_F32, 2, err) ||
       !check_tensor(out, kName, "out", SK_DTYPE_F32, 1, err)) {
     return false;
   }
@@ -317,17 +303,15 @@ bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
   char s2[96];
   const int64_t k = x.shape[x.rank - 1];
   if (w.rank != 2 || w.shape[1] != k) {
-    return invalid(err, "%s: w shape %s is not [N, %lld] for x shape %s", kName,
-                   format_shape(w, s1, sizeof s1), static_cast<long long>(k),
-                   format_shape(x, s2, sizeof s2));
+    return invalid(err, "%s: w shape %s is not [N, %lld] for x shape %s", kName, format_shape(w, s1, sizeof s1),
+                   static_cast<long long>(k), format_shape(x, s2, sizeof s2));
   }
   const int64_t n = w.shape[0];
   bool out_ok = out.rank == x.rank && out.shape[out.rank - 1] == n;
   for (int d = 0; out_ok && d < x.rank - 1; ++d) out_ok = out.shape[d] == x.shape[d];
   if (!out_ok) {
     return invalid(err, "%s: out shape %s does not match x shape %s with N = %lld", kName,
-                   format_shape(out, s1, sizeof s1), format_shape(x, s2, sizeof s2),
-                   static_cast<long long>(n));
+                   format_shape(out, s1, sizeof s1), format_shape(x, s2, sizeof s2), static_cast<long long>(n));
   }
   if (!last_dim_contiguous(x) || !last_dim_contiguous(w) || !last_dim_contiguous(out)) {
     return invalid(err, "%s: the last dimension of x, w and out must have stride 1", kName);
@@ -363,12 +347,22 @@ int32_t matmul_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
   if (!check_core(core, kName, err) || !plan(args, &p, err)) return SK_ERR_INVALID_ARGUMENT;
   const sk_range r = sk_split_range(p.n, core->core_id, core->num_cores, kNAlign);
   if (r.begin >= r.end) return SK_OK;
-  const GemmIsa& g = select_gemm();
   const int64_t sx = p.rows.inner_stride(0);
   const int64_t sy = p.rows.inner_stride(1);
+  if (p.k == 0) {
+    // Empty dot products; x and w may then have no storage at all, so do not touch them.
+    for_each_run(p.rows, 0, p.m, [&](const int64_t* off, int64_t len) {
+      for (int64_t i = 0; i < len; ++i) {
+        float* row = p.out + off[1] + i * sy;
+        std::fill(row + r.begin, row + r.end, 0.0f);
+      }
+    });
+    return SK_OK;
+  }
+  const GemmIsa& g = select_gemm();
   for_each_run(p.rows, 0, p.m, [&](const int64_t* off, int64_t len) {
-    gemm(g, p.x + off[0], sx, p.w + r.begin * p.w_stride, p.w_stride, p.out + off[1] + r.begin,
-         sy, len, r.end - r.begin, p.k);
+    gemm(g, p.x + off[0], sx, p.w + r.begin * p.w_stride, p.w_stride, p.out + off[1] + r.begin, sy, len,
+         r.end - r.begin, p.k);
   });
   return SK_OK;
 }
@@ -384,6 +378,7 @@ int32_t matmul_f32_prologue(const sk_kernel_args* args, const sk_core_ctx* core)
   constexpr int64_t kBytesPerRow = 2048;
   const int64_t rows = std::min(kRows, r.end - r.begin);
   const int64_t bytes = std::min<int64_t>(kBytesPerRow, p.k * static_cast<int64_t>(sizeof(float)));
+  if (bytes == 0) return SK_OK;
   for (int64_t i = 0; i < rows; ++i) {
     const char* row = reinterpret_cast<const char*>(p.w + (r.begin + i) * p.w_stride);
     for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b, 0, 3);
@@ -391,8 +386,8 @@ int32_t matmul_f32_prologue(const sk_kernel_args* args, const sk_core_ctx* core)
   return SK_OK;
 }
 
-int32_t matmul_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
-                          sk_access_range* ranges, int32_t capacity) {
+int32_t matmul_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                          int32_t capacity) {
   Plan p;
   if (num_cores < 1 || core_id < 0 || core_id >= num_cores || !plan(args, &p, {})) {
     return -SK_ERR_INVALID_ARGUMENT;

@@ -67,8 +67,7 @@ SK_TARGET_AVX2 void rms_row_avx2(const float* x, const float* w, float* y, int64
   }
 }
 
-SK_TARGET_AVX512 void rms_row_avx512(const float* x, const float* w, float* y, int64_t d,
-                                     float eps) {
+SK_TARGET_AVX512 void rms_row_avx512(const float* x, const float* w, float* y, int64_t d, float eps) {
   __m512 acc0 = _mm512_setzero_ps();
   __m512 acc1 = _mm512_setzero_ps();
   __m512 acc2 = _mm512_setzero_ps();
@@ -92,8 +91,7 @@ SK_TARGET_AVX512 void rms_row_avx512(const float* x, const float* w, float* y, i
     const __m512 v = _mm512_maskz_loadu_ps(simd::mask16(d - i), x + i);
     acc0 = _mm512_fmadd_ps(v, v, acc0);
   }
-  const float ss =
-      simd::hsum16(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
+  const float ss = simd::hsum16(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
   const __m512 inv = _mm512_set1_ps(1.0f / std::sqrt(ss / static_cast<float>(d) + eps));
   for (i = 0; i + 16 <= d; i += 16) {
     const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + i), inv);
@@ -141,19 +139,18 @@ bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
     return false;
   }
   if (args->attrs == nullptr || args->attrs_size < sizeof(sk_rms_norm_attrs)) {
-    return invalid(err, "%s: needs sk_rms_norm_attrs (%zu bytes), got %u bytes", kName,
-                   sizeof(sk_rms_norm_attrs), args->attrs == nullptr ? 0u : args->attrs_size);
+    return invalid(err, "%s: needs sk_rms_norm_attrs (%zu bytes), got %u bytes", kName, sizeof(sk_rms_norm_attrs),
+                   args->attrs == nullptr ? 0u : args->attrs_size);
   }
   const float eps = static_cast<const sk_rms_norm_attrs*>(args->attrs)->eps;
   if (!(eps >= 0.0f) || std::isinf(eps)) {
-    return invalid(err, "%s: eps %g is not a finite non-negative number", kName,
-                   static_cast<double>(eps));
+    return invalid(err, "%s: eps %g is not a finite non-negative number", kName, static_cast<double>(eps));
   }
   const int64_t d = x.shape[x.rank - 1];
   char s1[96];
   if (weight.rank != 1 || weight.shape[0] != d) {
-    return invalid(err, "%s: weight shape %s is not [%lld]", kName,
-                   format_shape(weight, s1, sizeof s1), static_cast<long long>(d));
+    return invalid(err, "%s: weight shape %s is not [%lld]", kName, format_shape(weight, s1, sizeof s1),
+                   static_cast<long long>(d));
   }
   if (!last_dim_contiguous(weight)) return invalid(err, "%s: weight must have stride 1", kName);
   if (!make_row_walk(x, out, kName, &p->rows, err)) return false;
@@ -184,8 +181,8 @@ int32_t rms_norm_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
   return SK_OK;
 }
 
-int32_t rms_norm_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
-                            sk_access_range* ranges, int32_t capacity) {
+int32_t rms_norm_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                            int32_t capacity) {
   Plan p;
   if (num_cores < 1 || core_id < 0 || core_id >= num_cores || !plan(args, &p, {})) {
     return -SK_ERR_INVALID_ARGUMENT;

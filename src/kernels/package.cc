@@ -11,15 +11,9 @@ namespace {
 
 constexpr sk_kernel_desc kernel(const char* name, int32_t type, sk_run_fn run, sk_access_fn access,
                                 sk_prologue_fn prologue = nullptr) {
-  return sk_kernel_desc{SK_KERNEL_ABI_VERSION,
-                        name,
-                        type,
-                        SK_FUSIBLE,
-                        run,
-                        prologue,
+  return sk_kernel_desc{SK_KERNEL_ABI_VERSION,      name,   type, SK_FUSIBLE, run, prologue,
                         /*tiling=*/nullptr,
-                        /*workspace_size=*/nullptr,
-                        access,
+                        /*workspace_size=*/nullptr, access,
                         /*sync_all_count=*/0};
 }
 
@@ -29,18 +23,15 @@ constexpr sk_kernel_desc kKernels[] = {
     kernel("silu_mul.f32", SK_KERNEL_VECTOR, silu_mul_f32_run, silu_mul_f32_access),
     kernel("rms_norm.f32", SK_KERNEL_VECTOR, rms_norm_f32_run, rms_norm_f32_access),
     kernel("softmax.f32", SK_KERNEL_VECTOR, softmax_f32_run, softmax_f32_access),
-    kernel("matmul.f32", SK_KERNEL_CUBE, matmul_f32_run, matmul_f32_access,
-           matmul_f32_prologue),
+    kernel("matmul.f32", SK_KERNEL_CUBE, matmul_f32_run, matmul_f32_access, matmul_f32_prologue),
     kernel("embedding.f32", SK_KERNEL_VECTOR, embedding_f32_run, embedding_f32_access),
     kernel("copy", SK_KERNEL_VECTOR, copy_run, copy_access),
 };
 
-constexpr sk_kernel_package kPackage = {SK_KERNEL_ABI_VERSION, "builtin",
-                                        sizeof(kKernels) / sizeof(kKernels[0]), kKernels};
+constexpr sk_kernel_package kPackage = {SK_KERNEL_ABI_VERSION, "builtin", sizeof(kKernels) / sizeof(kKernels[0]),
+                                        kKernels};
 
 }  // namespace
 }  // namespace sk::kernels
 
-extern "C" SK_EXPORT const sk_kernel_package* sk_kernel_package_table(void) {
-  return &sk::kernels::kPackage;
-}
+extern "C" SK_EXPORT const sk_kernel_package* sk_kernel_package_table(void) { return &sk::kernels::kPackage; }

@@ -80,8 +80,8 @@ SK_TARGET_AVX2 inline __m256 exp8(__m256 x) {
   const __m256 lo = _mm256_set1_ps(kExpLo);
   // MAXPS/MINPS return their second operand when either is NaN: putting x second keeps NaN.
   const __m256 xc = _mm256_min_ps(_mm256_set1_ps(kExpHi), _mm256_max_ps(lo, x));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(kLog2e)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 n =
+      _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), xc);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
   __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
@@ -125,8 +125,8 @@ SK_TARGET_AVX512 inline float hmax16(__m512 v) {
 SK_TARGET_AVX512 inline __m512 exp16(__m512 x) {
   const __m512 lo = _mm512_set1_ps(kExpLo);
   const __m512 xc = _mm512_min_ps(_mm512_set1_ps(kExpHi), _mm512_max_ps(lo, x));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(kLog2e)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 n =
+      _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), xc);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
   __m512 p = _mm512_set1_ps(1.0f / 5040.0f);

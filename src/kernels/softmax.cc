@@ -61,8 +61,7 @@ SK_TARGET_AVX2 void softmax_row_avx2(const float* x, float* y, int64_t d) {
   }
   if (i < d) {
     const __m256i m = simd::mask8(d - i);
-    const __m256 e = _mm256_and_ps(
-        simd::exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), mx)), _mm256_castsi256_ps(m));
+    const __m256 e = _mm256_and_ps(simd::exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), mx)), _mm256_castsi256_ps(m));
     _mm256_maskstore_ps(y + i, m, e);
     acc0 = _mm256_add_ps(acc0, e);
   }
@@ -98,8 +97,7 @@ SK_TARGET_AVX512 void softmax_row_avx512(const float* x, float* y, int64_t d) {
   }
   if (i < d) {
     const __mmask16 m = simd::mask16(d - i);
-    const __m512 e =
-        _mm512_maskz_mov_ps(m, simd::exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), mx)));
+    const __m512 e = _mm512_maskz_mov_ps(m, simd::exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), mx)));
     _mm512_mask_storeu_ps(y + i, m, e);
     acc0 = _mm512_add_ps(acc0, e);
   }
@@ -137,8 +135,7 @@ bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
   if (!check_arity(args, kName, 1, 1, err)) return false;
   const sk_tensor_arg& x = args->inputs[0];
   const sk_tensor_arg& out = args->outputs[0];
-  if (!check_tensor(x, kName, "x", SK_DTYPE_F32, 1, err) ||
-      !check_tensor(out, kName, "out", SK_DTYPE_F32, 1, err) ||
+  if (!check_tensor(x, kName, "x", SK_DTYPE_F32, 1, err) || !check_tensor(out, kName, "out", SK_DTYPE_F32, 1, err) ||
       !make_row_walk(x, out, kName, &p->rows, err)) {
     return false;
   }
@@ -165,8 +162,8 @@ int32_t softmax_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
   return SK_OK;
 }
 
-int32_t softmax_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
-                           sk_access_range* ranges, int32_t capacity) {
+int32_t softmax_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                           int32_t capacity) {
   Plan p;
   if (num_cores < 1 || core_id < 0 || core_id >= num_cores || !plan(args, &p, {})) {
     return -SK_ERR_INVALID_ARGUMENT;

@@ -11,6 +11,7 @@ const char* opcode_name(Opcode op) {
     case Opcode::kWait: return "WAIT";
     case Opcode::kSignal: return "SIGNAL";
     case Opcode::kBarrier: return "BARRIER";
+    case Opcode::kTiling: return "TILING";
   }
   return "?";
 }
@@ -27,6 +28,10 @@ std::string print_instr(const Instr& in, const std::vector<std::string>& labels)
     case Opcode::kWait: os << " core " << in.a << " >= " << in.b; break;
     case Opcode::kSignal: os << " " << in.b; break;
     case Opcode::kBarrier: os << " group " << in.a; break;
+    case Opcode::kTiling:
+      os << " " << in.a;
+      if (in.a >= 0 && static_cast<size_t>(in.a) < labels.size()) os << "  # " << labels[in.a];
+      break;
   }
   return os.str();
 }

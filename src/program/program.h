@@ -18,6 +18,7 @@ enum class Opcode : uint8_t {
   kWait,      // a = core, b = count: wait until that core has signalled `count` times
   kSignal,    // b = count: this core has now signalled `count` times
   kBarrier,   // a = barrier group
+  kTiling,    // a = plan op: run its tiling-sink function (its inputs are ready)
 };
 const char* opcode_name(Opcode op);
 

@@ -28,9 +28,18 @@ void PlanOp::bind_args() {
   args.attrs = attrs.empty() ? nullptr : attrs.data();
   args.attrs_size = static_cast<uint32_t>(attrs.size());
   args.tiling = tiling.empty() ? nullptr : tiling.data();
-  args.tiling_size = static_cast<uint32_t>(tiling.size());
+  // A sink op's tiling is empty until its TILING instruction has run in this launch.
+  args.tiling_size = tiling_sink ? 0 : static_cast<uint32_t>(tiling.size());
   args.workspace_size = workspace_bytes;
   args.workspace = nullptr;
+}
+
+int32_t run_sink_tiling(PlanOp& op) {
+  uint32_t size = 0;
+  int32_t rc = op.kernel->desc->tiling(&op.args, op.tiling.data(), static_cast<uint32_t>(op.tiling.size()), &size);
+  if (rc == SK_OK && size > op.tiling.size()) rc = SK_ERR_CAPACITY;
+  if (rc == SK_OK) op.args.tiling_size = size;
+  return rc;
 }
 
 sk_tensor_arg make_tensor_arg(const TensorInfo& info) {

@@ -25,7 +25,8 @@ struct PlanOp {
   std::vector<sk_tensor_arg> inputs;
   std::vector<sk_tensor_arg> outputs;
   std::vector<uint8_t> attrs;
-  std::vector<uint8_t> tiling;
+  std::vector<uint8_t> tiling;  // tiling-sink ops: a fixed buffer filled by TILING each run
+  bool tiling_sink = false;
   uint64_t workspace_bytes = 0;
   int64_t workspace_offset = -1;  // in the arena
   std::vector<int32_t> cores;     // device cores running the kernel; index = kernel-local id
@@ -38,6 +39,12 @@ struct PlanOp {
 };
 
 // Where every tensor's bytes live.
+// Tiling-sink kernels write their tiling at run time into a buffer of this size.
+inline constexpr uint32_t kTilingSinkCapacity = 64 * 1024;
+
+// Runs `op`'s tiling-sink function now (its inputs must be ready). Used by every mode.
+int32_t run_sink_tiling(PlanOp& op);
+
 struct MemoryPlan {
   std::vector<int64_t> offset;     // per tensor id: arena offset of non-view, non-constant tensors
   int64_t arena_bytes = 0;

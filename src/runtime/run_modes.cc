@@ -93,6 +93,7 @@ Status run_eager(Executable::Impl& exe) {
     op.attrs = planned.attrs;
     op.workspace_bytes = planned.workspace_bytes;
     op.cores = planned.cores;
+    // Eager runs every tiling on the host, sink or not: the inputs are ready by now.
     SK_RETURN_IF_ERROR(run_tiling(op));
     op.bind_args();
     if (planned.workspace_offset >= 0) op.args.workspace = plan.arena.data.get() + planned.workspace_offset;

@@ -81,6 +81,25 @@ static int32_t hang_run(const sk_kernel_args* a, const sk_core_ctx* c) {
   return add1_run(a, c);
 }
 
+/* Tiling sink: the tiling reads x[0] (input data), so it can only run once x is ready.
+ * y[i] = x[i] * x[0]. */
+static int32_t scale_first_tiling(const sk_kernel_args* a, void* tiling, uint32_t capacity, uint32_t* size) {
+  if (capacity < sizeof(float)) return SK_ERR_CAPACITY;
+  memcpy(tiling, a->inputs[0].data, sizeof(float));
+  *size = sizeof(float);
+  return SK_OK;
+}
+static int32_t scale_first_run(const sk_kernel_args* a, const sk_core_ctx* c) {
+  const float* x = (const float*)a->inputs[0].data;
+  float* y = (float*)a->outputs[0].data;
+  float scale;
+  sk_range s = sk_split_range(numel(&a->outputs[0]), c->core_id, c->num_cores, 16);
+  if (a->tiling_size != sizeof(float)) return SK_ERR_INTERNAL;
+  memcpy(&scale, a->tiling, sizeof(float));
+  for (int64_t i = s.begin; i < s.end; ++i) y[i] = x[i] * scale;
+  return SK_OK;
+}
+
 static const sk_kernel_desc kKernels[] = {
     {SK_KERNEL_ABI_VERSION, "test.add1.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, add1_run, NULL, NULL, NULL,
      access_elementwise, 0},
@@ -93,6 +112,8 @@ static const sk_kernel_desc kKernels[] = {
     {SK_KERNEL_ABI_VERSION, "test.hang.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, hang_run, NULL, NULL, NULL, NULL, 0},
     {SK_KERNEL_ABI_VERSION, "test.add1_cube.f32", SK_KERNEL_CUBE, SK_FUSIBLE, add1_run, NULL, NULL, NULL,
      access_elementwise, 0},
+    {SK_KERNEL_ABI_VERSION, "test.scale_by_first.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | SK_TILING_SINK,
+     scale_first_run, NULL, scale_first_tiling, NULL, access_elementwise, 0},
 };
 
 static const sk_kernel_package kPackage = {SK_KERNEL_ABI_VERSION, "test", sizeof(kKernels) / sizeof(kKernels[0]),

@@ -472,6 +472,38 @@ TEST(Schedule, ProfilingRecordsOnlyItsScope) {
   for (const TraceEvent& e : exe->trace()) EXPECT_TRUE(e.op == "p1" || e.op == "p2") << e.op;
 }
 
+TEST(Schedule, TilingSinkRunsOnDeviceOnceItsInputsAreReady) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {300});
+  {
+    SuperKernelScope s(g, "sink");
+    t = add1(g, t, "producer");
+    t = call_kernel(g, "test.scale_by_first.f32", {t}, {{DType::kF32, {300}, ""}}, {}, "scaled")[0];
+    t = add1(g, t, "consumer");
+  }
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  const std::string& prog = exe->report().program_text;
+  std::vector<int> tilings = count_per_core(prog, "TILING");
+  ASSERT_EQ(tilings.size(), 2u);
+  EXPECT_EQ(tilings[0] + tilings[1], 1) << prog;
+  // Both cores need x[0], which only core 0 produced, and core 1 needs core 0's tiling.
+  EXPECT_GE(count_per_core(prog, "WAIT")[1], 1) << prog;
+  auto xs = testing::random_floats(300, 4);
+  ASSERT_TRUE(exe->set_input("x", xs).is_ok());
+  ASSERT_TRUE(exe->run().is_ok());
+  auto y = exe->output_f32("y");
+  for (size_t i = 0; i < 300; ++i) ASSERT_EQ(y[i], (xs[i] + 1.0f) * (xs[0] + 1.0f) + 1.0f) << i;
+  expect_same_as_graph(*rt, g);
+  for (ExecutionMode m : {ExecutionMode::kEager, ExecutionMode::kGraph}) {
+    auto other = compile_ok(*rt, g, CompileOptions::for_mode(m));
+    ASSERT_TRUE(other->set_input("x", xs).is_ok());
+    ASSERT_TRUE(other->run().is_ok());
+    EXPECT_EQ(other->output_f32("y"), y) << execution_mode_name(m);
+  }
+}
+
 // ---- Run time ----------------------------------------------------------------------------------
 
 TEST(SuperKernelRun, KernelErrorStopsEveryCoreAndNamesKernelAndCore) {

@@ -13,8 +13,7 @@ int32_t copy(const sk_kernel_args* args) {
   if (size == 0 || out.dtype != in.dtype || !same_shape(in, out)) return SK_ERR_INVALID_ARGUMENT;
   for_each_index(in.rank, in.shape, [&](const int64_t* idx) {
     std::memcpy(static_cast<char*>(out.data) + offset_of(out, idx) * size,
-                static_cast<const char*>(in.data) + offset_of(in, idx) * size,
-                static_cast<size_t>(size));
+                static_cast<const char*>(in.data) + offset_of(in, idx) * size, static_cast<size_t>(size));
   });
   return SK_OK;
 }

@@ -19,9 +19,7 @@ int32_t embedding_f32(const sk_kernel_args* args) {
   for (int i = 0; i < ids.rank; ++i) {
     if (out.shape[i] != ids.shape[i]) return SK_ERR_INVALID_ARGUMENT;
   }
-  const auto id_at = [&](const int64_t* idx) {
-    return static_cast<const int32_t*>(ids.data)[offset_of(ids, idx)];
-  };
+  const auto id_at = [&](const int64_t* idx) { return static_cast<const int32_t*>(ids.data)[offset_of(ids, idx)]; };
   bool ok = true;
   for_each_index(ids.rank, ids.shape, [&](const int64_t* idx) {
     const int32_t id = id_at(idx);

@@ -44,8 +44,8 @@ inline bool same_shape(const sk_tensor_arg& a, const sk_tensor_arg& b) {
 }
 
 inline bool has_operands(const sk_kernel_args* args, int32_t inputs, int32_t outputs) {
-  return args != nullptr && args->num_inputs == inputs && args->num_outputs == outputs &&
-         args->inputs != nullptr && args->outputs != nullptr;
+  return args != nullptr && args->num_inputs == inputs && args->num_outputs == outputs && args->inputs != nullptr &&
+         args->outputs != nullptr;
 }
 
 inline bool all_f32(const sk_kernel_args* args) {

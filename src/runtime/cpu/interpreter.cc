@@ -39,7 +39,8 @@ std::string describe(const LaunchState& ls, int core, size_t pc) {
     s += std::string(" (") + opcode_name(in.op);
     if (in.op == Opcode::kWait) s += " core " + std::to_string(in.a) + " >= " + std::to_string(in.b);
     if (in.op == Opcode::kBarrier) s += " group " + std::to_string(in.a);
-    if (in.op == Opcode::kRun || in.op == Opcode::kPrologue) s += " op '" + ls.ops[in.a].name + "'";
+    if (in.op == Opcode::kRun || in.op == Opcode::kPrologue || in.op == Opcode::kTiling)
+      s += " op '" + ls.ops[in.a].name + "'";
     s += ")";
   }
   return s + " of launch '" + ls.launch->label + "'";
@@ -138,6 +139,17 @@ void run_core(void* raw, int core) {
       case Opcode::kBarrier:
         if (!barrier(ls, cs, in.a)) return;
         break;
+      case Opcode::kTiling: {
+        if (ls.abort.load(std::memory_order_relaxed)) return;
+        PlanOp& op = ls.ops[in.a];
+        if (int32_t rc = run_sink_tiling(op); rc != SK_OK) {
+          fail(ls, Status::kernel_error(std::string("tiling of kernel '") + op.kernel->desc->name + "' (op '" +
+                                        op.name + "') failed on core " + std::to_string(core) + " with code " +
+                                        std::to_string(rc)));
+          return;
+        }
+        break;
+      }
     }
   }
 }
