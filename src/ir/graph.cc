@@ -325,12 +325,13 @@ std::vector<Tensor> Graph::add_op(OpSpec spec) {
 
   // Outputs: new intermediates, or existing tensors written in place.
   std::vector<Tensor> result;
-  if (!spec.write_into.empty()) {
-    if (spec.write_into.size() != outs.size() && !(outs.empty() && op.kind == OpKind::kCustom)) {
-      g.error(Status::invalid_argument(where + ": write_into lists " + std::to_string(spec.write_into.size()) +
-                                       " tensors for " + std::to_string(outs.size()) + " outputs"));
-    }
-    for (size_t i = 0; i < spec.write_into.size(); ++i) {
+  if (!spec.write_into.empty() && spec.write_into.size() != outs.size()) {
+    g.error(Status::invalid_argument(where + ": write_into lists " + std::to_string(spec.write_into.size()) +
+                                     " tensors for " + std::to_string(outs.size()) + " outputs"));
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const bool in_place = i < spec.write_into.size() && spec.write_into[i].valid();
+    if (in_place) {
       Tensor t = spec.write_into[i];
       if (!g.check_handle(t, where + " output " + std::to_string(i))) continue;
       TensorInfo& info = g.tensors[t.id];
@@ -351,9 +352,7 @@ std::vector<Tensor> Graph::add_op(OpSpec spec) {
       if (info.definer < 0) info.definer = op_index;
       op.outputs.push_back(t.id);
       result.push_back(t);
-    }
-  } else {
-    for (size_t i = 0; i < outs.size(); ++i) {
+    } else {
       TensorInfo info;
       info.name = outs[i].name.empty() ? op.name + (outs.size() > 1 ? ":" + std::to_string(i) : "") : outs[i].name;
       info.dtype = outs[i].dtype;
