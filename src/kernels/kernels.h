@@ -30,6 +30,10 @@ SK_DECLARE_KERNEL(embedding_f32);
 // copy.cc
 SK_DECLARE_KERNEL(copy);
 
+// ---- matmul family ----
+// ---- attention family ----
+// ---- MoE and sampling family ----
+
 }  // namespace sk::kernels
 
 #undef SK_DECLARE_KERNEL

@@ -9,6 +9,8 @@
 namespace sk::kernels {
 namespace {
 
+// Fusible kernels without tiling, workspace or sync_all (the common case); families that need
+// more spell their descriptor out in full.
 constexpr sk_kernel_desc kernel(const char* name, int32_t type, sk_run_fn run, sk_access_fn access,
                                 sk_prologue_fn prologue = nullptr) {
   return sk_kernel_desc{SK_KERNEL_ABI_VERSION,      name,   type, SK_FUSIBLE, run, prologue,
@@ -26,6 +28,9 @@ constexpr sk_kernel_desc kKernels[] = {
     kernel("matmul.f32", SK_KERNEL_CUBE, matmul_f32_run, matmul_f32_access, matmul_f32_prologue),
     kernel("embedding.f32", SK_KERNEL_VECTOR, embedding_f32_run, embedding_f32_access),
     kernel("copy", SK_KERNEL_VECTOR, copy_run, copy_access),
+    // ---- matmul family (bf16 / W8A8 GEMV-GEMM, activation quantisation, grouped GEMM) ----
+    // ---- attention family (layer_norm, RoPE, KV cache, paged decode attention, MLA) ----
+    // ---- MoE and sampling family (router, dispatch, combine, argmax, top-k/top-p) ----
 };
 
 constexpr sk_kernel_package kPackage = {SK_KERNEL_ABI_VERSION, "builtin", sizeof(kKernels) / sizeof(kKernels[0]),

@@ -15,6 +15,7 @@
 #include "kernels/reference/reference.h"
 #include "superkernel/ops.h"
 #include "superkernel/runtime.h"
+#include "util/half.h"
 
 namespace sk::conformance {
 
@@ -26,57 +27,6 @@ std::vector<Case>& registry() {
 namespace {
 
 // ---- Element conversions -------------------------------------------------------------------------
-
-uint16_t f32_to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
-  return static_cast<uint16_t>(u >> 16);
-}
-float bf16_to_f32(uint16_t h) {
-  uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-// IEEE half precision, round to nearest even (portable: no F16C needed).
-uint16_t f32_to_f16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  const uint32_t sign = (u >> 16) & 0x8000u;
-  const uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (abs < 0x38800000u) {                                              // subnormal or zero
-    const float scaled = std::fabs(f) * 16777216.0f;                    // 2^24: units of 2^-24
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(scaled)));
-  }
-  uint32_t mant = abs & 0x7fffffu;
-  uint32_t exp = (abs >> 23) - 112;
-  uint32_t h = (exp << 10) | (mant >> 13);
-  const uint32_t rest = mant & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
-  return static_cast<uint16_t>(sign | h);
-}
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  float mag;
-  if (exp == 0) {
-    mag = std::ldexp(static_cast<float>(mant), -24);
-  } else if (exp == 31) {
-    mag = mant ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  } else {
-    mag = std::ldexp(static_cast<float>(mant | 0x400u), static_cast<int>(exp) - 25);
-  }
-  uint32_t u;
-  std::memcpy(&u, &mag, 4);
-  u |= sign;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 void store(DType d, uint8_t* p, double v) {
   switch (d) {

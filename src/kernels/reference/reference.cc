@@ -13,6 +13,9 @@ constexpr Reference kReferences[] = {
     {"matmul.f32", matmul_f32, 1e-4, 1e-4},
     {"embedding.f32", embedding_f32, 0.0, 0.0},
     {"copy", copy, 0.0, 0.0},
+    // ---- matmul family ----
+    // ---- attention family ----
+    // ---- MoE and sampling family ----
 };
 
 }  // namespace

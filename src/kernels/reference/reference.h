@@ -22,6 +22,9 @@
 //                                    [-1, 1] with K <= 4096 (typical errors are ~100x smaller)
 //   embedding.f32  0        0        copies
 //   copy           0        0        copies (any dtype, compared bytewise)
+//   ---- matmul family ----
+//   ---- attention family ----
+//   ---- MoE and sampling family ----
 #ifndef SUPERKERNEL_KERNELS_REFERENCE_REFERENCE_H_
 #define SUPERKERNEL_KERNELS_REFERENCE_REFERENCE_H_
 
@@ -54,6 +57,10 @@ int32_t softmax_f32(const sk_kernel_args* args);
 int32_t matmul_f32(const sk_kernel_args* args);
 int32_t embedding_f32(const sk_kernel_args* args);
 int32_t copy(const sk_kernel_args* args);
+
+// ---- matmul family ----
+// ---- attention family ----
+// ---- MoE and sampling family ----
 
 }  // namespace sk::ref
 

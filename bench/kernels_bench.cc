@@ -1,0 +1,211 @@
+// sk_bench_kernels: throughput of each built-in kernel at 1 and 2 cores, beside the memory
+// bandwidth measured in the same run (STREAM-style triad) and, for matmuls, oneDNN's matmul on
+// the same shape. Kernels run as one-op graphs in graph mode, so one launch is included in
+// every time (a few hundred ns, negligible for the large shapes that measure bandwidth).
+//
+//   build/bench/sk_bench_kernels [--json PATH] [--runs N] [--quick] [--only CASE]...
+#include <pthread.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "bench_common.h"
+#include "kernel_bench.h"
+#include "superkernel/ops.h"
+#include "util/half.h"
+
+namespace sk::bench {
+
+std::vector<KernelBenchCase>& kernel_bench_registry() {
+  static std::vector<KernelBenchCase> cases;
+  return cases;
+}
+
+namespace {
+
+void store(DType d, uint8_t* p, double v) {
+  switch (d) {
+    case DType::kF32: {
+      float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+      break;
+    }
+    case DType::kBF16: {
+      uint16_t h = f32_to_bf16(static_cast<float>(v));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case DType::kF16: {
+      uint16_t h = f32_to_f16(static_cast<float>(v));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case DType::kI8: *reinterpret_cast<int8_t*>(p) = static_cast<int8_t>(std::clamp(v, -128.0, 127.0)); break;
+    case DType::kI32: {
+      auto q = static_cast<int32_t>(v);
+      std::memcpy(p, &q, 4);
+      break;
+    }
+    case DType::kI64: {
+      auto q = static_cast<int64_t>(v);
+      std::memcpy(p, &q, 8);
+      break;
+    }
+  }
+}
+
+std::vector<uint8_t> make_data(const BenchInput& in, uint32_t seed) {
+  const size_t n = static_cast<size_t>(shape_numel(in.shape)), elem = dtype_size(in.dtype);
+  std::vector<uint8_t> b(n * elem);
+  std::mt19937 rng(seed);
+  const bool integer = in.dtype == DType::kI8 || in.dtype == DType::kI32 || in.dtype == DType::kI64;
+  for (size_t i = 0; i < n; ++i) {
+    double v = !in.values.empty() ? in.values[i % in.values.size()]
+               : integer ? static_cast<double>(std::uniform_int_distribution<int64_t>(
+                               static_cast<int64_t>(in.lo), static_cast<int64_t>(in.hi))(rng))
+                         : std::uniform_real_distribution<double>(in.lo, in.hi)(rng);
+    store(in.dtype, b.data() + i * elem, v);
+  }
+  return b;
+}
+
+// STREAM triad a[i] = b[i] + s * c[i] over arrays well beyond the last-level cache, split over
+// `threads` pinned threads. Counts 3 arrays of traffic, as STREAM does.
+double triad_gb_per_s(int threads, int runs) {
+  const size_t n = size_t{1} << 24;  // 64 MiB per array
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  auto pass = [&](int t) {
+    const size_t lo = n * t / threads, hi = n * (t + 1) / threads;
+    float* pa = a.data();
+    const float* pb = b.data();
+    const float* pc = c.data();
+    for (size_t i = lo; i < hi; ++i) pa[i] = pb[i] + 3.0f * pc[i];
+  };
+  auto once = [&] {
+    std::vector<std::thread> ts;
+    for (int t = 1; t < threads; ++t)
+      ts.emplace_back([&, t] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(t % std::max(1, machine_cores()), &set);
+        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+        pass(t);
+      });
+    pass(0);
+    for (auto& t : ts) t.join();
+  };
+  auto times = time_runs(once, 1, runs);
+  return 3.0 * n * sizeof(float) / stats_of(times).median / 1e9;
+}
+
+const char* kUsage = "usage: sk_bench_kernels [--json PATH] [--runs N] [--quick] [--only CASE]... [--cores N]\n";
+
+}  // namespace
+}  // namespace sk::bench
+
+int main(int argc, char** argv) {
+  using namespace sk;
+  using namespace sk::bench;
+  Args args = parse_args(argc, argv, kUsage);
+  const int max_cores = std::min(2, machine_cores());
+  std::vector<Result> results;
+
+  std::printf("machine: %d cores, isa %s\n", machine_cores(), Runtime::cpu_isa().c_str());
+  std::printf("%-34s %5s %11s %9s %9s %8s %12s %9s\n", "case", "cores", "us/call", "GB/s", "GFLOP/s", "%triad",
+              "oneDNN us", "ours/dnn");
+  for (int cores = 1; cores <= max_cores; ++cores) {
+    if (!cores_selected(args, cores)) continue;
+    const double triad = triad_gb_per_s(cores, args.quick ? 3 : 7);
+    results.push_back({"stream_triad", "stream", cores, "gb_per_s", triad, triad, triad, args.quick ? 3 : 7, "GB/s"});
+    std::printf("%-34s %5d %11s %9.1f %9s %8s %12s %9s\n", "stream_triad", cores, "-", triad, "-", "100", "-", "-");
+
+    RuntimeOptions ro;
+    ro.num_cores = cores;
+    auto rt = Runtime::create(ro);
+    if (!rt) {
+      std::fprintf(stderr, "%s\n", rt.status().to_string().c_str());
+      return 1;
+    }
+    for (const KernelBenchCase& c : kernel_bench_registry()) {
+      if (!selected(args, c.name)) continue;
+      Graph g(c.name);
+      std::vector<Tensor> ins;
+      std::vector<std::vector<uint8_t>> data;
+      for (size_t i = 0; i < c.inputs.size(); ++i) {
+        const BenchInput& in = c.inputs[i];
+        data.push_back(make_data(in, static_cast<uint32_t>(i + 1)));
+        bool state = false;
+        for (auto [o, src] : c.in_place) state |= src == static_cast<int>(i);
+        const std::string name = "in" + std::to_string(i);
+        ins.push_back(state ? g.variable(name, in.dtype, in.shape)
+                      : in.weight ? g.constant(name, in.dtype, in.shape, data.back().data(), data.back().size())
+                                  : g.input(name, in.dtype, in.shape));
+      }
+      OpSpec spec;
+      spec.kind = OpKind::kCustom;
+      spec.kernel = c.kernel;
+      spec.name = c.name;
+      spec.inputs = ins;
+      spec.outputs = c.outputs;
+      spec.attrs = c.attrs;
+      if (!c.in_place.empty()) {
+        spec.write_into.resize(c.outputs.size());
+        for (auto [o, i] : c.in_place) spec.write_into[o] = ins[i];
+      }
+      auto outs = g.add_op(spec);
+      for (size_t o = 0; o < outs.size(); ++o) g.output(outs[o], "out" + std::to_string(o));
+      auto exe = (*rt)->compile(g, CompileOptions::for_mode(ExecutionMode::kGraph));
+      if (!exe) {
+        std::fprintf(stderr, "%s: %s\n", c.name.c_str(), exe.status().to_string().c_str());
+        return 1;
+      }
+      for (size_t i = 0; i < c.inputs.size(); ++i)
+        if (!c.inputs[i].weight) (void)(*exe)->set_input("in" + std::to_string(i), data[i].data(), data[i].size());
+      Status failed;
+      auto times = time_runs(
+          [&] {
+            if (Status s = (*exe)->run(); !s) failed = s;
+          },
+          2, args.runs);
+      if (!failed) {
+        std::fprintf(stderr, "%s: %s\n", c.name.c_str(), failed.to_string().c_str());
+        return 1;
+      }
+      const Stats st = stats_of(times);
+      const double gbs = c.bytes / st.median / 1e9, gflops = c.flops / st.median / 1e9;
+      results.push_back({c.name, "graph", cores, "us_per_call", st.median * 1e6, st.min * 1e6, st.max * 1e6, args.runs, "us"});
+      results.push_back({c.name, "graph", cores, "gb_per_s", gbs, c.bytes / st.max / 1e9, c.bytes / st.min / 1e9, args.runs, "GB/s"});
+      if (c.flops > 0)
+        results.push_back({c.name, "graph", cores, "gflop_per_s", gflops, c.flops / st.max / 1e9, c.flops / st.min / 1e9,
+                           args.runs, "GFLOP/s"});
+      char dnn[32] = "-", ratio[32] = "-";
+      if (c.onednn.m > 0) {
+        std::string why;
+        const double sec = onednn_matmul_seconds(c.onednn, cores, args.runs, &why);
+        if (sec > 0) {
+          results.push_back({c.name, "onednn", cores, "us_per_call", sec * 1e6, sec * 1e6, sec * 1e6, args.runs, "us"});
+          std::snprintf(dnn, sizeof(dnn), "%.1f", sec * 1e6);
+          std::snprintf(ratio, sizeof(ratio), "%.2f", st.median / sec);
+        } else {
+          std::snprintf(dnn, sizeof(dnn), "n/a");
+          static bool told = false;
+          if (!told) std::fprintf(stderr, "oneDNN comparison unavailable: %s\n", why.c_str());
+          told = true;
+        }
+      }
+      char flops_col[32] = "-";
+      if (c.flops > 0) std::snprintf(flops_col, sizeof(flops_col), "%.1f", gflops);
+      std::printf("%-34s %5d %11.2f %9.1f %9s %8.0f %12s %9s\n", c.name.c_str(), cores, st.median * 1e6, gbs, flops_col,
+                  100.0 * gbs / triad, dnn, ratio);
+      std::fflush(stdout);
+    }
+  }
+  if (!args.json.empty()) {
+    if (!write_json(args.json, results)) return std::fprintf(stderr, "cannot write %s\n", args.json.c_str()), 1;
+    std::printf("wrote %s\n", args.json.c_str());
+  }
+  return 0;
+}
