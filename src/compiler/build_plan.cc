@@ -9,7 +9,7 @@ Status run_tiling(PlanOp& op) {
   op.tiling.clear();
   if (!d->tiling) return Status::ok();
   op.bind_args();
-  for (uint32_t capacity : {4096u, 1u << 20}) {
+  for (uint32_t capacity : {512u, 64u * 1024u, 1u << 20}) {
     op.tiling.assign(capacity, 0);
     uint32_t size = 0;
     int32_t rc = d->tiling(&op.args, op.tiling.data(), capacity, &size);

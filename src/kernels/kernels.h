@@ -14,10 +14,13 @@
 
 namespace sk::kernels {
 
-// elementwise.cc
+// elementwise.cc (tiling: the validated operand walk, cached by static modes)
 SK_DECLARE_KERNEL(add_f32);
 SK_DECLARE_KERNEL(mul_f32);
 SK_DECLARE_KERNEL(silu_mul_f32);
+int32_t add_f32_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+int32_t mul_f32_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+int32_t silu_mul_f32_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
 // norm.cc
 SK_DECLARE_KERNEL(rms_norm_f32);
 // softmax.cc

@@ -386,8 +386,9 @@ TEST(KernelPackage, TableIsWellFormed) {
   ASSERT_NE(p.table, nullptr) << p.error;
   EXPECT_EQ(p.table->abi_version, SK_KERNEL_ABI_VERSION);
   EXPECT_STREQ(p.table->name, "builtin");
-  const std::set<std::string> expected = {"add.f32",     "mul.f32",    "silu_mul.f32",  "rms_norm.f32",
-                                          "softmax.f32", "matmul.f32", "embedding.f32", "copy"};
+  // The v0 kernels are always there; families add more (each must keep the invariants below).
+  const std::set<std::string> v0 = {"add.f32",     "mul.f32",    "silu_mul.f32",  "rms_norm.f32",
+                                    "softmax.f32", "matmul.f32", "embedding.f32", "copy"};
   std::set<std::string> seen;
   for (uint32_t i = 0; i < p.table->num_kernels; ++i) {
     const sk_kernel_desc& k = p.table->kernels[i];
@@ -395,16 +396,20 @@ TEST(KernelPackage, TableIsWellFormed) {
     SCOPED_TRACE(k.name);
     EXPECT_TRUE(seen.insert(k.name).second) << "duplicate name";
     EXPECT_EQ(k.abi_version, SK_KERNEL_ABI_VERSION);
-    EXPECT_EQ(k.type, std::string(k.name) == "matmul.f32" ? SK_KERNEL_CUBE : SK_KERNEL_VECTOR);
-    EXPECT_EQ(k.flags, static_cast<uint32_t>(SK_FUSIBLE));
+    EXPECT_TRUE(k.type >= 0 && k.type < SK_KERNEL_TYPE_COUNT);
+    EXPECT_TRUE(k.flags & SK_FUSIBLE);
+    EXPECT_EQ(k.flags & ~static_cast<uint32_t>(SK_KNOWN_FLAGS), 0u);
     EXPECT_NE(k.run, nullptr);
     EXPECT_NE(k.access, nullptr);
-    EXPECT_EQ(k.tiling, nullptr);
-    EXPECT_EQ(k.workspace_size, nullptr);
-    EXPECT_EQ(k.sync_all_count, 0u);
+    EXPECT_EQ((k.flags & SK_USES_SYNC_ALL) != 0, k.sync_all_count != 0);
     EXPECT_NE(sk::ref::find_reference(k.name), nullptr) << "no reference implementation";
+    if (v0.count(k.name)) {
+      EXPECT_EQ(k.type, std::string(k.name) == "matmul.f32" ? SK_KERNEL_CUBE : SK_KERNEL_VECTOR);
+      EXPECT_EQ(k.flags, static_cast<uint32_t>(SK_FUSIBLE));
+      EXPECT_EQ(k.workspace_size, nullptr);
+    }
   }
-  EXPECT_EQ(seen, expected);
+  for (const std::string& name : v0) EXPECT_TRUE(seen.count(name)) << name;
   EXPECT_NE(p.force_isa, nullptr);
 }
 
@@ -467,6 +472,22 @@ TEST_P(KernelCaseTest, BitwiseStableAcrossCoresAndAddressesAndMatchesReference) 
     for (size_t i = 0; i < c.outputs.size(); ++i) {
       EXPECT_EQ(inst->out_storage(i).bytes, base->out_storage(i).bytes)
           << "concurrent cores: " << first_difference(inst->out_storage(i).bytes, base->out_storage(i).bytes);
+    }
+  }
+  if (k->tiling != nullptr && !(k->flags & SK_TILING_SINK)) {
+    // Static modes run the host tiling once and pass its result to every call: the tiled call
+    // must give the same bits as the untiled one (which recomputes everything itself).
+    auto inst = instantiate(c, case_index(), 0);
+    std::vector<unsigned char> tiling(64 * 1024);
+    uint32_t size = 0;
+    ASSERT_EQ(k->tiling(&inst->args, tiling.data(), static_cast<uint32_t>(tiling.size()), &size), SK_OK);
+    ASSERT_LE(size, tiling.size());
+    inst->args.tiling = tiling.data();
+    inst->args.tiling_size = size;
+    ASSERT_NO_FATAL_FAILURE(run_cores(*k, inst->args, 2));
+    for (size_t i = 0; i < c.outputs.size(); ++i) {
+      EXPECT_EQ(inst->out_storage(i).bytes, base->out_storage(i).bytes)
+          << "with host tiling: " << first_difference(inst->out_storage(i).bytes, base->out_storage(i).bytes);
     }
   }
   {
