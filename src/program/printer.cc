@@ -46,7 +46,10 @@ std::string print_program(const Program& p) {
       continue;
     }
     const Launch& l = p.launches[step.index];
-    os << "launch " << step.index << " \"" << l.label << "\" cores=" << l.num_cores << " ops=" << l.ops.size() << "\n";
+    os << "launch " << step.index << " \"" << l.label << "\" cores=" << l.num_cores << " segment=" << l.segment
+       << " profile=" << (l.profile ? 1 : 0) << " ops=";
+    for (size_t i = 0; i < l.ops.size(); ++i) os << (i ? "," : "") << l.ops[i];
+    os << "\n";
     for (size_t g = 0; g < l.groups.size(); ++g) {
       os << "  group " << g << " " << l.groups[g].name << ":";
       for (int32_t c : l.groups[g].cores) os << " " << c;

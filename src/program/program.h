@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "superkernel/status.h"
+
 namespace sk {
 
 enum class Opcode : uint8_t {
@@ -61,8 +63,11 @@ struct Program {
   std::vector<std::string> op_labels;  // per plan op: "name (kernel)", for printing
 };
 
-// Human-readable, stable text (tests compare it).
+// Human-readable, stable text (tests compare it). It is also the serial form: parse_program
+// reads it back (comments after '#' carry the op labels).
 std::string print_program(const Program& program);
+// Parses print_program's text; errors name the line. parse(print(p)) prints as p does.
+Status parse_program(const std::string& text, Program* program);
 std::string print_instr(const Instr& instr, const std::vector<std::string>& op_labels);
 
 }  // namespace sk

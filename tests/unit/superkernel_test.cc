@@ -9,6 +9,7 @@
 #include "superkernel/compile.h"
 #include "superkernel/ops.h"
 #include "superkernel/runtime.h"
+#include "program/program.h"
 
 namespace sk {
 namespace {
@@ -617,6 +618,39 @@ TEST(Explain, ShowsSegmentsCutReasonsAndPrograms) {
   EXPECT_NE(text->find("unfused op 'not_fusible': OP_UNSUPPORTED"), std::string::npos) << *text;
   EXPECT_NE(text->find("core 1:"), std::string::npos) << *text;
   EXPECT_NE(text->find("RUN"), std::string::npos) << *text;
+}
+
+TEST(ProgramText, RoundTripsThroughTheParser) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor x = g.input("x", DType::kF32, {1, 64});
+  std::vector<float> wv(64 * 64, 0.01f), gv(64, 1.0f);
+  Tensor w = g.constant_f32("w", {64, 64}, wv);
+  Tensor gamma = g.constant_f32("gamma", {64}, gv);
+  Tensor t = x;
+  {
+    SuperKernelScope s(g, "a", "profiling=1");
+    t = rms_norm(g, matmul(g, t, w), gamma, 1e-6f);
+    t = call_kernel(g, "test.scale_by_first.f32", {t}, {{DType::kF32, {1, 64}, ""}}, {}, "sink")[0];
+  }
+  t = halve_on_host(g, t, "host");
+  t = opaque(g, t, "unfused");
+  g.output(t, "y");
+  auto exe = compile_ok(*rt, g);
+  const std::string& text = exe->report().program_text;
+  Program parsed;
+  ASSERT_TRUE(parse_program(text, &parsed).is_ok()) << parse_program(text, &parsed).to_string();
+  EXPECT_EQ(print_program(parsed), text);
+  ASSERT_EQ(parsed.launches.size(), 2u);
+  EXPECT_TRUE(parsed.launches[0].profile);
+  EXPECT_EQ(parsed.launches[0].segment, 0);
+  EXPECT_EQ(parsed.launches[1].segment, -1);
+
+  Program bad;
+  Status s = parse_program("launch 0 \"x\" cores=2\n  core 0:\n    JUMP 3\n", &bad);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("line 3"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("JUMP"), std::string::npos);
 }
 
 }  // namespace
