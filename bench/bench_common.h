@@ -67,6 +67,7 @@ struct Args {
   std::vector<std::string> only;   // bench names to run (empty: all)
   std::vector<std::string> modes;  // modes to run (empty: all)
   int cores = 0;                   // run only this core count (0: 1 and 2)
+  bool dump = false;               // also measure the data dump's cost
 };
 
 inline Args parse_args(int argc, char** argv, const char* usage) {
@@ -89,6 +90,8 @@ inline Args parse_args(int argc, char** argv, const char* usage) {
       a.runs = 5;
     } else if (s == "--only") {
       a.only.push_back(need("--only"));
+    } else if (s == "--dump") {
+      a.dump = true;
     } else if (s == "--mode") {
       a.modes.push_back(need("--mode"));
     } else if (s == "--cores") {

@@ -75,6 +75,7 @@ Chain chain_matvec_norm(int64_t n, bool scoped) {
 
 const char* kUsage =
     "usage: sk_bench_dispatch [--json PATH] [--runs N] [--quick] [--only BENCH]... [--mode MODE]... [--cores N]\n"
+    "                         [--dump]   (adds graph+dump and superkernel+dump: the data dump's cost)\n"
     "  benches: chain_elementwise chain_matvec_norm_256 chain_matvec_norm_512\n";
 
 }  // namespace
@@ -106,12 +107,26 @@ int main(int argc, char** argv) {
     }
     for (const BenchDef& b : benches) {
       if (!bench::selected(args, b.name)) continue;
-      for (ExecutionMode mode : modes) {
-        if (!bench::mode_selected(args, execution_mode_name(mode))) continue;
+      struct Config {
+        ExecutionMode mode;
+        bool dump;
+        std::string name;
+      };
+      std::vector<Config> configs;
+      for (ExecutionMode m : modes) configs.push_back({m, false, execution_mode_name(m)});
+      if (args.dump) {
+        configs.push_back({ExecutionMode::kGraph, true, "graph+dump"});
+        configs.push_back({ExecutionMode::kSuperKernel, true, "superkernel+dump"});
+      }
+      for (const Config& config : configs) {
+        const ExecutionMode mode = config.mode;
+        if (!bench::mode_selected(args, config.name)) continue;
         Chain chain = b.make(mode == ExecutionMode::kSuperKernel);
-        auto exe = (*rt)->compile(*chain.graph, CompileOptions::for_mode(mode));
+        CompileOptions opts = CompileOptions::for_mode(mode);
+        opts.dump = config.dump;
+        auto exe = (*rt)->compile(*chain.graph, opts);
         if (!exe) {
-          std::fprintf(stderr, "%s/%s: skipped: %s\n", b.name.c_str(), execution_mode_name(mode),
+          std::fprintf(stderr, "%s/%s: skipped: %s\n", b.name.c_str(), config.name.c_str(),
                        exe.status().to_string().c_str());
           continue;
         }
@@ -127,18 +142,19 @@ int main(int argc, char** argv) {
             },
             3, args.runs);
         if (!run_status) {
-          std::fprintf(stderr, "%s/%s: %s\n", b.name.c_str(), execution_mode_name(mode), run_status.to_string().c_str());
+          std::fprintf(stderr, "%s/%s: %s\n", b.name.c_str(), config.name.c_str(), run_status.to_string().c_str());
           return 1;
         }
         for (double& t : times) t = t * 1e9 / chain.nodes;
         bench::Stats st = bench::stats_of(times);
-        results.push_back({b.name, execution_mode_name(mode), cores, "ns_per_node", st.median, st.min, st.max,
-                           args.runs, "ns"});
+        results.push_back({b.name, config.name, cores, "ns_per_node", st.median, st.min, st.max, args.runs, "ns"});
         std::fflush(stdout);
       }
     }
   }
-  bench::print_table(results, {"eager", "graph", "superkernel"}, "graph");
+  std::vector<std::string> columns = {"eager", "graph", "superkernel"};
+  if (args.dump) columns.insert(columns.end(), {"graph+dump", "superkernel+dump"});
+  bench::print_table(results, columns, "graph");
   if (!args.json.empty()) {
     if (!bench::write_json(args.json, results)) {
       std::fprintf(stderr, "cannot write %s\n", args.json.c_str());

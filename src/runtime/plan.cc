@@ -82,6 +82,16 @@ void Plan::resolve_pointers() {
 void gather_dense(const uint8_t* src, const Shape& shape, const Shape& strides, size_t elem, uint8_t* dst) {
   const int64_t n = shape_numel(shape);
   const int rank = static_cast<int>(shape.size());
+  int64_t expect = 1;
+  bool dense = true;
+  for (int d = rank - 1; d >= 0; --d) {
+    dense &= shape[d] == 1 || strides[d] == expect;
+    expect *= shape[d];
+  }
+  if (dense) {
+    if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * elem);
+    return;
+  }
   std::vector<int64_t> idx(rank, 0);
   for (int64_t i = 0; i < n; ++i) {
     int64_t off = 0;
