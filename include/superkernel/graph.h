@@ -114,8 +114,9 @@ struct TensorSpec {
 };
 
 // Everything needed to create an op. Built-in ops infer their outputs; custom kernels and host
-// ops list them in `outputs`. `write_into` makes the op write existing tensors (variables or
-// declared tensors) instead of creating new ones.
+// ops list them in `outputs`. `write_into` (one entry per output; an invalid Tensor{} entry
+// means "new tensor") makes the op write existing tensors — variables, declared tensors, or
+// views of them — instead of creating new ones.
 struct OpSpec {
   OpKind kind = OpKind::kCustom;
   std::string name;    // default: "<kind>_<index>"
