@@ -61,6 +61,7 @@ struct CompileReport {
   std::vector<std::string> warnings;
   std::string program_text;      // per-core programs (graph and superkernel modes)
   std::string pass_timings;      // "verify 0.1 ms, memory_plan 0.3 ms, ..."
+  std::string pass_dumps;        // CompileOptions::print_after: state after the named pass(es)
 };
 
 // Segments, cut reasons and per-core programs for `graph` under `options`, as text.

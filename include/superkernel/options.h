@@ -52,6 +52,8 @@ struct CompileOptions {
   // Data dump: every op's outputs (name, shape, dtype, bytes) after each run, in every mode.
   bool dump = false;
   std::string dump_dir;  // empty: keep in memory only (Executable::dump())
+  // Name of a compiler pass (or "all") whose result goes to CompileReport::pass_dumps.
+  std::string print_after;
 
   static CompileOptions for_mode(ExecutionMode mode);
   ExecutionMode mode() const;

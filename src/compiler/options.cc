@@ -116,6 +116,7 @@ std::vector<std::string> CompileOptions::keys() {
       "super_kernel_optimize",
       "dump",
       "dump_dir",
+      "print_after",
       "super_kernel_optimize_options.preload_code",
       "super_kernel_optimize_options.split_mode",
       "super_kernel_optimize_options.stream_fusion",
@@ -136,6 +137,10 @@ Status CompileOptions::set(std::string_view key, std::string_view value) {
   if (key == "dump") return parse_bool(key, value, dump);
   if (key == "dump_dir") {
     dump_dir = std::string(value);
+    return Status::ok();
+  }
+  if (key == "print_after") {
+    print_after = std::string(value);
     return Status::ok();
   }
   if (key.substr(0, kOpt.size()) == kOpt) {

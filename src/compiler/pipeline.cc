@@ -2,6 +2,7 @@
 // DESIGN.md §3: verify -> build_plan -> assign_cores -> memory_plan -> allocate -> program.
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
 #include <functional>
 
 #include "compiler/assign_cores.h"
@@ -34,6 +35,7 @@ namespace {
 struct Pass {
   const char* name;
   std::function<Status(CompileContext&)> run;
+  std::function<std::string(const CompileContext&)> describe;  // for print_after
 };
 
 Status verify_pass(CompileContext& ctx) {
@@ -57,34 +59,74 @@ Status allocate_pass(CompileContext& ctx) {
   return Status::ok();
 }
 
-Status program_pass(CompileContext& ctx) {
-  switch (ctx.options.mode()) {
-    case ExecutionMode::kEager: return Status::ok();
-    case ExecutionMode::kGraph: return build_graph_program(ctx);
-    case ExecutionMode::kSuperKernel:
-      SK_RETURN_IF_ERROR(segment_graph(ctx));
-      return schedule_segments(ctx);
+// What a pass leaves behind, as text, for print_after.
+std::string describe_plan(const CompileContext& ctx) {
+  std::string out;
+  for (const PlanOp& op : ctx.plan->ops) {
+    out += "  " + op.name + " (" + (op.kernel ? op.kernel_name : std::string(op_kind_name(op.kind))) + ")";
+    if (!op.cores.empty()) {
+      out += " cores";
+      for (int32_t c : op.cores) out += " " + std::to_string(c);
+    }
+    if (op.workspace_offset >= 0) out += " workspace@" + std::to_string(op.workspace_offset);
+    out += "\n";
   }
-  return Status::internal("unknown mode");
+  return out;
 }
 
-std::vector<Pass> pipeline() {
-  return {
-      {"verify", verify_pass},
-      {"build_plan", build_plan},
-      {"assign_cores", assign_cores},
-      {"memory_plan", memory_plan_pass},
-      {"allocate", allocate_pass},
-      {"program", program_pass},
+std::string describe_memory(const CompileContext& ctx) {
+  std::string out = "  arena " + std::to_string(ctx.plan->memory.arena_bytes) + " bytes, peak live " +
+                    std::to_string(ctx.plan->memory.peak_live_bytes) + "\n";
+  for (size_t i = 0; i < ctx.plan->tensors.size(); ++i) {
+    const TensorInfo& t = ctx.plan->tensors[i];
+    if (ctx.plan->memory.offset[i] < 0) continue;
+    out += "  " + t.name + " @" + std::to_string(ctx.plan->memory.offset[i]) + " " + std::to_string(t.storage_bytes) +
+           " bytes\n";
+  }
+  return out;
+}
+
+std::string describe_segments(const CompileContext& ctx) {
+  std::string out;
+  for (const Segment& s : ctx.segments) {
+    out += "  segment " + std::to_string(s.id) + " scope '" + s.scope_label + "' ops";
+    for (int32_t op : s.ops) out += " " + ctx.plan->ops[op].name;
+    out += " | cut " + std::string(cut_reason_name(s.cut)) + "\n";
+  }
+  return out;
+}
+
+std::vector<Pass> pipeline(ExecutionMode mode) {
+  std::vector<Pass> passes = {
+      {"verify", verify_pass, [](const CompileContext& c) { return "  " + std::to_string(c.graph.num_ops()) + " ops ok\n"; }},
+      {"build_plan", build_plan, describe_plan},
+      {"assign_cores", assign_cores, describe_plan},
+      {"memory_plan", memory_plan_pass, describe_memory},
+      {"allocate", allocate_pass, describe_memory},
   };
+  auto program_text = [](const CompileContext& c) { return print_program(c.program); };
+  if (mode == ExecutionMode::kGraph) passes.push_back({"graph_program", build_graph_program, program_text});
+  if (mode == ExecutionMode::kSuperKernel) {
+    passes.push_back({"segment", segment_graph, describe_segments});
+    passes.push_back({"schedule", schedule_segments, program_text});
+  }
+  return passes;
 }
 
 Expected<std::unique_ptr<Executable::Impl>> run_pipeline(Runtime& rt, const Graph& graph,
                                                          const CompileOptions& options) {
   Runtime::Impl& ri = rt.impl();
   CompileContext ctx{graph, options, ri.registry, CoreLayout{ri.device->num_cores(), ri.device->cube_cores()}};
-  std::string timings;
-  for (const Pass& pass : pipeline()) {
+  std::string timings, printed;
+  const std::vector<Pass> passes = pipeline(options.mode());
+  if (!options.print_after.empty() && options.print_after != "all" &&
+      std::none_of(passes.begin(), passes.end(), [&](const Pass& p) { return options.print_after == p.name; })) {
+    std::string names;
+    for (const Pass& p : passes) names += (names.empty() ? "" : ", ") + std::string(p.name);
+    return Status::invalid_argument("option 'print_after': no pass named '" + options.print_after + "' in " +
+                                    execution_mode_name(options.mode()) + " mode (passes: " + names + ", or all)");
+  }
+  for (const Pass& pass : passes) {
     auto t0 = std::chrono::steady_clock::now();
     Status s = pass.run(ctx);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -92,6 +134,8 @@ Expected<std::unique_ptr<Executable::Impl>> run_pipeline(Runtime& rt, const Grap
     std::snprintf(buf, sizeof(buf), "%s%s %.3f ms", timings.empty() ? "" : ", ", pass.name, ms);
     timings += buf;
     if (!s) return s.with_context("compiling graph '" + graph.name() + "' (pass " + pass.name + ")");
+    if (options.print_after == "all" || options.print_after == pass.name)
+      printed += "-- after " + std::string(pass.name) + " --\n" + pass.describe(ctx);
   }
   auto exe = std::make_unique<Executable::Impl>();
   exe->mode = options.mode();
@@ -106,6 +150,7 @@ Expected<std::unique_ptr<Executable::Impl>> run_pipeline(Runtime& rt, const Grap
   rep.peak_live_bytes = plan.memory.peak_live_bytes;
   rep.unplanned_bytes = plan.memory.unplanned_bytes;
   rep.pass_timings = timings;
+  rep.pass_dumps = printed;
   if (exe->mode == ExecutionMode::kEager) {
     rep.num_launches = 0;
     for (const PlanOp& op : plan.ops) rep.num_launches += op.is_kernel() ? 1 : 0;
@@ -159,6 +204,8 @@ Expected<std::string> explain(Runtime& runtime, const Graph& graph, const Compil
   for (const UnfusedOp& u : r.unfused)
     out += "unfused op '" + graph.op(u.op).name + "': " + cut_reason_name(u.reason) + "\n";
   for (const std::string& w : r.warnings) out += "warning: " + w + "\n";
+  out += "passes: " + r.pass_timings + "\n";
+  out += r.pass_dumps;
   out += r.program_text;
   return out;
 }

@@ -89,6 +89,7 @@ TEST(CompileOptions, EveryListedKeyIsAccepted) {
     CompileOptions o;
     std::string value = "1";
     if (key == "dump_dir") value = "/tmp";
+    if (key == "print_after") value = "segment";
     if (key.find("dcci") != std::string::npos) value = "x";
     EXPECT_TRUE(o.set(key, value).is_ok()) << key;
   }

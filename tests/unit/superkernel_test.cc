@@ -620,6 +620,28 @@ TEST(Explain, ShowsSegmentsCutReasonsAndPrograms) {
   EXPECT_NE(text->find("RUN"), std::string::npos) << *text;
 }
 
+TEST(Explain, PrintAfterShowsThePassesResult) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {64});
+  {
+    SuperKernelScope s(g, "s");
+    t = add1(g, add1(g, t, "first"), "second");
+  }
+  g.output(t, "y");
+  CompileOptions o = sk_opts();
+  o.print_after = "segment";
+  auto text = explain(*rt, g, o);
+  ASSERT_TRUE(text.has_value()) << text.status().to_string();
+  EXPECT_NE(text->find("-- after segment --"), std::string::npos) << *text;
+  EXPECT_NE(text->find("ops first second"), std::string::npos) << *text;
+  o.print_after = "no_such_pass";
+  auto bad = explain(*rt, g, o);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.status().message().find("'no_such_pass'"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("schedule"), std::string::npos);
+}
+
 TEST(ProgramText, RoundTripsThroughTheParser) {
   auto rt = make_runtime(2);
   Graph g;
