@@ -34,8 +34,48 @@ SK_DECLARE_KERNEL(embedding_f32);
 SK_DECLARE_KERNEL(copy);
 
 // ---- matmul family ----
+// matmul_bf16.cc, quantize.cc, matmul_w8a8.cc, grouped_matmul.cc
+SK_DECLARE_KERNEL(matmul_bf16);
+int32_t matmul_bf16_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
+SK_DECLARE_KERNEL(quantize_i8);
+SK_DECLARE_KERNEL(matmul_w8a8);
+int32_t matmul_w8a8_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
+SK_DECLARE_KERNEL(matmul_w8a8_dyn);
+int32_t matmul_w8a8_dyn_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
+SK_DECLARE_KERNEL(grouped_matmul_f32);
+int32_t grouped_matmul_f32_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+SK_DECLARE_KERNEL(grouped_matmul_bf16);
+int32_t grouped_matmul_bf16_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+SK_DECLARE_KERNEL(grouped_matmul_w8a8_dyn);
+int32_t grouped_matmul_w8a8_dyn_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
 // ---- attention family ----
+// layer_norm.cc
+SK_DECLARE_KERNEL(layer_norm_f32);
+// rope.cc
+SK_DECLARE_KERNEL(rope_f32);
+// kv_cache.cc
+SK_DECLARE_KERNEL(kv_append_f32);
+SK_DECLARE_KERNEL(kv_append_bf16);
+SK_DECLARE_KERNEL(mla_cache_append_f32);
+SK_DECLARE_KERNEL(mla_cache_append_bf16);
+// attention_paged.cc
+SK_DECLARE_KERNEL(paged_attention_f32);
+SK_DECLARE_KERNEL(paged_attention_bf16);
+// mla.cc
+SK_DECLARE_KERNEL(mla_attention_f32);
+SK_DECLARE_KERNEL(mla_attention_bf16);
+// attention_batched_matmul.cc
+SK_DECLARE_KERNEL(batched_matmul_f32);
 // ---- MoE and sampling family ----
+// moe_router.cc
+SK_DECLARE_KERNEL(moe_router_f32);
+// moe_dispatch.cc
+SK_DECLARE_KERNEL(moe_dispatch_f32);
+SK_DECLARE_KERNEL(moe_combine_f32);
+SK_DECLARE_KERNEL(moe_combine_shared_f32);
+// sampling.cc
+SK_DECLARE_KERNEL(argmax_f32);
+SK_DECLARE_KERNEL(sample_f32);
 
 }  // namespace sk::kernels
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "kernels/cpu_isa.h"
+#include "kernels/gemv_kernels.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
@@ -278,6 +279,15 @@ void gemm(const GemmIsa& g, const float* x, int64_t sx, const float* w, int64_t 
     }
   }
 }
+
+}  // namespace
+
+void gemm_f32(const float* x, int64_t sx, const float* w, int64_t sw, float* y, int64_t sy, int64_t m, int64_t n,
+              int64_t k) {
+  gemm(select_gemm(), x, sx, w, sw, y, sy, m, n, k);
+}
+
+namespace {
 
 struct Plan {
   Walk rows;  // operands: 0 = x, 1 = out; one row of x / out per index

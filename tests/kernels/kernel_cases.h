@@ -40,6 +40,7 @@ struct TensorDesc {
   double lo = -1.0;
   double hi = 1.0;  // uniform range; ids are drawn from [0, hi)
   std::vector<double> values;  // Fill::kValues
+  int view_of = -1;  // outputs only: the output is the very view of input `view_of` (in-place)
 
   TensorDesc& transposed(std::vector<int> p) {
     perm = std::move(p);
@@ -136,6 +137,15 @@ inline Case matmul_case(std::string name, TensorDesc x, TensorDesc w, TensorDesc
 inline Case in_place(Case c, int input) {
   c.alias = input;
   c.outputs[0] = c.inputs[static_cast<size_t>(input)];
+  return c;
+}
+
+// Any output updated in place (a KV-cache append writes both caches); in_place() is the
+// shorthand for output 0.
+inline Case in_place_output(Case c, int output, int input) {
+  TensorDesc& d = c.outputs[static_cast<size_t>(output)];
+  d = c.inputs[static_cast<size_t>(input)];
+  d.view_of = input;
   return c;
 }
 

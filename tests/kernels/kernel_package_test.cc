@@ -293,14 +293,20 @@ struct Instance {
   std::vector<sk_tensor_arg> in_args;
   std::vector<sk_tensor_arg> out_args;
   sk_kernel_args args{};
-  int alias = -1;
+  std::vector<int> alias;  // per output: the input it is the very view of (in-place), or -1
+  // Tiling-sink kernels: their tiling, computed from the filled inputs.
+  std::vector<unsigned char> tiling;
 
-  Storage& out_storage(size_t i) { return i == 0 && alias >= 0 ? in[static_cast<size_t>(alias)] : out[i]; }
+  Storage& out_storage(size_t i) { return alias[i] >= 0 ? in[static_cast<size_t>(alias[i])] : out[i]; }
 };
 
 std::unique_ptr<Instance> instantiate(const Case& c, size_t case_index, int64_t shift) {
   auto inst = std::make_unique<Instance>();
-  inst->alias = c.alias;
+  inst->alias.assign(c.outputs.size(), -1);
+  if (c.alias >= 0) inst->alias[0] = c.alias;
+  for (size_t o = 0; o < c.outputs.size(); ++o) {
+    if (c.outputs[o].view_of >= 0) inst->alias[o] = c.outputs[o].view_of;
+  }
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     inst->in.push_back(make_storage(c.inputs[i], shift));
     fill_storage(inst->in.back(), c.inputs[i], case_index * 1000 + i + 1);
@@ -314,6 +320,19 @@ std::unique_ptr<Instance> instantiate(const Case& c, size_t case_index, int64_t 
   inst->args.num_outputs = static_cast<int32_t>(inst->out_args.size());
   inst->args.attrs = c.attrs.empty() ? nullptr : c.attrs.data();
   inst->args.attrs_size = static_cast<uint32_t>(c.attrs.size());
+  // A tiling sink's tiling reads input data: run it on the filled inputs, as the runtime does
+  // once their producers have finished (so before any test poisons bytes a core does not read).
+  const sk_kernel_desc* k = find_kernel(c.kernel);
+  if (k != nullptr && k->tiling != nullptr && (k->flags & SK_TILING_SINK) != 0) {
+    inst->tiling.assign(64 * 1024, 0);
+    uint32_t size = 0;
+    const int32_t rc = k->tiling(&inst->args, inst->tiling.data(), static_cast<uint32_t>(inst->tiling.size()), &size);
+    EXPECT_EQ(rc, SK_OK) << c.name << ": tiling failed";
+    if (rc == SK_OK && size <= inst->tiling.size()) {
+      inst->args.tiling = inst->tiling.data();
+      inst->args.tiling_size = size;
+    }
+  }
   return inst;
 }
 

@@ -23,8 +23,40 @@
 //   embedding.f32  0        0        copies
 //   copy           0        0        copies (any dtype, compared bytewise)
 //   ---- matmul family ----
+//   matmul.bf16    6e-2     1e-2     bf16 weights are exact in f32; the tolerance is set by the
+//   grouped_matmul.bf16              AVX512_BF16 path, which rounds x to bf16 (2^-9 relative per
+//                                    product): about 5 sigma for data in [-1, 1] with K <= 1024.
+//                                    The other ISA levels are as exact as matmul.f32 (the
+//                                    matmul-family direct tests check them against 1e-4).
+//   grouped_matmul.f32  1e-4 1e-4    as matmul.f32
+//   quantize.i8    0        0        every step is exact or one correctly rounded f32 operation
+//   matmul.w8a8    0        0        exact int32 sums, then the documented f32 expression
+//   matmul.w8a8_dyn, grouped_matmul.w8a8_dyn  0  0   quantize.i8, then as matmul.w8a8
 //   ---- attention family ----
+//   layer_norm.f32        1e-5  1e-5  f32 mean and variance in 8-64 partial sums (two passes)
+//   rope.f32              1e-6  1e-5  two products and a sum per element (FMA on wide levels)
+//   kv_append.f32         0     0     copies
+//   kv_append.bf16        0     0     f32 -> bf16 round to nearest even, bit-exact on every level
+//   mla_cache_append.f32  0     0     copies
+//   mla_cache_append.bf16 0     0     as kv_append.bf16
+//   paged_attention.f32   1e-5  1e-4  f32 dot products, exp() approximation, and an f32 weighted
+//   paged_attention.bf16  1e-5  1e-4  sum that adds one token at a time; holds for values in
+//   mla_attention.f32     1e-5  1e-4  [-1, 1] and contexts up to a few thousand tokens (typical
+//   mla_attention.bf16    1e-5  1e-4  errors are ~1e-6); bf16 caches are compared on the same
+//                                     bf16 values, so the cache rounding is not an error
+//   batched_matmul.f32    1e-4  1e-4  as matmul.f32
 //   ---- MoE and sampling family ----
+//   moe_router.f32      1e-6  2e-5  weights: the scores use the vector exp() and an f32 sum
+//                                   (as softmax.f32), then one f32 division and one multiply.
+//                                   topk_ids are compared exactly: the ranking is exact given the
+//                                   f32 scores, and test data avoid near-ties below f32 rounding
+//   moe_dispatch.f32    0     0     copies and integer bookkeeping
+//   moe_combine.f32     1e-5  1e-5  k f32 multiply-adds per element (fused on AVX2/AVX-512);
+//   moe_combine_shared.f32          holds for |w|, |y|, |x| <= ~2 and k <= 16
+//   argmax.f32          0     0     exact comparisons
+//   sample.f32          0     0     the token is specified to the bit: double arithmetic without
+//                                   FMA in a fixed order (docs/kernels_moe.md), which the
+//                                   reference repeats with a full sort instead of partial selection
 #ifndef SUPERKERNEL_KERNELS_REFERENCE_REFERENCE_H_
 #define SUPERKERNEL_KERNELS_REFERENCE_REFERENCE_H_
 
@@ -59,8 +91,38 @@ int32_t embedding_f32(const sk_kernel_args* args);
 int32_t copy(const sk_kernel_args* args);
 
 // ---- matmul family ----
-// ---- attention family ----
+// matmul_family.cc
+int32_t matmul_bf16(const sk_kernel_args* args);
+int32_t quantize_i8(const sk_kernel_args* args);
+int32_t matmul_w8a8(const sk_kernel_args* args);
+int32_t matmul_w8a8_dyn(const sk_kernel_args* args);
+int32_t grouped_matmul_f32(const sk_kernel_args* args);
+int32_t grouped_matmul_bf16(const sk_kernel_args* args);
+int32_t grouped_matmul_w8a8_dyn(const sk_kernel_args* args);
+// ---- attention family ---- (attention.cc)
+int32_t layer_norm_f32(const sk_kernel_args* args);
+int32_t rope_f32(const sk_kernel_args* args);
+int32_t kv_append_f32(const sk_kernel_args* args);
+int32_t kv_append_bf16(const sk_kernel_args* args);
+int32_t mla_cache_append_f32(const sk_kernel_args* args);
+int32_t mla_cache_append_bf16(const sk_kernel_args* args);
+int32_t paged_attention_f32(const sk_kernel_args* args);
+int32_t paged_attention_bf16(const sk_kernel_args* args);
+int32_t mla_attention_f32(const sk_kernel_args* args);
+int32_t mla_attention_bf16(const sk_kernel_args* args);
+int32_t batched_matmul_f32(const sk_kernel_args* args);
 // ---- MoE and sampling family ----
+// moe.cc, sampling.cc
+int32_t moe_router_f32(const sk_kernel_args* args);
+int32_t moe_dispatch_f32(const sk_kernel_args* args);
+int32_t moe_combine_f32(const sk_kernel_args* args);
+int32_t moe_combine_shared_f32(const sk_kernel_args* args);
+int32_t argmax_f32(const sk_kernel_args* args);
+int32_t sample_f32(const sk_kernel_args* args);
+// The building blocks of sample.f32's specification, for known-answer and statistical tests:
+// Philox4x32-10 in place on the counter, and the specified exp() (0 below x = -708).
+void philox4x32_10(uint32_t ctr[4], const uint32_t key[2]);
+double sample_exp(double x);
 
 }  // namespace sk::ref
 

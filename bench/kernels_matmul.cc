@@ -1,0 +1,141 @@
+// sk_bench_kernels cases of the matmul family. `bytes` counts what a kernel must move at least:
+// every weight byte once (only the active experts' for the grouped matmuls), activations in,
+// outputs out, scales. matmul.f32 at the same shapes is in kernels_core.cc.
+//
+// Reading the table: GEMV rows (weights far beyond the LLC) are bandwidth figures to hold
+// against stream_triad; W8A8 moves half the bytes of bf16 on the same shape, so its us/call
+// should approach half of bf16's.
+#include "kernel_bench.h"
+
+namespace sk::bench {
+namespace {
+
+BenchInput Int8(Shape s, bool weight) { return {DType::kI8, std::move(s), -127, 127, weight, {}}; }
+BenchInput Scales(Shape s, bool weight) { return {DType::kF32, std::move(s), 0.001, 0.02, weight, {}}; }
+
+}  // namespace
+
+SK_KERNEL_BENCH(matmul_family_cases) {
+  std::vector<KernelBenchCase> cases;
+  // GEMV with weights beyond the 32 MiB LLC: bf16 8192 x 8192 = 128 MiB, int8 = 64 MiB.
+  {
+    const int64_t n = 8192, k = 8192;
+    cases.push_back({"gemv_bf16_8192",
+                     "matmul.bf16",
+                     {Act({1, k}), Weight(DType::kBF16, {n, k})},
+                     {TensorSpec(DType::kF32, {1, n})},
+                     {},
+                     2.0 * n * k + 4.0 * (k + n),
+                     2.0 * n * k,
+                     {1, n, k, "bf16"},
+                     {}});
+    cases.push_back({"gemv_w8a8_8192",
+                     "matmul.w8a8",
+                     {Int8({1, k}, false), Scales({1}, false), Int8({n, k}, true), Scales({n}, true)},
+                     {TensorSpec(DType::kF32, {1, n})},
+                     {},
+                     1.0 * n * k + k + 4.0 + 8.0 * n,
+                     2.0 * n * k,
+                     {1, n, k, "s8"},
+                     {}});
+    cases.push_back({"gemv_w8a8_dyn_8192",
+                     "matmul.w8a8_dyn",
+                     {Act({1, k}), Int8({n, k}, true), Scales({n}, true)},
+                     {TensorSpec(DType::kF32, {1, n})},
+                     {},
+                     1.0 * n * k + 4.0 * k + 8.0 * n,
+                     2.0 * n * k,
+                     {1, n, k, "s8"},
+                     {}});
+  }
+  // Decode-shaped GEMM on 4096 x 4096 (bf16 32 MiB, int8 16 MiB: around and below the LLC).
+  for (int64_t m : {1, 4, 16}) {
+    const int64_t n = 4096, k = 4096;
+    const std::string suffix = "_m" + std::to_string(m) + "_4096";
+    cases.push_back({"gemm_bf16" + suffix,
+                     "matmul.bf16",
+                     {Act({m, k}), Weight(DType::kBF16, {n, k})},
+                     {TensorSpec(DType::kF32, {m, n})},
+                     {},
+                     2.0 * n * k + 4.0 * m * (n + k),
+                     2.0 * m * n * k,
+                     {m, n, k, "bf16"},
+                     {}});
+    cases.push_back({"gemm_w8a8" + suffix,
+                     "matmul.w8a8",
+                     {Int8({m, k}, false), Scales({m}, false), Int8({n, k}, true), Scales({n}, true)},
+                     {TensorSpec(DType::kF32, {m, n})},
+                     {},
+                     1.0 * n * k + m * (k + 4.0 + 4.0 * n) + 4.0 * n,
+                     2.0 * m * n * k,
+                     {m, n, k, "s8"},
+                     {}});
+    cases.push_back({"gemm_w8a8_dyn" + suffix,
+                     "matmul.w8a8_dyn",
+                     {Act({m, k}), Int8({n, k}, true), Scales({n}, true)},
+                     {TensorSpec(DType::kF32, {m, n})},
+                     {},
+                     1.0 * n * k + 4.0 * m * (n + k) + 4.0 * n,
+                     2.0 * m * n * k,
+                     {m, n, k, "s8"},
+                     {}});
+  }
+  {
+    const int64_t m = 16, k = 4096;
+    cases.push_back({"quantize_i8_16x4096",
+                     "quantize.i8",
+                     {Act({m, k}, -4, 4)},
+                     {TensorSpec(DType::kI8, {m, k}), TensorSpec(DType::kF32, {m})},
+                     {},
+                     5.0 * m * k + 4.0 * m,
+                     0,
+                     {},
+                     {}});
+  }
+  // MoE decode: 8 experts of 4096 -> 1408, 16 tokens routed top-2 (32 rows), evenly and skewed.
+  {
+    const int64_t e = 8, k = 4096, n = 1408, r = 32;
+    struct Routing {
+      const char* name;
+      std::vector<double> counts;
+    };
+    for (const Routing& rt :
+         {Routing{"even", {4, 4, 4, 4, 4, 4, 4, 4}}, Routing{"skewed", {20, 8, 4, 0, 0, 0, 0, 0}}}) {
+      int64_t active = 0;
+      for (double c : rt.counts) active += c > 0 ? 1 : 0;
+      const BenchInput counts{DType::kI32, {e}, 0, 0, false, rt.counts};
+      const double act = 4.0 * r * (k + n) + 4.0 * e;
+      const std::string suffix = std::string("_e8_4096x1408_") + rt.name;
+      cases.push_back({"grouped_f32" + suffix,
+                       "grouped_matmul.f32",
+                       {Act({r, k}), counts, Weight(DType::kF32, {e, n, k})},
+                       {TensorSpec(DType::kF32, {r, n})},
+                       {},
+                       4.0 * active * n * k + act,
+                       2.0 * r * n * k,
+                       {},
+                       {}});
+      cases.push_back({"grouped_bf16" + suffix,
+                       "grouped_matmul.bf16",
+                       {Act({r, k}), counts, Weight(DType::kBF16, {e, n, k})},
+                       {TensorSpec(DType::kF32, {r, n})},
+                       {},
+                       2.0 * active * n * k + act,
+                       2.0 * r * n * k,
+                       {},
+                       {}});
+      cases.push_back({"grouped_w8a8_dyn" + suffix,
+                       "grouped_matmul.w8a8_dyn",
+                       {Act({r, k}), counts, Int8({e, n, k}, true), Scales({e, n}, true)},
+                       {TensorSpec(DType::kF32, {r, n})},
+                       {},
+                       1.0 * active * n * k + 4.0 * active * n + act,
+                       2.0 * r * n * k,
+                       {},
+                       {}});
+    }
+  }
+  return cases;
+}
+
+}  // namespace sk::bench

@@ -1,0 +1,611 @@
+// The per-ISA operations of attention_core.h. The AVX2 and AVX-512 paths are the same code at
+// two vector widths (W = 8 or 16 lanes); keep them in step.
+//
+// Register tiles: scores run tiles of 4 tokens x 2 heads (8 accumulators; each cache row vector
+// is loaded, and converted from bf16, once per head pair) over all tokens of a call; pv a tile of
+// 2 vectors x up to 6 heads (12 accumulators kept across the tokens, one load per cache row
+// vector). Each accumulator of pv takes one FMA per token, a chain of dependent FMAs: 12 chains
+// keep the FMA units busy through their latency where 8 barely would.
+#include "kernels/attention_core.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu_isa.h"
+#include "kernels/simd.h"
+#include "util/half.h"
+
+#define SK_ATTN_INLINE __attribute__((always_inline)) inline
+
+namespace sk::kernels::attn {
+namespace {
+
+constexpr int kTileTokens = 4;
+constexpr int kTileHeads = 2;
+constexpr int kPvHeads = 6;
+
+// ---- Scalar ----
+
+inline float load1(const float* p) { return *p; }
+inline float load1(const Bf16* p) { return bf16_to_f32(*p); }
+
+// The fallback accumulates dot products in double: it is the slow path anyway, and the most
+// accurate level.
+template <class KT>
+void scores_scalar(const float* const* q1, const float* const* q2, int nh, int64_t n1, int64_t n2, int64_t off2,
+                   const KT* const* rows, int nt, float scale, float* s) {
+  for (int h = 0; h < nh; ++h) {
+    for (int j = 0; j < nt; ++j) {
+      double acc = 0.0;
+      for (int64_t i = 0; i < n1; ++i) acc += static_cast<double>(q1[h][i]) * load1(rows[j] + i);
+      for (int64_t i = 0; i < n2; ++i) acc += static_cast<double>(q2[h][i]) * load1(rows[j] + off2 + i);
+      s[h * kChunk + j] = static_cast<float>(acc) * scale;
+    }
+  }
+}
+
+void softmax_scalar(float* s, int nh, int nt, float* m, float* l, float* corr) {
+  for (int h = 0; h < nh; ++h) {
+    float* sh = s + h * kChunk;
+    float mc = -std::numeric_limits<float>::infinity();
+    for (int j = 0; j < nt; ++j) mc = std::max(mc, sh[j]);
+    const float m_new = std::max(m[h], mc);
+    corr[h] = m_new == m[h] ? 1.0f : std::exp(m[h] - m_new);
+    double sum = 0.0;
+    for (int j = 0; j < nt; ++j) {
+      sh[j] = std::exp(sh[j] - m_new);
+      sum += sh[j];
+    }
+    l[h] = l[h] * corr[h] + static_cast<float>(sum);
+    m[h] = m_new;
+  }
+}
+
+template <class KT>
+void pv_scalar(const float* p, int nh, int nt, const KT* const* rows, int64_t dv, float* const* acc, const float* corr,
+               bool first) {
+  for (int h = 0; h < nh; ++h) {
+    float* a = acc[h];
+    for (int64_t d = 0; d < dv; ++d) a[d] = first ? 0.0f : a[d] * corr[h];
+    for (int j = 0; j < nt; ++j) {
+      const float pj = p[h * kChunk + j];
+      const KT* v = rows[j];
+      for (int64_t d = 0; d < dv; ++d) a[d] += pj * load1(v + d);
+    }
+  }
+}
+
+void scale_scalar(float* y, int64_t n, float f) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= f;
+}
+
+#if SK_KERNELS_X86
+// ---- AVX2 (W = 8) ----
+
+SK_TARGET_AVX2 SK_ATTN_INLINE __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+SK_TARGET_AVX2 SK_ATTN_INLINE __m256 load8(const Bf16* p) {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+// The first n (< 8) elements; the other lanes are 0 and nothing past p + n is touched.
+SK_TARGET_AVX2 SK_ATTN_INLINE __m256 load8_tail(const float* p, int64_t n) {
+  return _mm256_maskload_ps(p, simd::mask8(n));
+}
+SK_TARGET_AVX2 SK_ATTN_INLINE __m256 load8_tail(const Bf16* p, int64_t n) {
+  Bf16 buf[8] = {};
+  std::memcpy(buf, p, static_cast<size_t>(n) * sizeof(Bf16));
+  return load8(buf);
+}
+
+// acc[t][h] += lanes of q[h][0, n) * rows[t][off, off + n).
+template <class KT, int NT, int NH>
+SK_TARGET_AVX2 SK_ATTN_INLINE void dot_segment_avx2(const float* const* q, const KT* const* rows, int64_t off,
+                                                    int64_t n, __m256 (&acc)[NT][NH]) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 k[NT];
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) k[t] = load8(rows[t] + off + i);
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h) {
+      const __m256 qv = _mm256_loadu_ps(q[h] + i);
+#pragma GCC unroll 8
+      for (int t = 0; t < NT; ++t) acc[t][h] = _mm256_fmadd_ps(qv, k[t], acc[t][h]);
+    }
+  }
+  if (i < n) {
+    const __m256i mask = simd::mask8(n - i);
+    __m256 k[NT];
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) k[t] = load8_tail(rows[t] + off + i, n - i);
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h) {
+      const __m256 qv = _mm256_maskload_ps(q[h] + i, mask);
+#pragma GCC unroll 8
+      for (int t = 0; t < NT; ++t) acc[t][h] = _mm256_fmadd_ps(qv, k[t], acc[t][h]);
+    }
+  }
+}
+
+template <class KT, int NT, int NH>
+SK_TARGET_AVX2 SK_ATTN_INLINE void score_tile_avx2(const float* const* q1, const float* const* q2, int64_t n1,
+                                                   int64_t n2, int64_t off2, const KT* const* rows, float scale,
+                                                   float* s) {
+  __m256 acc[NT][NH];
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; ++t) {
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h) acc[t][h] = _mm256_setzero_ps();
+  }
+  dot_segment_avx2<KT, NT, NH>(q1, rows, 0, n1, acc);
+  if (n2 > 0) dot_segment_avx2<KT, NT, NH>(q2, rows, off2, n2, acc);
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; ++t) {
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h) s[h * kChunk + t] = simd::hsum8(acc[t][h]) * scale;
+  }
+}
+
+template <class KT>
+using ScoreHeads = void (*)(const float* const*, const float* const*, int64_t, int64_t, int64_t, const KT* const*, int,
+                            float, float*);
+
+// All nt tokens of NH heads: tiles of kTileTokens tokens, then single tokens.
+template <class KT, int NH>
+SK_TARGET_AVX2 void score_heads_avx2(const float* const* q1, const float* const* q2, int64_t n1, int64_t n2,
+                                     int64_t off2, const KT* const* rows, int nt, float scale, float* s) {
+  int j = 0;
+  for (; j + kTileTokens <= nt; j += kTileTokens) {
+    score_tile_avx2<KT, kTileTokens, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
+  }
+  for (; j < nt; ++j) score_tile_avx2<KT, 1, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
+}
+
+template <class KT>
+void scores_avx2(const float* const* q1, const float* const* q2, int nh, int64_t n1, int64_t n2, int64_t off2,
+                 const KT* const* rows, int nt, float scale, float* s) {
+  static constexpr ScoreHeads<KT> kHeads[kTileHeads] = {score_heads_avx2<KT, 1>, score_heads_avx2<KT, 2>};
+  for (int h = 0; h < nh; h += kTileHeads) {
+    kHeads[std::min(kTileHeads, nh - h) - 1](q1 + h, q2 + h, n1, n2, off2, rows, nt, scale, s + h * kChunk);
+  }
+}
+
+SK_TARGET_AVX2 void softmax_avx2(float* s, int nh, int nt, float* m, float* l, float* corr) {
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int h = 0; h < nh; ++h) {
+    float* sh = s + h * kChunk;
+    __m256 vmax = neg_inf;
+    int j = 0;
+    for (; j + 8 <= nt; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(sh + j));
+    if (j < nt) {
+      const __m256i mask = simd::mask8(nt - j);
+      vmax =
+          _mm256_max_ps(vmax, _mm256_blendv_ps(neg_inf, _mm256_maskload_ps(sh + j, mask), _mm256_castsi256_ps(mask)));
+    }
+    const float m_new = std::max(m[h], simd::hmax8(vmax));
+    corr[h] = m_new == m[h] ? 1.0f : _mm256_cvtss_f32(simd::exp8(_mm256_set1_ps(m[h] - m_new)));
+    const __m256 mv = _mm256_set1_ps(m_new);
+    __m256 sum = _mm256_setzero_ps();
+    for (j = 0; j + 8 <= nt; j += 8) {
+      const __m256 p = simd::exp8(_mm256_sub_ps(_mm256_loadu_ps(sh + j), mv));
+      _mm256_storeu_ps(sh + j, p);
+      sum = _mm256_add_ps(sum, p);
+    }
+    if (j < nt) {
+      const __m256i mask = simd::mask8(nt - j);
+      const __m256 x = _mm256_sub_ps(_mm256_maskload_ps(sh + j, mask), mv);
+      const __m256 p = _mm256_and_ps(simd::exp8(x), _mm256_castsi256_ps(mask));
+      _mm256_maskstore_ps(sh + j, mask, p);
+      sum = _mm256_add_ps(sum, p);
+    }
+    l[h] = l[h] * corr[h] + simd::hsum8(sum);
+    m[h] = m_new;
+  }
+}
+
+// Columns [d0, d0 + 16) of NH heads.
+template <class KT, int NH>
+SK_TARGET_AVX2 void pv_block_avx2(const float* p, int nt, const KT* const* rows, int64_t d0, float* const* acc,
+                                  const float* corr, bool first) {
+  __m256 a[NH][2];
+#pragma GCC unroll 8
+  for (int h = 0; h < NH; ++h) {
+    if (first) {
+      a[h][0] = a[h][1] = _mm256_setzero_ps();
+    } else {
+      const __m256 c = _mm256_set1_ps(corr[h]);
+      a[h][0] = _mm256_mul_ps(_mm256_loadu_ps(acc[h] + d0), c);
+      a[h][1] = _mm256_mul_ps(_mm256_loadu_ps(acc[h] + d0 + 8), c);
+    }
+  }
+  for (int j = 0; j < nt; ++j) {
+    const __m256 v0 = load8(rows[j] + d0);
+    const __m256 v1 = load8(rows[j] + d0 + 8);
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h) {
+      const __m256 pj = _mm256_broadcast_ss(p + h * kChunk + j);
+      a[h][0] = _mm256_fmadd_ps(pj, v0, a[h][0]);
+      a[h][1] = _mm256_fmadd_ps(pj, v1, a[h][1]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int h = 0; h < NH; ++h) {
+    _mm256_storeu_ps(acc[h] + d0, a[h][0]);
+    _mm256_storeu_ps(acc[h] + d0 + 8, a[h][1]);
+  }
+}
+
+// Columns [d0, d0 + w), w <= 8, of NH heads.
+template <class KT, int NH>
+SK_TARGET_AVX2 void pv_part_avx2(const float* p, int nt, const KT* const* rows, int64_t d0, int64_t w,
+                                 float* const* acc, const float* corr, bool first) {
+  const __m256i mask = simd::mask8(w);
+  __m256 a[NH];
+#pragma GCC unroll 8
+  for (int h = 0; h < NH; ++h) {
+    a[h] = first ? _mm256_setzero_ps() : _mm256_mul_ps(_mm256_maskload_ps(acc[h] + d0, mask), _mm256_set1_ps(corr[h]));
+  }
+  for (int j = 0; j < nt; ++j) {
+    const __m256 v = w == 8 ? load8(rows[j] + d0) : load8_tail(rows[j] + d0, w);
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h) a[h] = _mm256_fmadd_ps(_mm256_broadcast_ss(p + h * kChunk + j), v, a[h]);
+  }
+#pragma GCC unroll 8
+  for (int h = 0; h < NH; ++h) _mm256_maskstore_ps(acc[h] + d0, mask, a[h]);
+}
+
+template <class KT>
+using PvBlock = void (*)(const float*, int, const KT* const*, int64_t, float* const*, const float*, bool);
+template <class KT>
+using PvPart = void (*)(const float*, int, const KT* const*, int64_t, int64_t, float* const*, const float*, bool);
+
+template <class KT>
+void pv_avx2(const float* p, int nh, int nt, const KT* const* rows, int64_t dv, float* const* acc, const float* corr,
+             bool first) {
+  static constexpr PvBlock<KT> kBlocks[kPvHeads] = {pv_block_avx2<KT, 1>, pv_block_avx2<KT, 2>, pv_block_avx2<KT, 3>,
+                                                    pv_block_avx2<KT, 4>, pv_block_avx2<KT, 5>, pv_block_avx2<KT, 6>};
+  static constexpr PvPart<KT> kParts[kPvHeads] = {pv_part_avx2<KT, 1>, pv_part_avx2<KT, 2>, pv_part_avx2<KT, 3>,
+                                                  pv_part_avx2<KT, 4>, pv_part_avx2<KT, 5>, pv_part_avx2<KT, 6>};
+  int64_t d = 0;
+  for (; d + 16 <= dv; d += 16) {
+    for (int h = 0; h < nh; h += kPvHeads) {
+      kBlocks[std::min(kPvHeads, nh - h) - 1](p + h * kChunk, nt, rows, d, acc + h, corr + h, first);
+    }
+  }
+  for (; d < dv; d += 8) {
+    const int64_t w = std::min<int64_t>(8, dv - d);
+    for (int h = 0; h < nh; h += kPvHeads) {
+      kParts[std::min(kPvHeads, nh - h) - 1](p + h * kChunk, nt, rows, d, w, acc + h, corr + h, first);
+    }
+  }
+}
+
+SK_TARGET_AVX2 void scale_avx2(float* y, int64_t n, float f) {
+  const __m256 fv = _mm256_set1_ps(f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), fv));
+  if (i < n) {
+    const __m256i mask = simd::mask8(n - i);
+    _mm256_maskstore_ps(y + i, mask, _mm256_mul_ps(_mm256_maskload_ps(y + i, mask), fv));
+  }
+}
+
+// ---- AVX-512 (W = 16) ----
+
+SK_TARGET_AVX512 SK_ATTN_INLINE __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+SK_TARGET_AVX512 SK_ATTN_INLINE __m512 load16(const Bf16* p) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+// The first n (< 16) elements; the other lanes are 0 and masked lanes never fault.
+SK_TARGET_AVX512 SK_ATTN_INLINE __m512 load16_tail(const float* p, int64_t n) {
+  return _mm512_maskz_loadu_ps(simd::mask16(n), p);
+}
+SK_TARGET_AVX512 SK_ATTN_INLINE __m512 load16_tail(const Bf16* p, int64_t n) {
+  const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(simd::mask16(n), p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+template <class KT, int NT, int NH>
+SK_TARGET_AVX512 SK_ATTN_INLINE void dot_segment_avx512(const float* const* q, const KT* const* rows, int64_t off,
+                                                        int64_t n, __m512 (&acc)[NT][NH]) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 k[NT];
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) k[t] = load16(rows[t] + off + i);
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h) {
+      const __m512 qv = _mm512_loadu_ps(q[h] + i);
+#pragma GCC unroll 8
+      for (int t = 0; t < NT; ++t) acc[t][h] = _mm512_fmadd_ps(qv, k[t], acc[t][h]);
+    }
+  }
+  if (i < n) {
+    const __mmask16 mask = simd::mask16(n - i);
+    __m512 k[NT];
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) k[t] = load16_tail(rows[t] + off + i, n - i);
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h) {
+      const __m512 qv = _mm512_maskz_loadu_ps(mask, q[h] + i);
+#pragma GCC unroll 8
+      for (int t = 0; t < NT; ++t) acc[t][h] = _mm512_fmadd_ps(qv, k[t], acc[t][h]);
+    }
+  }
+}
+
+template <class KT, int NT, int NH>
+SK_TARGET_AVX512 SK_ATTN_INLINE void score_tile_avx512(const float* const* q1, const float* const* q2, int64_t n1,
+                                                       int64_t n2, int64_t off2, const KT* const* rows, float scale,
+                                                       float* s) {
+  __m512 acc[NT][NH];
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; ++t) {
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h) acc[t][h] = _mm512_setzero_ps();
+  }
+  dot_segment_avx512<KT, NT, NH>(q1, rows, 0, n1, acc);
+  if (n2 > 0) dot_segment_avx512<KT, NT, NH>(q2, rows, off2, n2, acc);
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; ++t) {
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h) s[h * kChunk + t] = simd::hsum16(acc[t][h]) * scale;
+  }
+}
+
+// All nt tokens of NH heads: tiles of kTileTokens tokens, then single tokens.
+template <class KT, int NH>
+SK_TARGET_AVX512 void score_heads_avx512(const float* const* q1, const float* const* q2, int64_t n1, int64_t n2,
+                                         int64_t off2, const KT* const* rows, int nt, float scale, float* s) {
+  int j = 0;
+  for (; j + kTileTokens <= nt; j += kTileTokens) {
+    score_tile_avx512<KT, kTileTokens, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
+  }
+  for (; j < nt; ++j) score_tile_avx512<KT, 1, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
+}
+
+template <class KT>
+void scores_avx512(const float* const* q1, const float* const* q2, int nh, int64_t n1, int64_t n2, int64_t off2,
+                   const KT* const* rows, int nt, float scale, float* s) {
+  static constexpr ScoreHeads<KT> kHeads[kTileHeads] = {score_heads_avx512<KT, 1>, score_heads_avx512<KT, 2>};
+  for (int h = 0; h < nh; h += kTileHeads) {
+    kHeads[std::min(kTileHeads, nh - h) - 1](q1 + h, q2 + h, n1, n2, off2, rows, nt, scale, s + h * kChunk);
+  }
+}
+
+SK_TARGET_AVX512 void softmax_avx512(float* s, int nh, int nt, float* m, float* l, float* corr) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int h = 0; h < nh; ++h) {
+    float* sh = s + h * kChunk;
+    __m512 vmax = neg_inf;
+    int j = 0;
+    for (; j + 16 <= nt; j += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(sh + j));
+    if (j < nt) vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(neg_inf, simd::mask16(nt - j), sh + j));
+    const float m_new = std::max(m[h], simd::hmax16(vmax));
+    corr[h] = m_new == m[h] ? 1.0f : _mm512_cvtss_f32(simd::exp16(_mm512_set1_ps(m[h] - m_new)));
+    const __m512 mv = _mm512_set1_ps(m_new);
+    __m512 sum = _mm512_setzero_ps();
+    for (j = 0; j + 16 <= nt; j += 16) {
+      const __m512 p = simd::exp16(_mm512_sub_ps(_mm512_loadu_ps(sh + j), mv));
+      _mm512_storeu_ps(sh + j, p);
+      sum = _mm512_add_ps(sum, p);
+    }
+    if (j < nt) {
+      const __mmask16 mask = simd::mask16(nt - j);
+      const __m512 x = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, sh + j), mv);
+      const __m512 p = _mm512_maskz_mov_ps(mask, simd::exp16(x));
+      _mm512_mask_storeu_ps(sh + j, mask, p);
+      sum = _mm512_add_ps(sum, p);
+    }
+    l[h] = l[h] * corr[h] + simd::hsum16(sum);
+    m[h] = m_new;
+  }
+}
+
+// Columns [d0, d0 + 32) of NH heads.
+template <class KT, int NH>
+SK_TARGET_AVX512 void pv_block_avx512(const float* p, int nt, const KT* const* rows, int64_t d0, float* const* acc,
+                                      const float* corr, bool first) {
+  __m512 a[NH][2];
+#pragma GCC unroll 8
+  for (int h = 0; h < NH; ++h) {
+    if (first) {
+      a[h][0] = a[h][1] = _mm512_setzero_ps();
+    } else {
+      const __m512 c = _mm512_set1_ps(corr[h]);
+      a[h][0] = _mm512_mul_ps(_mm512_loadu_ps(acc[h] + d0), c);
+      a[h][1] = _mm512_mul_ps(_mm512_loadu_ps(acc[h] + d0 + 16), c);
+    }
+  }
+  for (int j = 0; j < nt; ++j) {
+    const __m512 v0 = load16(rows[j] + d0);
+    const __m512 v1 = load16(rows[j] + d0 + 16);
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h) {
+      const __m512 pj = _mm512_set1_ps(p[h * kChunk + j]);
+      a[h][0] = _mm512_fmadd_ps(pj, v0, a[h][0]);
+      a[h][1] = _mm512_fmadd_ps(pj, v1, a[h][1]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int h = 0; h < NH; ++h) {
+    _mm512_storeu_ps(acc[h] + d0, a[h][0]);
+    _mm512_storeu_ps(acc[h] + d0 + 16, a[h][1]);
+  }
+}
+
+// Columns [d0, d0 + w), w <= 16, of NH heads.
+template <class KT, int NH>
+SK_TARGET_AVX512 void pv_part_avx512(const float* p, int nt, const KT* const* rows, int64_t d0, int64_t w,
+                                     float* const* acc, const float* corr, bool first) {
+  const __mmask16 mask = simd::mask16(w);
+  __m512 a[NH];
+#pragma GCC unroll 8
+  for (int h = 0; h < NH; ++h) {
+    a[h] =
+        first ? _mm512_setzero_ps() : _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc[h] + d0), _mm512_set1_ps(corr[h]));
+  }
+  for (int j = 0; j < nt; ++j) {
+    const __m512 v = w == 16 ? load16(rows[j] + d0) : load16_tail(rows[j] + d0, w);
+#pragma GCC unroll 8
+    for (int h = 0; h < NH; ++h) a[h] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * kChunk + j]), v, a[h]);
+  }
+#pragma GCC unroll 8
+  for (int h = 0; h < NH; ++h) _mm512_mask_storeu_ps(acc[h] + d0, mask, a[h]);
+}
+
+template <class KT>
+void pv_avx512(const float* p, int nh, int nt, const KT* const* rows, int64_t dv, float* const* acc, const float* corr,
+               bool first) {
+  static constexpr PvBlock<KT> kBlocks[kPvHeads] = {pv_block_avx512<KT, 1>, pv_block_avx512<KT, 2>,
+                                                    pv_block_avx512<KT, 3>, pv_block_avx512<KT, 4>,
+                                                    pv_block_avx512<KT, 5>, pv_block_avx512<KT, 6>};
+  static constexpr PvPart<KT> kParts[kPvHeads] = {pv_part_avx512<KT, 1>, pv_part_avx512<KT, 2>, pv_part_avx512<KT, 3>,
+                                                  pv_part_avx512<KT, 4>, pv_part_avx512<KT, 5>, pv_part_avx512<KT, 6>};
+  int64_t d = 0;
+  for (; d + 32 <= dv; d += 32) {
+    for (int h = 0; h < nh; h += kPvHeads) {
+      kBlocks[std::min(kPvHeads, nh - h) - 1](p + h * kChunk, nt, rows, d, acc + h, corr + h, first);
+    }
+  }
+  for (; d < dv; d += 16) {
+    const int64_t w = std::min<int64_t>(16, dv - d);
+    for (int h = 0; h < nh; h += kPvHeads) {
+      kParts[std::min(kPvHeads, nh - h) - 1](p + h * kChunk, nt, rows, d, w, acc + h, corr + h, first);
+    }
+  }
+}
+
+SK_TARGET_AVX512 void scale_avx512(float* y, int64_t n, float f) {
+  const __m512 fv = _mm512_set1_ps(f);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), fv));
+  if (i < n) {
+    const __mmask16 mask = simd::mask16(n - i);
+    _mm512_mask_storeu_ps(y + i, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, y + i), fv));
+  }
+}
+#endif  // SK_KERNELS_X86
+
+template <class KT>
+constexpr Ops<KT> kScalarOps = {scores_scalar<KT>, softmax_scalar, pv_scalar<KT>, scale_scalar};
+#if SK_KERNELS_X86
+template <class KT>
+constexpr Ops<KT> kAvx2Ops = {scores_avx2<KT>, softmax_avx2, pv_avx2<KT>, scale_avx2};
+template <class KT>
+constexpr Ops<KT> kAvx512Ops = {scores_avx512<KT>, softmax_avx512, pv_avx512<KT>, scale_avx512};
+#endif
+
+template <class KT>
+const Ops<KT>& select_ops() {
+#if SK_KERNELS_X86
+  switch (current_isa_level()) {
+    case kIsaAvx512:
+      return kAvx512Ops<KT>;
+    case kIsaAvx2:
+      return kAvx2Ops<KT>;
+    default:
+      break;
+  }
+#endif
+  return kScalarOps<KT>;
+}
+
+}  // namespace
+
+const Ops<float>& ops_f32() { return select_ops<float>(); }
+const Ops<Bf16>& ops_bf16() { return select_ops<Bf16>(); }
+
+bool plan_seq_tables(const sk_tensor_arg& block_tables, const sk_tensor_arg& context_lens, int64_t batch,
+                     int64_t num_blocks, int64_t block_size, const char* kernel, SeqTables* st, ErrorSink err) {
+  if (!check_tensor(block_tables, kernel, "block_tables", SK_DTYPE_I32, 2, err) ||
+      !check_tensor(context_lens, kernel, "context_lens", SK_DTYPE_I32, 1, err)) {
+    return false;
+  }
+  char s1[96];
+  if (block_tables.rank != 2 || block_tables.shape[0] != batch) {
+    return invalid(err, "%s: block_tables shape %s is not [B = %lld, max_blocks]", kernel,
+                   format_shape(block_tables, s1, sizeof s1), static_cast<long long>(batch));
+  }
+  if (context_lens.rank != 1 || context_lens.shape[0] != batch) {
+    return invalid(err, "%s: context_lens shape %s is not [B = %lld]", kernel,
+                   format_shape(context_lens, s1, sizeof s1), static_cast<long long>(batch));
+  }
+  st->block_tables = static_cast<const int32_t*>(block_tables.data);
+  st->bt_stride[0] = block_tables.stride[0];
+  st->bt_stride[1] = block_tables.stride[1];
+  st->max_blocks = block_tables.shape[1];
+  st->context_lens = static_cast<const int32_t*>(context_lens.data);
+  st->cl_stride = context_lens.stride[0];
+  st->batch = batch;
+  st->num_blocks = num_blocks;
+  st->block_size = block_size;
+  return true;
+}
+
+bool check_seq_tables(const SeqTables& st, const char* kernel, ErrorSink err) {
+  const int64_t capacity = st.max_blocks * st.block_size;
+  for (int64_t b = 0; b < st.batch; ++b) {
+    const int64_t ctx = st.context(b);
+    if (ctx < 0 || ctx > capacity) {
+      return invalid(err,
+                     "%s: context_lens[%lld] = %lld is out of range: sequence %lld can hold 0 to max_blocks (%lld) * "
+                     "block_size (%lld) = %lld tokens",
+                     kernel, static_cast<long long>(b), static_cast<long long>(ctx), static_cast<long long>(b),
+                     static_cast<long long>(st.max_blocks), static_cast<long long>(st.block_size),
+                     static_cast<long long>(capacity));
+    }
+    const int64_t used = (ctx + st.block_size - 1) / st.block_size;
+    for (int64_t i = 0; i < used; ++i) {
+      const int64_t id = st.block(b, i);
+      if (id < 0 || id >= st.num_blocks) {
+        return invalid(err,
+                       "%s: block_tables[%lld, %lld] = %lld (sequence %lld, block %lld) is out of range for a cache "
+                       "of %lld blocks",
+                       kernel, static_cast<long long>(b), static_cast<long long>(i), static_cast<long long>(id),
+                       static_cast<long long>(b), static_cast<long long>(i), static_cast<long long>(st.num_blocks));
+      }
+    }
+  }
+  return true;
+}
+
+namespace {
+
+bool view_byte_bounds(const sk_tensor_arg& t, int64_t* lo, int64_t* hi) {
+  if (sk_tensor_numel(&t) == 0) return false;
+  int64_t a = 0;
+  int64_t b = 0;
+  for (int d = 0; d < t.rank; ++d) {
+    const int64_t span = (t.shape[d] - 1) * t.stride[d];
+    a += std::min<int64_t>(0, span);
+    b += std::max<int64_t>(0, span);
+  }
+  const int64_t elem = sk_dtype_size(t.dtype);
+  *lo = a * elem;
+  *hi = (b + 1) * elem;
+  return true;
+}
+
+}  // namespace
+
+void add_view(RangeList& list, int32_t operand, int32_t mode, const sk_tensor_arg& t) {
+  int64_t lo = 0;
+  int64_t hi = 0;
+  if (view_byte_bounds(t, &lo, &hi)) list.add(operand, mode, lo, hi);
+}
+
+bool views_overlap(const sk_tensor_arg& a, const sk_tensor_arg& b) {
+  int64_t alo = 0;
+  int64_t ahi = 0;
+  int64_t blo = 0;
+  int64_t bhi = 0;
+  if (!view_byte_bounds(a, &alo, &ahi) || !view_byte_bounds(b, &blo, &bhi)) return false;
+  const auto pa = reinterpret_cast<uintptr_t>(a.data);
+  const auto pb = reinterpret_cast<uintptr_t>(b.data);
+  return pa + static_cast<uintptr_t>(alo) < pb + static_cast<uintptr_t>(bhi) &&
+         pb + static_cast<uintptr_t>(blo) < pa + static_cast<uintptr_t>(ahi);
+}
+
+}  // namespace sk::kernels::attn

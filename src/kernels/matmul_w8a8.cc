@@ -1,0 +1,553 @@
+// matmul.w8a8 and matmul.w8a8_dyn: int8 weights times int8 activations, int32 accumulation.
+//
+//   matmul.w8a8:     q i8 [..., K], x_scale f32 [...], w i8 [N, K], w_scale f32 [N] -> y f32 [..., N]
+//   matmul.w8a8_dyn: x f32 [..., K],                   w i8 [N, K], w_scale f32 [N] -> y f32 [..., N]
+//
+//   acc[m][n] = sum_k q[m][k] * w[n][k]            (exact int32; q = -128 reads as -127)
+//   y[m][n]   = float(acc[m][n]) * (x_scale[m] * w_scale[n])   (f32, in that order)
+//
+// matmul.w8a8_dyn quantises each x row exactly as quantize.i8 does (every core quantises the
+// rows itself, so there is no launch and no extra sync), hence
+// w8a8_dyn(x) == w8a8(quantize.i8(x)) bit for bit. Cores split N like matmul.f32.
+//
+// The sum is exact, so its order is free: every ISA level gives the same bits, and the kernels
+// use whichever int8 dot product the CPU has:
+//   avx512 + VNNI, avx2 + AVX-VNNI:  VPDPBUSD on (q + 128) as u8 times w, minus 128 * sum(w)
+//                                    (the same instruction on a vector of 128s);
+//   avx512 (BW):                     VPMADDUBSW on |w| as u8 times q with w's sign (masked
+//                                    negation), VPMADDWD by 1 into int32;
+//   avx2:                            the same with VPSIGNB;
+//   scalar:                          plain int32 sums.
+// Clamping q to [-127, 127] (once, when a row block is copied to the per-core buffer) is what
+// makes VPMADDUBSW exact: a pair of products is at most 2 * 128 * 127 = 32512, inside int16.
+// quantize.i8 never produces -128.
+#include <algorithm>
+
+#include "kernels/cpu_isa.h"
+#include "kernels/gemv_kernels.h"
+#include "kernels/kernel_util.h"
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
+
+#define SK_TARGET_AVX2_VNNI __attribute__((target("avx2,fma,avxvnni")))
+#define SK_TARGET_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
+
+namespace sk::kernels {
+namespace {
+
+constexpr const char* kName = "matmul.w8a8";
+constexpr const char* kDynName = "matmul.w8a8_dyn";
+
+constexpr int64_t kMBlock = 16;
+constexpr int64_t kNBlock = 32;
+// Both kernels first bring a block of rows into this per-core buffer (on the stack): matmul.w8a8
+// copies q clamped to [-127, 127], matmul.w8a8_dyn quantises x. All of K is then at hand for
+// every tile and no tile needs to clamp; rows per block = min(kMBlock, kQBufBytes / K), at least
+// one since K <= kW8MaxK.
+constexpr int64_t kQBufBytes = 131072;
+static_assert(kQBufBytes >= kW8MaxK, "one row of the largest K must fit");
+
+// Exact sums of the (mr x nr) dot products of q rows [0, mr) (stride sx, values in
+// [-127, 127]) and w rows [0, nr) over k in [0, kn), written to out[m * ld + j].
+using W8TileFn = void (*)(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* out, int64_t ld,
+                          int64_t kn);
+
+struct W8Isa {
+  int gemv_nr;
+  int mr;
+  int nr;
+  W8TileFn (*tile)(int mr, int nr);  // supports (1|mr) x (1|nr|gemv_nr)
+};
+
+// Remainder of K after the vector loop of a tile (exact, so it may be added in any order).
+inline int32_t tail_dot(const int8_t* x, const int8_t* w, int64_t begin, int64_t end) {
+  int32_t s = 0;
+  for (int64_t k = begin; k < end; ++k) s += static_cast<int32_t>(x[k]) * static_cast<int32_t>(w[k]);
+  return s;
+}
+
+template <int MR, int NR>
+void tile_scalar(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* out, int64_t ld, int64_t kn) {
+  int32_t acc[MR][NR] = {};
+  for (int64_t k = 0; k < kn; ++k) {
+    for (int m = 0; m < MR; ++m) {
+      const int32_t xv = x[m * sx + k];
+      for (int j = 0; j < NR; ++j) acc[m][j] += xv * static_cast<int32_t>(w[j * sw + k]);
+    }
+  }
+  for (int m = 0; m < MR; ++m) {
+    for (int j = 0; j < NR; ++j) out[m * ld + j] = acc[m][j];
+  }
+}
+
+W8TileFn tile_scalar_for(int mr, int nr) {
+  if (mr == 2) return nr == 2 ? tile_scalar<2, 2> : tile_scalar<2, 1>;
+  if (nr == 4) return tile_scalar<1, 4>;
+  return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
+}
+
+constexpr W8Isa kScalar = {4, 2, 2, tile_scalar_for};
+
+#if SK_KERNELS_X86
+SK_TARGET_AVX2 inline int64_t hsum_epi32_8(__m256i v) {
+  alignas(32) int32_t t[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(t), v);
+  int64_t s = 0;
+  for (int i = 0; i < 8; ++i) s += t[i];
+  return s;
+}
+
+SK_TARGET_AVX512 inline int64_t hsum_epi32_16(__m512i v) {
+  alignas(64) int32_t t[16];
+  _mm512_store_si512(t, v);
+  int64_t s = 0;
+  for (int i = 0; i < 16; ++i) s += t[i];
+  return s;
+}
+
+// ---- AVX2: VPSIGNB + VPMADDUBSW + VPMADDWD, 32 k per step ----
+template <int MR, int NR>
+SK_TARGET_AVX2 void tile_avx2(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* out, int64_t ld,
+                              int64_t kn) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i acc[MR][NR];
+#pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m) {
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) acc[m][j] = _mm256_setzero_si256();
+  }
+  int64_t k = 0;
+  for (; k + 32 <= kn; k += 32) {
+    __m256i wv[NR];
+    __m256i aw[NR];
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) {
+      wv[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + j * sw + k));
+      aw[j] = _mm256_abs_epi8(wv[j]);  // -128 -> 0x80, read as u8 128
+    }
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) {
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + m * sx + k));
+#pragma GCC unroll 16
+      for (int j = 0; j < NR; ++j) {
+        const __m256i p = _mm256_maddubs_epi16(aw[j], _mm256_sign_epi8(xv, wv[j]));
+        acc[m][j] = _mm256_add_epi32(acc[m][j], _mm256_madd_epi16(p, ones));
+      }
+    }
+  }
+  for (int m = 0; m < MR; ++m) {
+    for (int j = 0; j < NR; ++j) {
+      out[m * ld + j] = static_cast<int32_t>(hsum_epi32_8(acc[m][j])) + tail_dot(x + m * sx, w + j * sw, k, kn);
+    }
+  }
+}
+
+W8TileFn tile_avx2_for(int mr, int nr) {
+  if (mr == 4) return tile_avx2<4, 1>;
+  return nr == 8 ? tile_avx2<1, 8> : tile_avx2<1, 1>;
+}
+
+// 4 x 1 tiles: a wider tile needs more than the 16 YMM registers (sums, |w|, w, x, constants)
+// and GCC's spills then cost more than re-loading x from L1 for every weight row.
+constexpr W8Isa kAvx2 = {8, 4, 1, tile_avx2_for};
+
+// ---- AVX-VNNI (ymm): VPDPBUSD on the biased q, 32 k per step ----
+template <int MR, int NR>
+SK_TARGET_AVX2_VNNI void tile_avx2_vnni(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* out,
+                                        int64_t ld, int64_t kn) {
+  const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
+  __m256i acc[MR][NR];
+  __m256i corr[NR];
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j) {
+    corr[j] = _mm256_setzero_si256();
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) acc[m][j] = _mm256_setzero_si256();
+  }
+  int64_t k = 0;
+  for (; k + 32 <= kn; k += 32) {
+    __m256i wv[NR];
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) {
+      wv[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + j * sw + k));
+      corr[j] = _mm256_dpbusd_avx_epi32(corr[j], bias, wv[j]);
+    }
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) {
+      // q + 128 as u8: flipping the sign bit.
+      const __m256i xv = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + m * sx + k)), bias);
+#pragma GCC unroll 16
+      for (int j = 0; j < NR; ++j) acc[m][j] = _mm256_dpbusd_avx_epi32(acc[m][j], xv, wv[j]);
+    }
+  }
+  for (int m = 0; m < MR; ++m) {
+    for (int j = 0; j < NR; ++j) {
+      const int64_t s = hsum_epi32_8(acc[m][j]) - hsum_epi32_8(corr[j]);
+      out[m * ld + j] = static_cast<int32_t>(s) + tail_dot(x + m * sx, w + j * sw, k, kn);
+    }
+  }
+}
+
+W8TileFn tile_avx2_vnni_for(int mr, int nr) {
+  if (mr == 4) return nr == 2 ? tile_avx2_vnni<4, 2> : tile_avx2_vnni<4, 1>;
+  if (nr == 4) return tile_avx2_vnni<1, 4>;
+  return nr == 2 ? tile_avx2_vnni<1, 2> : tile_avx2_vnni<1, 1>;
+}
+
+// 1 x 4 GEMV tiles: 4 sums + 4 corrections + temporaries fit the 16 YMM registers.
+constexpr W8Isa kAvx2Vnni = {4, 4, 2, tile_avx2_vnni_for};
+
+// ---- AVX-512 (BW): tile_avx2 with 64 k per step, the sign moved by a masked negation ----
+template <int MR, int NR>
+SK_TARGET_AVX512 void tile_avx512(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* out, int64_t ld,
+                                  int64_t kn) {
+  const __m512i ones = _mm512_set1_epi16(1);
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i acc[MR][NR];
+#pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m) {
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) acc[m][j] = _mm512_setzero_si512();
+  }
+  for (int64_t k = 0; k < kn; k += 64) {
+    // Zeroed bytes past K: |w| = 0 there, so those products vanish whatever x holds.
+    const __mmask64 mask = kn - k >= 64 ? ~__mmask64{0} : (__mmask64{1} << (kn - k)) - 1u;
+    __m512i aw[NR];
+    __mmask64 neg[NR];
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) {
+      const __m512i wv = _mm512_maskz_loadu_epi8(mask, w + j * sw + k);
+      aw[j] = _mm512_abs_epi8(wv);
+      neg[j] = _mm512_movepi8_mask(wv);
+    }
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) {
+      const __m512i xv = _mm512_maskz_loadu_epi8(mask, x + m * sx + k);
+#pragma GCC unroll 16
+      for (int j = 0; j < NR; ++j) {
+        const __m512i p = _mm512_maddubs_epi16(aw[j], _mm512_mask_sub_epi8(xv, neg[j], zero, xv));
+        acc[m][j] = _mm512_add_epi32(acc[m][j], _mm512_madd_epi16(p, ones));
+      }
+    }
+  }
+  for (int m = 0; m < MR; ++m) {
+    for (int j = 0; j < NR; ++j) out[m * ld + j] = static_cast<int32_t>(hsum_epi32_16(acc[m][j]));
+  }
+}
+
+W8TileFn tile_avx512_for(int mr, int nr) {
+  if (mr == 4) return nr == 4 ? tile_avx512<4, 4> : tile_avx512<4, 1>;
+  if (nr == 8) return tile_avx512<1, 8>;
+  return nr == 4 ? tile_avx512<1, 4> : tile_avx512<1, 1>;
+}
+
+constexpr W8Isa kAvx512 = {8, 4, 4, tile_avx512_for};
+
+// ---- AVX-512 VNNI: tile_avx2_vnni with 64 k per step and masked tails ----
+template <int MR, int NR>
+SK_TARGET_AVX512_VNNI void tile_avx512_vnni(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* out,
+                                            int64_t ld, int64_t kn) {
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512i acc[MR][NR];
+  __m512i corr[NR];
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j) {
+    corr[j] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) acc[m][j] = _mm512_setzero_si512();
+  }
+  for (int64_t k = 0; k < kn; k += 64) {
+    // Zeroed weights past K add nothing to either sum, whatever the biased x holds there.
+    const __mmask64 mask = kn - k >= 64 ? ~__mmask64{0} : (__mmask64{1} << (kn - k)) - 1u;
+    __m512i wv[NR];
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) {
+      wv[j] = _mm512_maskz_loadu_epi8(mask, w + j * sw + k);
+      corr[j] = _mm512_dpbusd_epi32(corr[j], bias, wv[j]);
+    }
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m) {
+      const __m512i xv = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, x + m * sx + k), bias);
+#pragma GCC unroll 16
+      for (int j = 0; j < NR; ++j) acc[m][j] = _mm512_dpbusd_epi32(acc[m][j], xv, wv[j]);
+    }
+  }
+  for (int m = 0; m < MR; ++m) {
+    for (int j = 0; j < NR; ++j) {
+      out[m * ld + j] = static_cast<int32_t>(hsum_epi32_16(acc[m][j]) - hsum_epi32_16(corr[j]));
+    }
+  }
+}
+
+W8TileFn tile_avx512_vnni_for(int mr, int nr) {
+  if (mr == 4) return nr == 4 ? tile_avx512_vnni<4, 4> : tile_avx512_vnni<4, 1>;
+  if (nr == 8) return tile_avx512_vnni<1, 8>;
+  return nr == 4 ? tile_avx512_vnni<1, 4> : tile_avx512_vnni<1, 1>;
+}
+
+// 4 x 4 tiles: 16 sums + 4 corrections + 4 w vectors + x and constants of the 32 ZMM registers.
+constexpr W8Isa kAvx512Vnni = {8, 4, 4, tile_avx512_vnni_for};
+#endif
+
+const W8Isa& select_isa() {
+#if SK_KERNELS_X86
+  switch (current_isa_level()) {
+    case kIsaAvx512:
+      return cpu_has_avx512_vnni() ? kAvx512Vnni : kAvx512;
+    case kIsaAvx2:
+      return cpu_has_avx_vnni() ? kAvx2Vnni : kAvx2;
+    default:
+      break;
+  }
+#endif
+  return kScalar;
+}
+
+// One block of at most kMBlock rows whose quantised values are at q (row stride sq) and scales
+// at rs: every n of [0, N).
+void block(const W8Isa& g, const int8_t* q, int64_t sq, const float* rs, int64_t mb, bool gemv, const int8_t* w,
+           int64_t sw, const float* ws, int64_t sws, float* y, int64_t sy, int64_t N, int64_t K) {
+  int32_t sums[kMBlock * kNBlock];
+  const int nr_tile = gemv ? g.gemv_nr : g.nr;
+  for (int64_t n0 = 0; n0 < N; n0 += kNBlock) {
+    const int64_t nb = std::min(kNBlock, N - n0);
+    for (int64_t n = 0; n < nb;) {
+      const int nr = nb - n >= nr_tile ? nr_tile : 1;
+      for (int64_t m = 0; m < mb;) {
+        const int mr = mb - m >= g.mr ? g.mr : 1;
+        g.tile(mr, nr)(q + m * sq, sq, w + (n0 + n) * sw, sw, sums + m * kNBlock + n, kNBlock, K);
+        m += mr;
+      }
+      n += nr;
+    }
+    for (int64_t m = 0; m < mb; ++m) {
+      for (int64_t j = 0; j < nb; ++j) {
+        y[m * sy + n0 + j] = static_cast<float>(sums[m * kNBlock + j]) * (rs[m] * ws[(n0 + j) * sws]);
+      }
+    }
+  }
+}
+
+// Row blocks of q (copied, clamped) or x (quantised) into the buffer, then every n of [0, N).
+void gemm_rows(const W8Isa& g, const W8Rows& rows, const int8_t* w, int64_t sw, const float* ws, int64_t sws, float* y,
+               int64_t sy, int64_t M, int64_t N, int64_t K) {
+  alignas(64) int8_t qbuf[kQBufBytes];
+  float rs[kMBlock];
+  const int64_t ldq = (K + 63) / 64 * 64;
+  const int64_t rows_per_block = std::clamp<int64_t>(kQBufBytes / ldq, 1, kMBlock);
+  for (int64_t m0 = 0; m0 < M; m0 += rows_per_block) {
+    const int64_t mb = std::min(rows_per_block, M - m0);
+    for (int64_t m = 0; m < mb; ++m) {
+      int8_t* dst = qbuf + m * ldq;
+      if (rows.x != nullptr) {
+        rs[m] = quantize_row(rows.x + (m0 + m) * rows.stride, K, dst);
+      } else {
+        const int8_t* src = rows.q + (m0 + m) * rows.stride;
+        for (int64_t k = 0; k < K; ++k) dst[k] = src[k] < -127 ? static_cast<int8_t>(-127) : src[k];
+        rs[m] = rows.scale[(m0 + m) * rows.scale_stride];
+      }
+    }
+    block(g, qbuf, ldq, rs, mb, M == 1, w, sw, ws, sws, y + m0 * sy, sy, N, K);
+  }
+}
+
+// ---- Kernels ----
+
+struct Plan {
+  Walk rows;  // operands: 0 = q or x, 1 = out, 2 = x_scale (matmul.w8a8 only)
+  int64_t m = 0;
+  int64_t k = 0;
+  int64_t n = 0;
+  int64_t w_stride = 0;
+  int64_t ws_stride = 0;
+  const void* x = nullptr;
+  const float* x_scale = nullptr;
+  const int8_t* w = nullptr;
+  const float* w_scale = nullptr;
+  float* out = nullptr;
+};
+
+bool check_weights(const sk_tensor_arg& w, const sk_tensor_arg& ws, const char* kernel, ErrorSink err) {
+  if (!check_tensor(w, kernel, "w", SK_DTYPE_I8, 2, err) ||
+      !check_tensor(ws, kernel, "w_scale", SK_DTYPE_F32, 1, err)) {
+    return false;
+  }
+  if (ws.rank != 1 || ws.shape[0] != w.shape[0]) {
+    char s1[96];
+    char s2[96];
+    return invalid(err, "%s: w_scale shape %s is not [N] for w shape %s", kernel, format_shape(ws, s1, sizeof s1),
+                   format_shape(w, s2, sizeof s2));
+  }
+  return true;
+}
+
+bool check_k(int64_t k, const char* kernel, ErrorSink err) {
+  if (k > kW8MaxK) {
+    return invalid(err, "%s: K = %lld exceeds %lld, beyond which the int32 sums could overflow", kernel,
+                   static_cast<long long>(k), static_cast<long long>(kW8MaxK));
+  }
+  return true;
+}
+
+// inputs: q, x_scale, w, w_scale
+bool plan_static(const sk_kernel_args* args, Plan* p, ErrorSink err) {
+  if (!check_arity(args, kName, 4, 1, err)) return false;
+  const sk_tensor_arg& q = args->inputs[0];
+  const sk_tensor_arg& xs = args->inputs[1];
+  const sk_tensor_arg& w = args->inputs[2];
+  const sk_tensor_arg& ws = args->inputs[3];
+  const sk_tensor_arg& out = args->outputs[0];
+  if (!check_tensor(q, kName, "q", SK_DTYPE_I8, 1, err) || !check_tensor(xs, kName, "x_scale", SK_DTYPE_F32, 0, err) ||
+      !check_weights(w, ws, kName, err) || !check_tensor(out, kName, "out", SK_DTYPE_F32, 1, err) ||
+      !plan_linear_rows(q, w, out, kName, "q", &p->rows, err, &xs) || !check_k(q.shape[q.rank - 1], kName, err)) {
+    return false;
+  }
+  p->m = p->rows.numel;
+  p->k = q.shape[q.rank - 1];
+  p->n = w.shape[0];
+  p->w_stride = w.stride[0];
+  p->ws_stride = ws.stride[0];
+  p->x = q.data;
+  p->x_scale = static_cast<const float*>(xs.data);
+  p->w = static_cast<const int8_t*>(w.data);
+  p->w_scale = static_cast<const float*>(ws.data);
+  p->out = static_cast<float*>(out.data);
+  return true;
+}
+
+// inputs: x, w, w_scale
+bool plan_dynamic(const sk_kernel_args* args, Plan* p, ErrorSink err) {
+  if (!check_arity(args, kDynName, 3, 1, err)) return false;
+  const sk_tensor_arg& x = args->inputs[0];
+  const sk_tensor_arg& w = args->inputs[1];
+  const sk_tensor_arg& ws = args->inputs[2];
+  const sk_tensor_arg& out = args->outputs[0];
+  if (!check_tensor(x, kDynName, "x", SK_DTYPE_F32, 1, err) || !check_weights(w, ws, kDynName, err) ||
+      !check_tensor(out, kDynName, "out", SK_DTYPE_F32, 1, err) ||
+      !plan_linear_rows(x, w, out, kDynName, "x", &p->rows, err) || !check_k(x.shape[x.rank - 1], kDynName, err)) {
+    return false;
+  }
+  p->m = p->rows.numel;
+  p->k = x.shape[x.rank - 1];
+  p->n = w.shape[0];
+  p->w_stride = w.stride[0];
+  p->ws_stride = ws.stride[0];
+  p->x = x.data;
+  p->w = static_cast<const int8_t*>(w.data);
+  p->w_scale = static_cast<const float*>(ws.data);
+  p->out = static_cast<float*>(out.data);
+  return true;
+}
+
+int32_t run(const Plan& p, bool dynamic, const sk_core_ctx* core) {
+  const sk_range r = sk_split_range(p.n, core->core_id, core->num_cores, kNSplitAlign);
+  if (r.begin >= r.end) return SK_OK;
+  if (p.k == 0) {
+    // Empty sums; q, x and w may then have no storage at all.
+    zero_linear_rows(p.rows, p.out, r);
+    return SK_OK;
+  }
+  const W8Isa& g = select_isa();
+  const int64_t sx = p.rows.inner_stride(0);
+  const int64_t sy = p.rows.inner_stride(1);
+  const int8_t* w = p.w + r.begin * p.w_stride;
+  const float* ws = p.w_scale + r.begin * p.ws_stride;
+  const int64_t nn = r.end - r.begin;
+  for_each_run(p.rows, 0, p.m, [&](const int64_t* off, int64_t len) {
+    W8Rows rows;
+    rows.stride = sx;
+    if (dynamic) {
+      rows.x = static_cast<const float*>(p.x) + off[0];
+    } else {
+      rows.q = static_cast<const int8_t*>(p.x) + off[0];
+      rows.scale = p.x_scale + off[2];
+      rows.scale_stride = p.rows.inner_stride(2);
+    }
+    gemm_rows(g, rows, w, p.w_stride, ws, p.ws_stride, p.out + off[1] + r.begin, sy, len, nn, p.k);
+  });
+  return SK_OK;
+}
+
+int32_t prologue(const Plan& p, const sk_core_ctx* core) {
+  const sk_range r = sk_split_range(p.n, core->core_id, core->num_cores, kNSplitAlign);
+  if (r.begin >= r.end || p.k == 0) return SK_OK;
+  prefetch_weight_rows(p.w + r.begin * p.w_stride, p.w_stride, std::min<int64_t>(8, r.end - r.begin),
+                       std::min<int64_t>(2048, p.k));
+  return SK_OK;
+}
+
+constexpr int32_t kStaticQ = 0, kStaticXScale = 1, kStaticW = 2, kStaticWScale = 3, kStaticOut = 4;
+constexpr int32_t kDynX = 0, kDynW = 1, kDynWScale = 2, kDynOut = 3;
+
+int32_t access(const Plan& p, bool dynamic, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+               int32_t capacity) {
+  const sk_range r = sk_split_range(p.n, core_id, num_cores, kNSplitAlign);
+  RangeList list(ranges, capacity);
+  if (r.begin >= r.end || p.m == 0) return list.finish();
+  if (dynamic) {
+    add_linear_access(list, p.rows, p.k, sizeof(float), kDynX, p.w_stride, 1, kDynW, kDynOut, r);
+  } else {
+    add_linear_access(list, p.rows, p.k, 1, kStaticQ, p.w_stride, 1, kStaticW, kStaticOut, r);
+    list.add_walk(p.rows, 2, kStaticXScale, SK_ACCESS_READ, 0, p.m, 1, sizeof(float));
+  }
+  const int64_t first = r.begin * p.ws_stride;
+  const int64_t last = (r.end - 1) * p.ws_stride;
+  list.add(dynamic ? kDynWScale : kStaticWScale, SK_ACCESS_READ, std::min(first, last) * 4,
+           (std::max(first, last) + 1) * 4);
+  return list.finish();
+}
+
+}  // namespace
+
+void gemm_w8a8(const W8Rows& rows, const int8_t* w, int64_t sw, const float* w_scale, int64_t sws, float* y, int64_t sy,
+               int64_t m, int64_t n, int64_t k) {
+  gemm_rows(select_isa(), rows, w, sw, w_scale, sws, y, sy, m, n, k);
+}
+
+int32_t matmul_w8a8_run(const sk_kernel_args* args, const sk_core_ctx* core) {
+  Plan p;
+  if (!check_core(core, kName, sink_of(core)) || !plan_static(args, &p, sink_of(core))) return SK_ERR_INVALID_ARGUMENT;
+  return run(p, false, core);
+}
+
+int32_t matmul_w8a8_prologue(const sk_kernel_args* args, const sk_core_ctx* core) {
+  Plan p;
+  if (!check_core(core, kName, sink_of(core)) || !plan_static(args, &p, sink_of(core))) return SK_ERR_INVALID_ARGUMENT;
+  return prologue(p, core);
+}
+
+int32_t matmul_w8a8_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                           int32_t capacity) {
+  Plan p;
+  if (num_cores < 1 || core_id < 0 || core_id >= num_cores || !plan_static(args, &p, {})) {
+    return -SK_ERR_INVALID_ARGUMENT;
+  }
+  return access(p, false, core_id, num_cores, ranges, capacity);
+}
+
+int32_t matmul_w8a8_dyn_run(const sk_kernel_args* args, const sk_core_ctx* core) {
+  Plan p;
+  if (!check_core(core, kDynName, sink_of(core)) || !plan_dynamic(args, &p, sink_of(core))) {
+    return SK_ERR_INVALID_ARGUMENT;
+  }
+  return run(p, true, core);
+}
+
+int32_t matmul_w8a8_dyn_prologue(const sk_kernel_args* args, const sk_core_ctx* core) {
+  Plan p;
+  if (!check_core(core, kDynName, sink_of(core)) || !plan_dynamic(args, &p, sink_of(core))) {
+    return SK_ERR_INVALID_ARGUMENT;
+  }
+  return prologue(p, core);
+}
+
+int32_t matmul_w8a8_dyn_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                               int32_t capacity) {
+  Plan p;
+  if (num_cores < 1 || core_id < 0 || core_id >= num_cores || !plan_dynamic(args, &p, {})) {
+    return -SK_ERR_INVALID_ARGUMENT;
+  }
+  return access(p, true, core_id, num_cores, ranges, capacity);
+}
+
+}  // namespace sk::kernels

@@ -1,0 +1,273 @@
+// moe_router.f32: top-k expert selection with a selection bias (DeepSeek-V3 / LongCat-Flash).
+//
+//   scores = softmax(logits) or sigmoid(logits)        per token, over all E + Z experts
+//   chosen = top_k of (scores + bias), larger first, ties to the lower expert id
+//   weight = scores[chosen] (optionally / (sum + 1e-20)) * routed_scaling_factor
+//
+// Tokens are split across cores; one core computes a whole token in an order fixed by the
+// expert count, so the result does not depend on the core count. The bias only steers the
+// choice (load balancing), it never enters the weights.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/attrs_moe.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/kernel_util.h"
+#include "kernels/kernels.h"
+#include "kernels/moe_common.h"
+#include "kernels/moe_topk.h"
+#include "kernels/simd.h"
+
+namespace sk::kernels {
+namespace {
+
+constexpr const char* kName = "moe_router.f32";
+enum { kOpLogits = 0, kOpBias = 1, kOpIds = 2, kOpWeights = 3 };
+
+using ScoreFn = void (*)(const float* x, float* s, int64_t n);
+
+void softmax_scalar(const float* x, float* s, int64_t n) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    s[i] = std::exp(x[i] - mx);
+    sum += s[i];
+  }
+  const auto inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) s[i] *= inv;
+}
+
+void sigmoid_scalar(const float* x, float* s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) s[i] = 1.0f / (1.0f + std::exp(-x[i]));
+}
+
+#if SK_KERNELS_X86
+SK_TARGET_AVX2 void softmax_avx2(const float* x, float* s, int64_t n) {
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 vmax = neg_inf;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(_mm256_loadu_ps(x + i), vmax);
+  if (i < n) {
+    const __m256i m = simd::mask8(n - i);
+    vmax = _mm256_max_ps(_mm256_blendv_ps(neg_inf, _mm256_maskload_ps(x + i, m), _mm256_castsi256_ps(m)), vmax);
+  }
+  const __m256 mx = _mm256_set1_ps(simd::hmax8(vmax));
+  __m256 acc = _mm256_setzero_ps();
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 e = simd::exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mx));
+    _mm256_storeu_ps(s + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  if (i < n) {
+    const __m256i m = simd::mask8(n - i);
+    const __m256 e = _mm256_and_ps(simd::exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), mx)), _mm256_castsi256_ps(m));
+    _mm256_maskstore_ps(s + i, m, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  const __m256 inv = _mm256_set1_ps(1.0f / simd::hsum8(acc));
+  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(s + i, _mm256_mul_ps(_mm256_loadu_ps(s + i), inv));
+  if (i < n) {
+    const __m256i m = simd::mask8(n - i);
+    _mm256_maskstore_ps(s + i, m, _mm256_mul_ps(_mm256_maskload_ps(s + i, m), inv));
+  }
+}
+
+SK_TARGET_AVX2 void sigmoid_avx2(const float* x, float* s, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 zero = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = simd::exp8(_mm256_sub_ps(zero, _mm256_loadu_ps(x + i)));
+    _mm256_storeu_ps(s + i, _mm256_div_ps(one, _mm256_add_ps(one, e)));
+  }
+  if (i < n) {
+    const __m256i m = simd::mask8(n - i);
+    const __m256 e = simd::exp8(_mm256_sub_ps(zero, _mm256_maskload_ps(x + i, m)));
+    _mm256_maskstore_ps(s + i, m, _mm256_div_ps(one, _mm256_add_ps(one, e)));
+  }
+}
+
+SK_TARGET_AVX512 void softmax_avx512(const float* x, float* s, int64_t n) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 vmax = neg_inf;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) vmax = _mm512_max_ps(_mm512_loadu_ps(x + i), vmax);
+  if (i < n) vmax = _mm512_max_ps(_mm512_mask_loadu_ps(neg_inf, simd::mask16(n - i), x + i), vmax);
+  const __m512 mx = _mm512_set1_ps(simd::hmax16(vmax));
+  __m512 acc = _mm512_setzero_ps();
+  for (i = 0; i + 16 <= n; i += 16) {
+    const __m512 e = simd::exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), mx));
+    _mm512_storeu_ps(s + i, e);
+    acc = _mm512_add_ps(acc, e);
+  }
+  if (i < n) {
+    const __mmask16 m = simd::mask16(n - i);
+    const __m512 e = _mm512_maskz_mov_ps(m, simd::exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), mx)));
+    _mm512_mask_storeu_ps(s + i, m, e);
+    acc = _mm512_add_ps(acc, e);
+  }
+  const __m512 inv = _mm512_set1_ps(1.0f / simd::hsum16(acc));
+  for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(s + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), inv));
+  if (i < n) {
+    const __mmask16 m = simd::mask16(n - i);
+    _mm512_mask_storeu_ps(s + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + i), inv));
+  }
+}
+
+SK_TARGET_AVX512 void sigmoid_avx512(const float* x, float* s, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 zero = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 e = simd::exp16(_mm512_sub_ps(zero, _mm512_loadu_ps(x + i)));
+    _mm512_storeu_ps(s + i, _mm512_div_ps(one, _mm512_add_ps(one, e)));
+  }
+  if (i < n) {
+    const __mmask16 m = simd::mask16(n - i);
+    const __m512 e = simd::exp16(_mm512_sub_ps(zero, _mm512_maskz_loadu_ps(m, x + i)));
+    _mm512_mask_storeu_ps(s + i, m, _mm512_div_ps(one, _mm512_add_ps(one, e)));
+  }
+}
+#endif
+
+ScoreFn select_score_fn(int32_t scoring) {
+  const bool sigmoid = scoring == SK_MOE_SCORING_SIGMOID;
+#if SK_KERNELS_X86
+  switch (current_isa_level()) {
+    case kIsaAvx512:
+      return sigmoid ? sigmoid_avx512 : softmax_avx512;
+    case kIsaAvx2:
+      return sigmoid ? sigmoid_avx2 : softmax_avx2;
+    default:
+      break;
+  }
+#endif
+  return sigmoid ? sigmoid_scalar : softmax_scalar;
+}
+
+struct Plan {
+  sk_moe_router_attrs attrs{};
+  moe::View2<const float> logits;
+  const float* bias = nullptr;
+  int64_t bias_stride = 0;
+  moe::View2<int32_t> ids;
+  moe::View2<float> weights;
+  int64_t t = 0;  // tokens
+  int64_t n = 0;  // experts, E + Z
+  int64_t k = 0;
+};
+
+bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
+  using moe::Layout;
+  if (!check_arity(args, kName, 2, 2, err)) return false;
+  const sk_tensor_arg& logits = args->inputs[kOpLogits];
+  const sk_tensor_arg& bias = args->inputs[kOpBias];
+  const sk_tensor_arg& ids = args->outputs[0];
+  const sk_tensor_arg& weights = args->outputs[1];
+  if (!moe::check_2d(logits, kName, "logits", SK_DTYPE_F32, Layout::kRowsDense, err) ||
+      !check_tensor(bias, kName, "bias", SK_DTYPE_F32, 1, err) ||
+      !moe::check_2d(ids, kName, "topk_ids", SK_DTYPE_I32, Layout::kOutput, err) ||
+      !moe::check_2d(weights, kName, "topk_weights", SK_DTYPE_F32, Layout::kOutput, err)) {
+    return false;
+  }
+  if (!moe::read_attrs(args, &p->attrs)) {
+    return invalid(err, "%s: attributes must be one sk_moe_router_attrs (%zu bytes), got %u bytes", kName,
+                   sizeof(sk_moe_router_attrs), args->attrs_size);
+  }
+  const sk_moe_router_attrs& a = p->attrs;
+  p->t = logits.shape[0];
+  p->n = logits.shape[1];
+  p->k = a.top_k;
+  char s1[96];
+  char s2[96];
+  if (bias.rank != 1 || bias.shape[0] != p->n) {
+    return invalid(err, "%s: bias shape %s is not [%lld] (the expert count of logits %s)", kName,
+                   format_shape(bias, s1, sizeof s1), static_cast<long long>(p->n),
+                   format_shape(logits, s2, sizeof s2));
+  }
+  if (p->n >= (int64_t{1} << 31))
+    return invalid(err, "%s: %lld experts do not fit i32 ids", kName, static_cast<long long>(p->n));
+  if (a.top_k < 1 || a.top_k > p->n) {
+    return invalid(err, "%s: top_k = %d is outside [1, %lld] (the expert count)", kName, a.top_k,
+                   static_cast<long long>(p->n));
+  }
+  if (a.num_real_experts < 0 || a.num_real_experts > p->n) {
+    return invalid(err, "%s: num_real_experts = %d is outside [0, %lld]", kName, a.num_real_experts,
+                   static_cast<long long>(p->n));
+  }
+  if (a.scoring != SK_MOE_SCORING_SOFTMAX && a.scoring != SK_MOE_SCORING_SIGMOID) {
+    return invalid(err, "%s: scoring = %d is neither 0 (softmax) nor 1 (sigmoid)", kName, a.scoring);
+  }
+  if (a.normalize != 0 && a.normalize != 1)
+    return invalid(err, "%s: normalize = %d is neither 0 nor 1", kName, a.normalize);
+  if (!std::isfinite(a.routed_scaling_factor)) {
+    return invalid(err, "%s: routed_scaling_factor = %g is not finite", kName,
+                   static_cast<double>(a.routed_scaling_factor));
+  }
+  for (const sk_tensor_arg* o : {&ids, &weights}) {
+    if (o->shape[0] != p->t || o->shape[1] != p->k) {
+      return invalid(err, "%s: %s shape %s is not [%lld, %d] (tokens, top_k)", kName,
+                     o == &ids ? "topk_ids" : "topk_weights", format_shape(*o, s1, sizeof s1),
+                     static_cast<long long>(p->t), a.top_k);
+    }
+  }
+  p->logits = moe::view2<const float>(logits);
+  p->bias = static_cast<const float*>(bias.data);
+  p->bias_stride = bias.stride[0];
+  p->ids = moe::view2<int32_t>(ids);
+  p->weights = moe::view2<float>(weights);
+  return true;
+}
+
+}  // namespace
+
+int32_t moe_router_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
+  const ErrorSink err = sink_of(core);
+  Plan p;
+  if (!check_core(core, kName, err) || !plan(args, &p, err)) return SK_ERR_INVALID_ARGUMENT;
+  const sk_range r = sk_split_range(p.t, core->core_id, core->num_cores, 1);
+  if (r.begin >= r.end) return SK_OK;
+  // Per-thread scratch: reused across calls (no allocation once warm); nothing in it outlives
+  // the call that wrote it.
+  thread_local std::vector<float> scores;
+  thread_local std::vector<float> keys;
+  thread_local std::vector<uint64_t> best;
+  scores.resize(static_cast<size_t>(p.n));
+  keys.resize(static_cast<size_t>(p.n));
+  const ScoreFn score = select_score_fn(p.attrs.scoring);
+  for (int64_t t = r.begin; t < r.end; ++t) {
+    score(p.logits.row(t), scores.data(), p.n);
+    for (int64_t e = 0; e < p.n; ++e) keys[e] = scores[e] + p.bias[e * p.bias_stride];
+    topk::select(keys.data(), p.n, p.k, &best);
+    float sum = 0.0f;
+    for (int64_t s = 0; s < p.k; ++s) sum += scores[topk::index_of(best[s])];
+    // DeepSeek-V3's guard: a zero sum (every chosen score underflowed) gives zeros, not NaN.
+    const float denom = sum + 1e-20f;
+    for (int64_t s = 0; s < p.k; ++s) {
+      const int64_t e = topk::index_of(best[s]);
+      float w = scores[e];
+      if (p.attrs.normalize != 0) w = w / denom;
+      p.ids.at(t, s) = static_cast<int32_t>(e);
+      p.weights.at(t, s) = w * p.attrs.routed_scaling_factor;
+    }
+  }
+  return SK_OK;
+}
+
+int32_t moe_router_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                              int32_t capacity) {
+  Plan p;
+  if (num_cores < 1 || core_id < 0 || core_id >= num_cores || !plan(args, &p, {})) return -SK_ERR_INVALID_ARGUMENT;
+  const sk_range r = sk_split_range(p.t, core_id, num_cores, 1);
+  RangeList list(ranges, capacity);
+  if (r.begin >= r.end) return list.finish();
+  moe::add_block(list, kOpLogits, SK_ACCESS_READ, args->inputs[kOpLogits], r.begin, r.end, 0, p.n);
+  moe::add_whole(list, kOpBias, SK_ACCESS_READ, args->inputs[kOpBias]);
+  moe::add_block(list, kOpIds, SK_ACCESS_WRITE, args->outputs[0], r.begin, r.end, 0, p.k);
+  moe::add_block(list, kOpWeights, SK_ACCESS_WRITE, args->outputs[1], r.begin, r.end, 0, p.k);
+  return list.finish();
+}
+
+}  // namespace sk::kernels

@@ -1,0 +1,693 @@
+// argmax.f32 and sample.f32: token selection from logits [B, V], one row per core at a time.
+//
+// sample.f32 must give the same token on every ISA and in the reference, and a token depends on
+// where a uniform number falls in a cumulative sum of up to V = 128k probabilities, so every
+// operation on the way is specified exactly (docs/kernels_moe.md, "sample.f32 arithmetic"):
+// weights are computed in double with exp_spec() below (a fixed Cody-Waite reduction and
+// degree-11 Taylor polynomial, no fused multiply-add), summed in a fixed order, and compared
+// against a uniform number from Philox4x32-10 keyed by (seed, step, row). The scalar, AVX2 and
+// AVX-512 paths perform the identical IEEE operations, so they agree bit for bit; the SIMD
+// paths exist for the pass over all V logits (max, weights, block sums).
+//
+// Selection (top-k, nucleus) ranks logits by value, ties to the lower index, NaN last (see
+// moe_topk.h); top-k is a partial selection (a k-heap behind a SIMD threshold filter) and the
+// nucleus sorts only the key-order prefix it needs.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "kernels/attrs_moe.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/kernel_util.h"
+#include "kernels/kernels.h"
+#include "kernels/moe_common.h"
+#include "kernels/moe_topk.h"
+#include "kernels/simd.h"
+
+namespace sk::kernels {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The specified arithmetic
+
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kMagic = 6755399441055744.0;          // 1.5 * 2^52: adding it rounds to an integer
+constexpr double kLn2Hi = 6.93147180369123816490e-01;  // 21 significant bits: n * kLn2Hi is exact
+constexpr double kLn2Lo = 1.90821492927058770002e-10;
+constexpr double kMinX = -708.0;  // exp_spec(x) = 0 below (2^n stays a normal number above)
+constexpr double kC[12] = {1.0,         1.0,          1.0 / 2.0,     1.0 / 6.0,      1.0 / 24.0,      1.0 / 120.0,
+                           1.0 / 720.0, 1.0 / 5040.0, 1.0 / 40320.0, 1.0 / 362880.0, 1.0 / 3628800.0, 1.0 / 39916800.0};
+constexpr int kBlock = 8;  // weights are summed in blocks of 8 indices (dense path)
+
+// Hides a product from the optimiser so it cannot be fused with the following addition: GCC
+// contracts a * b + c into an FMA by default in C++ wherever the target has FMA, which would
+// change the bits of the AVX2/AVX-512 paths (and of the scalar path in -march=native builds).
+inline double opaque(double v) {
+#if SK_KERNELS_X86
+  __asm__("" : "+x"(v));
+  return v;
+#else
+  volatile double t = v;
+  return t;
+#endif
+}
+
+inline int64_t bits_of(double v) {
+  int64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+double exp_spec(double x) {
+  if (!(x >= kMinX)) return 0.0;
+  const double t = opaque(x * kLog2e) + kMagic;
+  const double n = t - kMagic;
+  const int64_t ni = bits_of(t) - bits_of(kMagic);
+  const double r = (x - opaque(n * kLn2Hi)) - opaque(n * kLn2Lo);
+  double p = kC[11];
+  for (int i = 10; i >= 0; --i) p = opaque(p * r) + kC[i];
+  const uint64_t sb = static_cast<uint64_t>(ni + 1023) << 52;
+  double s;
+  std::memcpy(&s, &sb, sizeof s);
+  // Opaque too: the weight is summed next, and that sum must not absorb this product.
+  return opaque(p * s);
+}
+
+// Unnormalised probability of logit l when the largest logit is lmax (> -inf).
+double weight(float l, float lmax, double inv_t) {
+  if (l != l) return 0.0;
+  if (l == lmax) return 1.0;
+  return exp_spec((static_cast<double>(l) - static_cast<double>(lmax)) * inv_t);
+}
+
+// Weights of l[0, count) (count <= 8; missing ones are 0) summed as
+// ((w0 + w4) + (w2 + w6)) + ((w1 + w5) + (w3 + w7)), the order a 4-lane fold gives. The weights
+// also go to w_out[0, count) when it is not null.
+double block_scalar(const float* l, int64_t count, float lmax, double inv_t, double* w_out) {
+  double w[kBlock] = {};
+  for (int64_t e = 0; e < count; ++e) w[e] = weight(l[e], lmax, inv_t);
+  if (w_out != nullptr) std::copy(w, w + count, w_out);
+  const double v0 = w[0] + w[4];
+  const double v1 = w[1] + w[5];
+  const double v2 = w[2] + w[6];
+  const double v3 = w[3] + w[7];
+  return (v0 + v2) + (v1 + v3);
+}
+
+// beta[j] = block sum of indices [8j, 8j + 8); w (when not null) receives every weight. Returns
+// the sum of the betas, added one after the other from 0.
+using BlocksFn = double (*)(const float* l, int64_t v, float lmax, double inv_t, double* beta, double* w);
+
+double blocks_scalar(const float* l, int64_t v, float lmax, double inv_t, double* beta, double* w) {
+  double s = 0.0;
+  for (int64_t j = 0; j * kBlock < v; ++j) {
+    beta[j] = block_scalar(l + j * kBlock, std::min<int64_t>(kBlock, v - j * kBlock), lmax, inv_t,
+                           w != nullptr ? w + j * kBlock : nullptr);
+    s += beta[j];
+  }
+  return s;
+}
+
+#if SK_KERNELS_X86
+// The SIMD paths evaluate kLanes vectors side by side: each lane performs exactly the scalar
+// operations, and interleaving independent lanes hides the polynomial's latency.
+constexpr int kLanes = 4;
+
+SK_TARGET_AVX2 inline __m256d opaque4(__m256d v) {
+  __asm__("" : "+x"(v));
+  return v;
+}
+
+// weight() of 4 x 4 consecutive logits l[0, 16) into w[0..3] (lanes of 4 doubles).
+SK_TARGET_AVX2 inline void weights_avx2(const float* l, __m256d lm, __m256d inv_t, __m256d* w) {
+  const __m256d min_x = _mm256_set1_pd(kMinX);
+  const __m256d magic = _mm256_set1_pd(kMagic);
+  __m256d lv[kLanes], xc[kLanes], n[kLanes], r[kLanes], p[kLanes];
+  __m256i ni[kLanes];
+  for (int v = 0; v < kLanes; ++v) {
+    lv[v] = _mm256_cvtps_pd(_mm_loadu_ps(l + 4 * v));
+    // Equal to x in every lane where x >= kMinX; keeps the others in range (zeroed below).
+    xc[v] = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(lv[v], lm), inv_t), min_x);
+  }
+  for (int v = 0; v < kLanes; ++v) {
+    const __m256d t = _mm256_add_pd(opaque4(_mm256_mul_pd(xc[v], _mm256_set1_pd(kLog2e))), magic);
+    n[v] = _mm256_sub_pd(t, magic);
+    ni[v] = _mm256_sub_epi64(_mm256_castpd_si256(t), _mm256_castpd_si256(magic));
+  }
+  for (int v = 0; v < kLanes; ++v) {
+    r[v] = _mm256_sub_pd(_mm256_sub_pd(xc[v], opaque4(_mm256_mul_pd(n[v], _mm256_set1_pd(kLn2Hi)))),
+                         opaque4(_mm256_mul_pd(n[v], _mm256_set1_pd(kLn2Lo))));
+    p[v] = _mm256_set1_pd(kC[11]);
+  }
+  for (int i = 10; i >= 0; --i) {
+    for (int v = 0; v < kLanes; ++v) p[v] = _mm256_add_pd(opaque4(_mm256_mul_pd(p[v], r[v])), _mm256_set1_pd(kC[i]));
+  }
+  for (int v = 0; v < kLanes; ++v) {
+    const __m256d x = _mm256_mul_pd(_mm256_sub_pd(lv[v], lm), inv_t);
+    const __m256d s = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(ni[v], _mm256_set1_epi64x(1023)), 52));
+    const __m256d e = _mm256_and_pd(_mm256_mul_pd(p[v], s), _mm256_cmp_pd(x, min_x, _CMP_GE_OQ));
+    const __m256d one = _mm256_blendv_pd(e, _mm256_set1_pd(1.0), _mm256_cmp_pd(lv[v], lm, _CMP_EQ_OQ));
+    // Opaque like exp_spec's result: the fold adds these next.
+    w[v] = opaque4(_mm256_andnot_pd(_mm256_cmp_pd(lv[v], lv[v], _CMP_UNORD_Q), one));
+  }
+}
+
+// ((w0 + w4) + (w2 + w6)) + ((w1 + w5) + (w3 + w7)) of lo = w0..w3, hi = w4..w7.
+SK_TARGET_AVX2 inline double fold_avx2(__m256d lo, __m256d hi) {
+  const __m256d q = _mm256_add_pd(lo, hi);
+  const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(q), _mm256_extractf128_pd(q, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+}
+
+SK_TARGET_AVX2 double blocks_avx2(const float* l, int64_t v, float lmax, double inv_t, double* beta, double* w) {
+  constexpr int64_t kStep = 4 * kLanes;  // two blocks
+  const __m256d lm = _mm256_set1_pd(lmax);
+  const __m256d it = _mm256_set1_pd(inv_t);
+  double s = 0.0;
+  int64_t i = 0;
+  for (; i + kStep <= v; i += kStep) {
+    __m256d wv[kLanes];
+    weights_avx2(l + i, lm, it, wv);
+    if (w != nullptr) {
+      for (int q = 0; q < kLanes; ++q) _mm256_storeu_pd(w + i + 4 * q, wv[q]);
+    }
+    beta[i / kBlock] = fold_avx2(wv[0], wv[1]);
+    s += beta[i / kBlock];
+    beta[i / kBlock + 1] = fold_avx2(wv[2], wv[3]);
+    s += beta[i / kBlock + 1];
+  }
+  for (; i < v; i += kBlock) {
+    beta[i / kBlock] =
+        block_scalar(l + i, std::min<int64_t>(kBlock, v - i), lmax, inv_t, w != nullptr ? w + i : nullptr);
+    s += beta[i / kBlock];
+  }
+  return s;
+}
+
+SK_TARGET_AVX512 inline __m512d opaque8(__m512d v) {
+  __asm__("" : "+v"(v));
+  return v;
+}
+
+// weight() of 4 x 8 consecutive logits l[0, 32) into w[0..3] (one block of 8 each).
+SK_TARGET_AVX512 inline void weights_avx512(const float* l, __m512d lm, __m512d inv_t, __m512d* w) {
+  const __m512d min_x = _mm512_set1_pd(kMinX);
+  const __m512d magic = _mm512_set1_pd(kMagic);
+  __m512d lv[kLanes], xc[kLanes], n[kLanes], r[kLanes], p[kLanes];
+  __m512i ni[kLanes];
+  for (int v = 0; v < kLanes; ++v) {
+    lv[v] = _mm512_cvtps_pd(_mm256_loadu_ps(l + 8 * v));
+    xc[v] = _mm512_max_pd(_mm512_mul_pd(_mm512_sub_pd(lv[v], lm), inv_t), min_x);
+  }
+  for (int v = 0; v < kLanes; ++v) {
+    const __m512d t = _mm512_add_pd(opaque8(_mm512_mul_pd(xc[v], _mm512_set1_pd(kLog2e))), magic);
+    n[v] = _mm512_sub_pd(t, magic);
+    ni[v] = _mm512_sub_epi64(_mm512_castpd_si512(t), _mm512_castpd_si512(magic));
+  }
+  for (int v = 0; v < kLanes; ++v) {
+    r[v] = _mm512_sub_pd(_mm512_sub_pd(xc[v], opaque8(_mm512_mul_pd(n[v], _mm512_set1_pd(kLn2Hi)))),
+                         opaque8(_mm512_mul_pd(n[v], _mm512_set1_pd(kLn2Lo))));
+    p[v] = _mm512_set1_pd(kC[11]);
+  }
+  for (int i = 10; i >= 0; --i) {
+    for (int v = 0; v < kLanes; ++v) p[v] = _mm512_add_pd(opaque8(_mm512_mul_pd(p[v], r[v])), _mm512_set1_pd(kC[i]));
+  }
+  for (int v = 0; v < kLanes; ++v) {
+    const __m512d x = _mm512_mul_pd(_mm512_sub_pd(lv[v], lm), inv_t);
+    const __m512d s = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_add_epi64(ni[v], _mm512_set1_epi64(1023)), 52));
+    const __m512d e = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(x, min_x, _CMP_GE_OQ), _mm512_mul_pd(p[v], s));
+    const __m512d one = _mm512_mask_mov_pd(e, _mm512_cmp_pd_mask(lv[v], lm, _CMP_EQ_OQ), _mm512_set1_pd(1.0));
+    w[v] = opaque8(_mm512_maskz_mov_pd(_mm512_cmp_pd_mask(lv[v], lv[v], _CMP_ORD_Q), one));
+  }
+}
+
+SK_TARGET_AVX512 double blocks_avx512(const float* l, int64_t v, float lmax, double inv_t, double* beta, double* w) {
+  constexpr int64_t kStep = 8 * kLanes;  // four blocks
+  const __m512d lm = _mm512_set1_pd(lmax);
+  const __m512d it = _mm512_set1_pd(inv_t);
+  double s = 0.0;
+  int64_t i = 0;
+  for (; i + kStep <= v; i += kStep) {
+    __m512d wv[kLanes];
+    weights_avx512(l + i, lm, it, wv);
+    for (int q = 0; q < kLanes; ++q) {
+      if (w != nullptr) _mm512_storeu_pd(w + i + 8 * q, wv[q]);
+      // Folded as in fold_avx2: (w0..w3) + (w4..w7), then the two 128-bit halves.
+      const __m256d h4 = _mm256_add_pd(_mm512_castpd512_pd256(wv[q]), _mm512_extractf64x4_pd(wv[q], 1));
+      const __m128d h2 = _mm_add_pd(_mm256_castpd256_pd128(h4), _mm256_extractf128_pd(h4, 1));
+      beta[i / kBlock + q] = _mm_cvtsd_f64(_mm_add_sd(h2, _mm_unpackhi_pd(h2, h2)));
+      s += beta[i / kBlock + q];
+    }
+  }
+  for (; i < v; i += kBlock) {
+    beta[i / kBlock] =
+        block_scalar(l + i, std::min<int64_t>(kBlock, v - i), lmax, inv_t, w != nullptr ? w + i : nullptr);
+    s += beta[i / kBlock];
+  }
+  return s;
+}
+#endif
+
+BlocksFn select_blocks() {
+#if SK_KERNELS_X86
+  switch (current_isa_level()) {
+    case kIsaAvx512:
+      return blocks_avx512;
+    case kIsaAvx2:
+      return blocks_avx2;
+    default:
+      break;
+  }
+#endif
+  return blocks_scalar;
+}
+
+// Writes to idx every i in [0, n) with l[i] >= lambda (never NaN), in increasing order; returns
+// their count. idx needs room for n. Branch-free: about half the elements pass in a flat
+// distribution, and a branch per element would mispredict.
+using GatherFn = int64_t (*)(const float* l, int64_t n, float lambda, uint32_t* idx);
+
+// Indices [begin, end) into idx[0, ...).
+int64_t gather_range(const float* l, int64_t begin, int64_t end, float lambda, uint32_t* idx) {
+  int64_t count = 0;
+  for (int64_t i = begin; i < end; ++i) {
+    idx[count] = static_cast<uint32_t>(i);
+    count += l[i] >= lambda ? 1 : 0;
+  }
+  return count;
+}
+
+int64_t gather_scalar(const float* l, int64_t n, float lambda, uint32_t* idx) {
+  return gather_range(l, 0, n, lambda, idx);
+}
+
+#if SK_KERNELS_X86
+SK_TARGET_AVX2 int64_t gather_avx2(const float* l, int64_t n, float lambda, uint32_t* idx) {
+  const __m256 lam = _mm256_set1_ps(lambda);
+  int64_t count = 0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const auto bits = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(l + i), lam, _CMP_GE_OQ)));
+    if (bits == 0) continue;
+    for (int b = 0; b < 8; ++b) {
+      idx[count] = static_cast<uint32_t>(i + b);
+      count += (bits >> b) & 1u;
+    }
+  }
+  return count + gather_range(l, i, n, lambda, idx + count);
+}
+
+SK_TARGET_AVX512 int64_t gather_avx512(const float* l, int64_t n, float lambda, uint32_t* idx) {
+  const __m512 lam = _mm512_set1_ps(lambda);
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int64_t count = 0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(l + i), lam, _CMP_GE_OQ);
+    if (m == 0) continue;
+    const __m512i ids = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(i)));
+    // Compress in a register and store all 16 lanes (count <= i, so they fit in idx): a
+    // compressing store to memory is microcoded and slow on some cores.
+    _mm512_storeu_si512(idx + count, _mm512_maskz_compress_epi32(m, ids));
+    count += __builtin_popcount(static_cast<unsigned>(m));
+  }
+  return count + gather_range(l, i, n, lambda, idx + count);
+}
+#endif
+
+GatherFn select_gather() {
+#if SK_KERNELS_X86
+  switch (current_isa_level()) {
+    case kIsaAvx512:
+      return gather_avx512;
+    case kIsaAvx2:
+      return gather_avx2;
+    default:
+      break;
+  }
+#endif
+  return gather_scalar;
+}
+
+// Philox4x32-10 (Salmon et al., SC'11): counter (c0..c3), key (k0, k1).
+void philox4x32_10(uint32_t c[4], uint32_t k0, uint32_t k1) {
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    const uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c[0];
+    const uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * c[2];
+    const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c[1] ^ k0;
+    const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c[3] ^ k1;
+    c[0] = n0;
+    c[1] = static_cast<uint32_t>(p1);
+    c[2] = n2;
+    c[3] = static_cast<uint32_t>(p0);
+  }
+}
+
+// Uniform in [0, 1) with 53 random bits, a pure function of (seed, step, row).
+double uniform(uint64_t seed, int64_t step, int64_t row) {
+  const auto st = static_cast<uint64_t>(step);
+  uint32_t c[4] = {static_cast<uint32_t>(st), static_cast<uint32_t>(st >> 32), static_cast<uint32_t>(row), 0u};
+  philox4x32_10(c, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+  const uint64_t u53 = (static_cast<uint64_t>(c[0]) << 21) | (c[1] >> 11);
+  return static_cast<double>(u53) * 0x1.0p-53;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sampling from a ranked sequence c_0, c_1, ... (best first)
+
+struct Sequence {
+  std::vector<uint32_t> idx;
+  std::vector<double> w;
+  std::vector<double> cum;
+};
+
+// Weights (from `table` when given, else computed) and running sums of the first n entries.
+void cumulate(const float* l, const double* table, Sequence& s, int64_t n, float lmax, double inv_t) {
+  s.w.resize(static_cast<size_t>(n));
+  s.cum.resize(static_cast<size_t>(n));
+  double c = 0.0;
+  for (int64_t j = 0; j < n; ++j) {
+    const uint32_t i = s.idx[j];
+    s.w[j] = table != nullptr ? table[i] : weight(l[i], lmax, inv_t);
+    c += s.w[j];
+    s.cum[j] = c;
+  }
+}
+
+// 1 + the first j with cum_j >= tau, or 0 when none.
+int64_t nucleus_size(const Sequence& s, int64_t n, double tau) {
+  for (int64_t j = 0; j < n; ++j) {
+    if (s.cum[j] >= tau) return j + 1;
+  }
+  return 0;
+}
+
+// The first j < m with cum_j > u * cum_{m-1}, else the last j < m with a positive weight.
+int64_t pick(const Sequence& s, int64_t m, double u) {
+  const double r = u * s.cum[m - 1];
+  for (int64_t j = 0; j < m; ++j) {
+    if (s.cum[j] > r) return s.idx[j];
+  }
+  for (int64_t j = m; j-- > 0;) {
+    if (s.w[j] > 0.0) return s.idx[j];
+  }
+  return s.idx[0];
+}
+
+// Orders idx[0, n) (increasing on entry) by logit, largest first: a stable LSD radix sort on
+// the order-preserving bits (3 digits of 11 bits), so equal logits keep the lower index first,
+// exactly the ranking of moe_topk.h. Digits in which every key agrees are skipped.
+void rank_indices(const float* l, std::vector<uint32_t>& idx, int64_t n, std::vector<uint64_t>& a,
+                  std::vector<uint64_t>& b, std::vector<int64_t>& count) {
+  constexpr int kDigits = 3;
+  constexpr int kBits = 11;
+  constexpr int kRadix = 1 << kBits;
+  if (n <= 1) return;
+  a.resize(static_cast<size_t>(n));
+  b.resize(static_cast<size_t>(n));
+  count.assign(static_cast<size_t>(kDigits * (kRadix + 1)), 0);
+  const auto digit = [](uint64_t v, int d) { return static_cast<int64_t>((v >> (32 + kBits * d)) & (kRadix - 1)); };
+  for (int64_t j = 0; j < n; ++j) {
+    a[j] = (static_cast<uint64_t>(~topk::order_bits(l[idx[j]])) << 32) | idx[j];
+    for (int d = 0; d < kDigits; ++d) ++count[d * (kRadix + 1) + digit(a[j], d) + 1];
+  }
+  for (int d = 0; d < kDigits; ++d) {
+    int64_t* c = &count[static_cast<size_t>(d * (kRadix + 1))];
+    if (c[digit(a[0], d) + 1] == n) continue;
+    for (int q = 0; q < kRadix; ++q) c[q + 1] += c[q];
+    for (int64_t j = 0; j < n; ++j) b[c[digit(a[j], d)]++] = a[j];
+    a.swap(b);
+  }
+  for (int64_t j = 0; j < n; ++j) idx[j] = static_cast<uint32_t>(a[j]);
+}
+
+// A smaller c for the gather than the worst-case bound: the weights of the n gathered tokens
+// (index order, from the table) binned by quarter octave; the first bin edge above which they
+// hold tau (with a margin for this sum's rounding) gives c = -ln(edge), plus a margin for
+// exp_spec's deviation from exp. Only a guess: the exact sums still decide.
+double refine_c(const double* table, const uint32_t* idx, int64_t n, double tau) {
+  constexpr int kBins = 256;
+  double mass[kBins] = {};
+  for (int64_t j = 0; j < n; ++j) {
+    const double w = table[idx[j]];
+    if (!(w > 0.0)) continue;
+    // Exponent and the top two mantissa bits: 4 bins per octave, bin 3 holds w = 1.
+    const int64_t q = 4095 - (bits_of(w) >> 50);
+    mass[std::clamp<int64_t>(q, 0, kBins - 1)] += w;
+  }
+  double acc = 0.0;
+  for (int q = 0; q < kBins - 1; ++q) {
+    acc += mass[q];
+    if (acc >= tau * (1.0 + 1e-9)) {
+      const uint64_t edge_bits = static_cast<uint64_t>(4095 - q) << 50;
+      double edge;
+      std::memcpy(&edge, &edge_bits, sizeof edge);
+      return -std::log(edge) + 0.01;
+    }
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+struct SampleScratch {
+  Sequence seq;
+  std::vector<uint64_t> keys;
+  std::vector<double> beta;
+  std::vector<double> w;
+  std::vector<uint64_t> sort_a;
+  std::vector<uint64_t> sort_b;
+  std::vector<int64_t> sort_count;
+};
+
+// Every index [0, V) is a candidate and there is no nucleus: walk the block sums.
+int64_t sample_dense(const float* l, int64_t v, float lmax, double inv_t, double u, SampleScratch& sc) {
+  const int64_t blocks = (v + kBlock - 1) / kBlock;
+  sc.beta.resize(static_cast<size_t>(blocks));
+  const double total = select_blocks()(l, v, lmax, inv_t, sc.beta.data(), nullptr);
+  const double r = u * total;
+  double run = 0.0;
+  for (int64_t j = 0; j < blocks; ++j) {
+    const double next = run + sc.beta[j];
+    if (next > r) {
+      double acc = run;
+      int64_t last = -1;
+      for (int64_t i = j * kBlock; i < std::min(v, (j + 1) * kBlock); ++i) {
+        const double w = weight(l[i], lmax, inv_t);
+        if (w > 0.0) last = i;
+        acc += w;
+        if (acc > r) return i;
+      }
+      return last;
+    }
+    run = next;
+  }
+  // u * total rounded up to total: the last index with a positive weight.
+  for (int64_t j = blocks; j-- > 0;) {
+    if (sc.beta[j] > 0.0) {
+      for (int64_t i = std::min(v, (j + 1) * kBlock); i-- > j * kBlock;) {
+        if (weight(l[i], lmax, inv_t) > 0.0) return i;
+      }
+    }
+  }
+  return 0;  // unreachable: the maximum has weight 1
+}
+
+// Every index is a candidate, with a nucleus: tau = top_p * (the dense block total). The
+// nucleus is a prefix of the ranking, so only a prefix needs ranking: {l >= lambda} for a
+// threshold lambda = lmax - c * temperature. c0 comes from the bound "each of the V tokens left
+// out weighs below e^-c" (V e^-c0 <= the slack (1 - top_p) * total); when that gathers many
+// tokens, refine_c() guesses a tighter c from their weights. The exact running sums then decide;
+// when they fall short, c grows (c0, then doubling), and past c = 708 every token is gathered.
+int64_t sample_nucleus_all(const float* l, int64_t v, float lmax, double inv_t, double top_p, double u,
+                           SampleScratch& sc) {
+  constexpr int64_t kRefineAbove = 2048;
+  const int64_t blocks = (v + kBlock - 1) / kBlock;
+  sc.beta.resize(static_cast<size_t>(blocks));
+  sc.w.resize(static_cast<size_t>(v));
+  const double total = select_blocks()(l, v, lmax, inv_t, sc.beta.data(), sc.w.data());
+  const double tau = top_p * total;
+  const double c0 = std::max(0.5, std::log(static_cast<double>(v) / ((1.0 - top_p) * total)) + 0.01);
+  sc.seq.idx.resize(static_cast<size_t>(v));
+  uint32_t* idx = sc.seq.idx.data();
+  const GatherFn gather = select_gather();
+  const auto threshold = [&](double c) {
+    // Any threshold gathers a prefix of the ranking; with lmax = +inf the +inf tokens hold all
+    // the mass.
+    if (c >= -kMinX) return -std::numeric_limits<float>::infinity();
+    return std::isinf(lmax) ? lmax : static_cast<float>(static_cast<double>(lmax) - c / inv_t);
+  };
+  double c = c0;
+  int64_t n = gather(l, v, threshold(c), idx);
+  if (n > kRefineAbove && !std::isinf(lmax)) {
+    const double c1 = refine_c(sc.w.data(), idx, n, tau);
+    if (c1 < c0) {
+      // Keeps index order, which the ranking's tie-break relies on.
+      const float lambda = threshold(c1);
+      int64_t kept = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const uint32_t i = idx[j];
+        idx[kept] = i;
+        kept += l[i] >= lambda ? 1 : 0;
+      }
+      n = kept;
+      c = c1;
+    }
+  }
+  for (;;) {
+    rank_indices(l, sc.seq.idx, n, sc.sort_a, sc.sort_b, sc.sort_count);
+    cumulate(l, sc.w.data(), sc.seq, n, lmax, inv_t);
+    int64_t m = nucleus_size(sc.seq, n, tau);
+    // Every token with a weight is in: no prefix reaches tau, so all of them take part.
+    if (m == 0 && c >= -kMinX) m = n;
+    if (m > 0) return pick(sc.seq, m, u);
+    c = std::isinf(lmax) ? -kMinX : c < c0 ? c0 : 2.0 * c;
+    n = gather(l, v, threshold(c), idx);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plans
+
+constexpr const char* kArgmax = "argmax.f32";
+constexpr const char* kSample = "sample.f32";
+
+struct RowsPlan {
+  moe::View2<const float> logits;
+  int32_t* ids = nullptr;
+  int64_t ids_stride = 0;
+  int64_t b = 0;
+  int64_t v = 0;
+  sk_sample_attrs attrs{};
+  const int64_t* step = nullptr;
+};
+
+bool plan_rows(const sk_kernel_args* args, bool sample, RowsPlan* p, ErrorSink err) {
+  const char* name = sample ? kSample : kArgmax;
+  if (!check_arity(args, name, sample ? 2 : 1, 1, err)) return false;
+  const sk_tensor_arg& logits = args->inputs[0];
+  const sk_tensor_arg& ids = args->outputs[0];
+  if (!moe::check_2d(logits, name, "logits", SK_DTYPE_F32, moe::Layout::kRowsDense, err) ||
+      !check_tensor(ids, name, "ids", SK_DTYPE_I32, 1, err)) {
+    return false;
+  }
+  p->b = logits.shape[0];
+  p->v = logits.shape[1];
+  char s1[96];
+  char s2[96];
+  if (ids.rank != 1 || ids.shape[0] != p->b) {
+    return invalid(err, "%s: ids shape %s is not [%lld] (the rows of logits %s)", name,
+                   format_shape(ids, s1, sizeof s1), static_cast<long long>(p->b), format_shape(logits, s2, sizeof s2));
+  }
+  if (p->b > 1 && ids.stride[0] == 0) return invalid(err, "%s: ids is a view whose elements overlap", name);
+  if (p->v < 1 || p->v >= (int64_t{1} << 31)) {
+    return invalid(err, "%s: vocabulary size V = %lld is outside [1, 2^31)", name, static_cast<long long>(p->v));
+  }
+  if (sample) {
+    const sk_tensor_arg& step = args->inputs[1];
+    if (!check_tensor(step, name, "step", SK_DTYPE_I64, 0, err)) return false;
+    if (sk_tensor_numel(&step) != 1) {
+      return invalid(err, "%s: step shape %s must hold exactly one i64", name, format_shape(step, s1, sizeof s1));
+    }
+    p->step = static_cast<const int64_t*>(step.data);
+    if (!moe::read_attrs(args, &p->attrs)) {
+      return invalid(err, "%s: attributes must be one sk_sample_attrs (%zu bytes), got %u bytes", name,
+                     sizeof(sk_sample_attrs), args->attrs_size);
+    }
+    const sk_sample_attrs& a = p->attrs;
+    if (!(a.temperature >= 0.0f) || !std::isfinite(a.temperature)) {
+      return invalid(err, "%s: temperature = %g must be finite and >= 0", name, static_cast<double>(a.temperature));
+    }
+    if (!(a.top_p > 0.0f && a.top_p <= 1.0f)) {
+      return invalid(err, "%s: top_p = %g is outside (0, 1]", name, static_cast<double>(a.top_p));
+    }
+    if (a.top_k < 0) return invalid(err, "%s: top_k = %d is negative", name, a.top_k);
+    if (a.reserved != 0) return invalid(err, "%s: reserved attribute field is %d, must be 0", name, a.reserved);
+  } else if (args->attrs_size != 0) {
+    return invalid(err, "%s: takes no attributes, got %u bytes", name, args->attrs_size);
+  }
+  p->logits = moe::view2<const float>(logits);
+  p->ids = static_cast<int32_t*>(ids.data);
+  p->ids_stride = ids.stride[0];
+  return true;
+}
+
+int64_t sample_row(const RowsPlan& p, const float* l, int64_t row, SampleScratch& sc) {
+  const sk_sample_attrs& a = p.attrs;
+  if (a.temperature == 0.0f) return topk::argmax(l, p.v);
+  const double u = uniform(a.seed, *p.step, row);
+  const double inv_t = 1.0 / static_cast<double>(a.temperature);
+  const bool nucleus = a.top_p < 1.0f;
+  if (a.top_k > 0 && a.top_k < p.v) {
+    topk::select(l, p.v, a.top_k, &sc.keys);
+    sc.seq.idx.resize(sc.keys.size());
+    for (size_t j = 0; j < sc.keys.size(); ++j) sc.seq.idx[j] = static_cast<uint32_t>(topk::index_of(sc.keys[j]));
+    const float lmax = l[sc.seq.idx[0]];
+    // No probability mass at all (every logit -inf or NaN): fall back to the argmax.
+    if (!(lmax > -std::numeric_limits<float>::infinity())) return sc.seq.idx[0];
+    cumulate(l, nullptr, sc.seq, a.top_k, lmax, inv_t);
+    int64_t m = a.top_k;
+    if (nucleus) m = nucleus_size(sc.seq, m, static_cast<double>(a.top_p) * sc.seq.cum[m - 1]);
+    return pick(sc.seq, m, u);
+  }
+  const float lmax = topk::max_value(l, p.v);
+  if (!(lmax > -std::numeric_limits<float>::infinity())) return topk::argmax(l, p.v);
+  if (nucleus) return sample_nucleus_all(l, p.v, lmax, inv_t, a.top_p, u, sc);
+  return sample_dense(l, p.v, lmax, inv_t, u, sc);
+}
+
+int32_t rows_run(const sk_kernel_args* args, const sk_core_ctx* core, bool sample) {
+  const ErrorSink err = sink_of(core);
+  RowsPlan p;
+  if (!check_core(core, sample ? kSample : kArgmax, err) || !plan_rows(args, sample, &p, err)) {
+    return SK_ERR_INVALID_ARGUMENT;
+  }
+  const sk_range r = sk_split_range(p.b, core->core_id, core->num_cores, 1);
+  if (r.begin >= r.end) return SK_OK;
+  thread_local SampleScratch scratch;  // reused across calls; rebuilt by every row
+  for (int64_t b = r.begin; b < r.end; ++b) {
+    const float* l = p.logits.row(b);
+    const int64_t id = sample ? sample_row(p, l, b, scratch) : topk::argmax(l, p.v);
+    p.ids[b * p.ids_stride] = static_cast<int32_t>(id);
+  }
+  return SK_OK;
+}
+
+int32_t rows_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                    int32_t capacity, bool sample) {
+  RowsPlan p;
+  if (num_cores < 1 || core_id < 0 || core_id >= num_cores || !plan_rows(args, sample, &p, {})) {
+    return -SK_ERR_INVALID_ARGUMENT;
+  }
+  const sk_range r = sk_split_range(p.b, core_id, num_cores, 1);
+  RangeList list(ranges, capacity);
+  if (r.begin >= r.end) return list.finish();
+  moe::add_block(list, 0, SK_ACCESS_READ, args->inputs[0], r.begin, r.end, 0, p.v);
+  if (sample) moe::add_whole(list, 1, SK_ACCESS_READ, args->inputs[1]);
+  const int32_t out = sample ? 2 : 1;
+  for (int64_t b = r.begin; b < r.end; ++b) {
+    const int64_t off = b * p.ids_stride * static_cast<int64_t>(sizeof(int32_t));
+    list.add(out, SK_ACCESS_WRITE, off, off + static_cast<int64_t>(sizeof(int32_t)));
+  }
+  return list.finish();
+}
+
+}  // namespace
+
+int32_t argmax_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) { return rows_run(args, core, false); }
+int32_t argmax_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                          int32_t capacity) {
+  return rows_access(args, core_id, num_cores, ranges, capacity, false);
+}
+int32_t sample_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) { return rows_run(args, core, true); }
+int32_t sample_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                          int32_t capacity) {
+  return rows_access(args, core_id, num_cores, ranges, capacity, true);
+}
+
+}  // namespace sk::kernels

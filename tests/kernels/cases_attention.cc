@@ -1,0 +1,491 @@
+// Direct-test cases of the attention family (layer_norm, rope, KV-cache appends, paged decode
+// attention, MLA attention, batched_matmul): one token, context length 1, contexts that are not
+// a multiple of the block size or of the softmax chunk, an empty context, head dims that are not
+// a multiple of any vector width, MHA and GQA with 8 query heads per KV head, more heads than
+// one pass takes, partial rotary dims in both RoPE styles, skipped and repeated slots, in-place
+// and separate cache outputs, strided views. Error paths (bad positions, slots, block tables,
+// context lengths, shapes) are tested at the end of the file.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "kernel_cases.h"
+#include "kernels/attrs_attention.h"
+
+namespace sk::kernel_test {
+namespace {
+
+TensorDesc bf16(std::vector<int64_t> shape) {
+  TensorDesc d = tensor(SK_DTYPE_BF16, std::move(shape));
+  d.fill = Fill::kUniform;
+  return d;
+}
+
+TensorDesc i32(std::vector<int64_t> shape, std::vector<double> values) {
+  return tensor(SK_DTYPE_I32, std::move(shape)).with_values(std::move(values));
+}
+
+TensorDesc cache(int32_t dtype, std::vector<int64_t> shape) {
+  return dtype == SK_DTYPE_BF16 ? bf16(std::move(shape)) : f32(std::move(shape));
+}
+
+Case make(std::string name, std::string kernel, std::vector<TensorDesc> in, std::vector<TensorDesc> out,
+          std::vector<unsigned char> attrs = {}) {
+  return Case{std::move(name), std::move(kernel), std::move(in), std::move(out), std::move(attrs), -1};
+}
+
+// ---- layer_norm ----
+
+Case ln(std::string name, TensorDesc x, TensorDesc out, float eps = 1e-5f) {
+  const int64_t d = x.shape.back();
+  return make(std::move(name), "layer_norm.f32", {std::move(x), f32({d}).range(0.5, 1.5), f32({d})}, {std::move(out)},
+              attrs_bytes(sk_layer_norm_attrs{eps}));
+}
+
+// ---- rope ----
+
+// x [T, H, Dh] (or [T, H * Dh] when `flat`), positions below max_pos = 50.
+Case rope(std::string name, int64_t t, int64_t h, int32_t dh, int32_t rd, int32_t neox, bool flat = false) {
+  std::vector<double> pos;
+  for (int64_t i = 0; i < t; ++i) pos.push_back(static_cast<double>((i * 17 + 3) % 50));
+  const std::vector<int64_t> shape = flat ? std::vector<int64_t>{t, h * dh} : std::vector<int64_t>{t, h, dh};
+  return make(std::move(name), "rope.f32", {f32(shape).range(-2, 2), i32({t}, pos), f32({50, rd})}, {f32(shape)},
+              attrs_bytes(sk_rope_attrs{dh, rd, neox}));
+}
+
+// ---- KV-cache appends ----
+
+std::string suffix(int32_t dtype) { return dtype == SK_DTYPE_BF16 ? "bf16" : "f32"; }
+
+// k_new, v_new [T, hkv, dh] into caches [blocks, bs, hkv, dh]; in place unless `separate`.
+Case kv_append(std::string name, int32_t dtype, std::vector<double> slots, int64_t hkv, int64_t dh, int64_t blocks,
+               int64_t bs, bool separate = false) {
+  const auto t = static_cast<int64_t>(slots.size());
+  Case c = make(std::move(name) + "_" + suffix(dtype), "kv_append." + suffix(dtype),
+                {f32({t, hkv, dh}).range(-100, 100), f32({t, hkv, dh}).range(-3, 3), i32({t}, std::move(slots)),
+                 cache(dtype, {blocks, bs, hkv, dh}), cache(dtype, {blocks, bs, hkv, dh})},
+                {cache(dtype, {blocks, bs, hkv, dh}), cache(dtype, {blocks, bs, hkv, dh})});
+  if (separate) return c;
+  return in_place_output(in_place_output(std::move(c), 0, 3), 1, 4);
+}
+
+Case mla_append(std::string name, int32_t dtype, std::vector<double> slots, int64_t r, int64_t p, int64_t blocks,
+                int64_t bs, bool separate = false) {
+  const auto t = static_cast<int64_t>(slots.size());
+  Case c = make(std::move(name) + "_" + suffix(dtype), "mla_cache_append." + suffix(dtype),
+                {f32({t, r}).range(-5, 5), f32({t, p}), i32({t}, std::move(slots)), cache(dtype, {blocks, bs, r + p})},
+                {cache(dtype, {blocks, bs, r + p})});
+  if (separate) return c;
+  return in_place(std::move(c), 3);
+}
+
+// ---- paged attention ----
+
+struct Seqs {
+  std::vector<double> context_lens;
+  std::vector<double> block_tables;  // [B, max_blocks], row-major
+  int64_t max_blocks;
+};
+
+Case paged(std::string name, int32_t dtype, int64_t hq, int64_t hkv, int64_t dh, int64_t blocks, int64_t bs,
+           const Seqs& s) {
+  const auto b = static_cast<int64_t>(s.context_lens.size());
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  return make(std::move(name) + "_" + suffix(dtype), "paged_attention." + suffix(dtype),
+              {f32({b, hq, dh}).range(-2, 2), cache(dtype, {blocks, bs, hkv, dh}), cache(dtype, {blocks, bs, hkv, dh}),
+               i32({b, s.max_blocks}, s.block_tables), i32({b}, s.context_lens)},
+              {f32({b, hq, dh})}, attrs_bytes(sk_paged_attention_attrs{scale}));
+}
+
+// ---- MLA ----
+
+Case mla(std::string name, int32_t dtype, int64_t h, int32_t r, int32_t p, int64_t blocks, int64_t bs, const Seqs& s) {
+  const auto b = static_cast<int64_t>(s.context_lens.size());
+  const float scale = 1.0f / std::sqrt(static_cast<float>(r + p));
+  return make(std::move(name) + "_" + suffix(dtype), "mla_attention." + suffix(dtype),
+              {f32({b, h, r}).range(-2, 2), f32({b, h, p}).range(-2, 2), cache(dtype, {blocks, bs, r + p}),
+               i32({b, s.max_blocks}, s.block_tables), i32({b}, s.context_lens)},
+              {f32({b, h, r})}, attrs_bytes(sk_mla_attention_attrs{r, p, scale}));
+}
+
+Case bmm(std::string name, TensorDesc x, TensorDesc w, TensorDesc y) {
+  return make(std::move(name), "batched_matmul.f32", {std::move(x), std::move(w)}, {std::move(y)});
+}
+
+}  // namespace
+
+SK_KERNEL_CASES(attention_cases) {
+  std::vector<Case> cs;
+  // layer_norm
+  cs.push_back(ln("layer_norm_one_row", f32({1, 64}), f32({1, 64})));
+  cs.push_back(ln("layer_norm_5x37", f32({5, 37}), f32({5, 37})));
+  cs.push_back(ln("layer_norm_3x4x16", f32({3, 4, 16}), f32({3, 4, 16})));
+  cs.push_back(ln("layer_norm_d1", f32({7, 1}), f32({7, 1})));
+  cs.push_back(ln("layer_norm_long_rows", f32({3, 1031}).range(-4, 4), f32({3, 1031})));
+  // A mean far from zero: one-pass E[x^2] - E[x]^2 would lose the variance here.
+  cs.push_back(ln("layer_norm_offset_mean", f32({4, 300}).range(50, 51), f32({4, 300})));
+  cs.push_back(ln("layer_norm_padded_rows", f32({9, 130}).padded(1, 6), f32({9, 130}).padded(1, 3).reversed(0)));
+  cs.push_back(in_place(ln("layer_norm_in_place", f32({6, 40}), f32({6, 40})), 0));
+
+  // rope: both styles, full and partial rotary dims, dims and halves that end in vector tails.
+  cs.push_back(rope("rope_neox_3x4x64", 3, 4, 64, 64, 1));
+  cs.push_back(rope("rope_interleaved_3x4x64", 3, 4, 64, 64, 0));
+  cs.push_back(rope("rope_neox_partial_2x3x64_r32", 2, 3, 64, 32, 1));
+  cs.push_back(rope("rope_interleaved_partial_2x3x40_r24", 2, 3, 40, 24, 0));
+  cs.push_back(rope("rope_neox_odd_half_5x2x18", 5, 2, 18, 18, 1));
+  cs.push_back(rope("rope_interleaved_odd_half_5x2x20_r14", 5, 2, 20, 14, 0));
+  cs.push_back(rope("rope_neox_flat_5x4x32", 5, 4, 32, 32, 1, true));
+  cs.push_back(rope("rope_interleaved_flat_partial_3x2x48_r16", 3, 2, 48, 16, 0, true));
+  cs.push_back(rope("rope_one_token_128_r64", 1, 1, 128, 64, 1));
+  cs.push_back(in_place(rope("rope_in_place_neox", 4, 3, 32, 16, 1), 0));
+  cs.push_back(in_place(rope("rope_in_place_interleaved", 4, 3, 34, 34, 0), 0));
+  {
+    Case c = rope("rope_strided", 4, 3, 16, 16, 1);
+    c.inputs[0].transposed({1, 0, 2}).padded(2, 4);
+    c.inputs[1].stepped(0, 2);
+    c.outputs[0].padded(1, 1).reversed(0);
+    cs.push_back(std::move(c));
+  }
+
+  // KV-cache appends: one token, skipped tokens (-1), a repeated slot (the later token wins),
+  // head dims with vector tails, separate (non in-place) outputs, strided new values.
+  for (int32_t dt : {SK_DTYPE_F32, SK_DTYPE_BF16}) {
+    cs.push_back(kv_append("kv_append_one_token", dt, {5}, 2, 8, 4, 4));
+    cs.push_back(kv_append("kv_append_skipped", dt, {3, -1, 10, 0, 15}, 2, 16, 4, 4));
+    cs.push_back(kv_append("kv_append_repeated_slot", dt, {2, 7, 2}, 1, 12, 3, 4));
+    cs.push_back(kv_append("kv_append_dh_tail", dt, {9, 1, 30, 22, 6, 13}, 3, 13, 4, 8));
+    cs.push_back(kv_append("kv_append_separate", dt, {4, -1, 0}, 2, 8, 2, 4, true));
+    {
+      Case c = kv_append("kv_append_strided_new", dt, {1, 6, 3}, 2, 8, 2, 4);
+      c.inputs[0].transposed({1, 0, 2});
+      c.inputs[1].padded(2, 3);
+      cs.push_back(std::move(c));
+    }
+    cs.push_back(mla_append("mla_cache_append_skipped", dt, {4, -1, 9}, 32, 8, 3, 4));
+    cs.push_back(mla_append("mla_cache_append_tails", dt, {0, 11, 5, 6}, 20, 7, 2, 8));
+    cs.push_back(mla_append("mla_cache_append_separate", dt, {2, 3}, 16, 16, 2, 2, true));
+  }
+
+  {
+    // Rounding to bf16: ties to even both ways, values that round up into the next binade or to
+    // infinity, subnormals, signed zero, infinities and NaN (which must stay a NaN).
+    const double inf = std::numeric_limits<double>::infinity();
+    Case c = kv_append("kv_append_rounding", SK_DTYPE_BF16, {3, 0}, 1, 12, 1, 4);
+    c.inputs[0].with_values({1.00390625, 1.01171875, -1.00390625, 1.99951171875, 3.3961775e38, 3.4e38, 1e-40, -1e-45,
+                             -0.0, inf, -inf, std::numeric_limits<double>::quiet_NaN()});
+    cs.push_back(std::move(c));
+  }
+
+  // Paged attention (f32 and bf16 caches).
+  for (int32_t dt : {SK_DTYPE_F32, SK_DTYPE_BF16}) {
+    // MHA, one sequence, context 10 over blocks of 4 (not a multiple), scattered blocks.
+    cs.push_back(paged("paged_attention_mha_ctx10", dt, 4, 4, 16, 6, 4, {{10}, {4, 0, 2}, 3}));
+    // Context length 1.
+    cs.push_back(paged("paged_attention_ctx1", dt, 2, 1, 32, 3, 4, {{1}, {2, 0}, 2}));
+    // GQA with 8 query heads per KV head; unused table entries may hold anything (-1).
+    cs.push_back(paged("paged_attention_gqa8", dt, 16, 2, 32, 10, 8, {{1, 29}, {3, -1, -1, -1, 9, 1, 5, 0}, 4}));
+    // B = 3 with different lengths, one of them empty and one longer than a softmax chunk;
+    // Dh = 20 ends in a vector tail everywhere.
+    cs.push_back(paged("paged_attention_b3_dh20", dt, 6, 2, 20, 12, 16,
+                       {{5, 0, 70}, {7, -1, -1, -1, -1, 0, 0, 0, 0, 0, 11, 3, 8, 1, 5}, 5}));
+    // A long context (several chunks) at a decode head size, all 8 query heads on one KV head.
+    cs.push_back(paged("paged_attention_ctx200_dh128", dt, 8, 1, 128, 16, 16,
+                       {{200}, {15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0}, 16}));
+    // More query heads per KV head than one pass takes (attn::kMaxHeads).
+    cs.push_back(paged("paged_attention_group20", dt, 40, 2, 8, 4, 4, {{9, 16}, {1, 2, 3, -1, 0, 3, 2, 1}, 4}));
+  }
+  {
+    Case c = paged("paged_attention_strided_q_out", SK_DTYPE_F32, 4, 2, 24, 6, 4, {{7, 11}, {0, 1, 5, 2, 3, 4}, 3});
+    c.inputs[0].transposed({1, 0, 2}).padded(2, 8);
+    c.inputs[3].padded(1, 2);
+    c.outputs[0].padded(2, 5).reversed(1);
+    cs.push_back(std::move(c));
+  }
+
+  // MLA attention.
+  for (int32_t dt : {SK_DTYPE_F32, SK_DTYPE_BF16}) {
+    cs.push_back(mla("mla_attention_h3_ctx13", dt, 3, 32, 8, 5, 4, {{13}, {4, 1, 3, 0}, 4}));
+    cs.push_back(
+        mla("mla_attention_h16_b2", dt, 16, 64, 16, 12, 16, {{70, 3}, {0, 1, 2, 3, 4, 5, 11, 8, 9, 10, 6, 7}, 6}));
+    cs.push_back(mla("mla_attention_tails_ctx1", dt, 5, 40, 12, 3, 4, {{1, 0}, {2, -1, -1, -1}, 2}));
+    cs.push_back(mla("mla_attention_no_rope", dt, 2, 24, 0, 4, 4, {{6}, {3, 1}, 2}));
+    cs.push_back(mla("mla_attention_h40", dt, 40, 16, 8, 4, 4, {{15}, {0, 1, 2, 3}, 4}));
+    cs.push_back(mla("mla_attention_decode_512", dt, 4, 512, 64, 6, 16, {{90}, {5, 3, 1, 0, 2, 4}, 6}));
+  }
+  {
+    Case c = mla("mla_attention_strided", SK_DTYPE_F32, 3, 16, 8, 4, 4, {{7, 10}, {1, 0, 3, 2, 0, 0}, 3});
+    c.inputs[0].transposed({1, 0, 2});
+    c.inputs[1].padded(2, 3);
+    c.outputs[0].padded(1, 2);
+    cs.push_back(std::move(c));
+  }
+
+  // batched_matmul: decode (M = 1) projections, ragged sizes, strided views, K = 0.
+  cs.push_back(bmm("batched_matmul_decode", f32({4, 1, 64}), f32({4, 48, 64}), f32({4, 1, 48})));
+  cs.push_back(bmm("batched_matmul_3x5x37", f32({3, 5, 37}), f32({3, 11, 37}), f32({3, 5, 11})));
+  cs.push_back(bmm("batched_matmul_wuk", f32({16, 1, 128}), f32({16, 96, 128}), f32({16, 1, 96})));
+  cs.push_back(bmm("batched_matmul_one_head", f32({1, 3, 9}), f32({1, 2, 9}), f32({1, 3, 2})));
+  cs.push_back(bmm("batched_matmul_strided", f32({3, 2, 20}).transposed({1, 0, 2}), f32({3, 13, 20}).padded(2, 4),
+                   f32({3, 2, 13}).padded(2, 3).reversed(0)));
+  cs.push_back(bmm("batched_matmul_k0", f32({2, 3, 0}), f32({2, 4, 0}), f32({2, 3, 4})));
+  return cs;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Error paths
+
+namespace {
+
+const sk_kernel_desc* find(const char* name) {
+  static void* handle = dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return nullptr;
+  const auto table_fn = reinterpret_cast<sk_kernel_package_table_fn>(dlsym(handle, SK_KERNEL_PACKAGE_SYMBOL));
+  if (table_fn == nullptr) return nullptr;
+  const sk_kernel_package* pkg = table_fn();
+  for (uint32_t i = 0; i < pkg->num_kernels; ++i) {
+    if (std::strcmp(pkg->kernels[i].name, name) == 0) return &pkg->kernels[i];
+  }
+  return nullptr;
+}
+
+// Dense zero-filled operands built by hand.
+class Operands {
+ public:
+  Operands& in(int32_t dtype, std::vector<int64_t> shape) {
+    in_.push_back(make(dtype, std::move(shape)));
+    return *this;
+  }
+  Operands& out(int32_t dtype, std::vector<int64_t> shape) {
+    out_.push_back(make(dtype, std::move(shape)));
+    return *this;
+  }
+  template <class T>
+  Operands& attrs(const T& a) {
+    attrs_ = attrs_bytes(a);
+    return *this;
+  }
+  template <class T>
+  T* in_data(size_t i) {
+    return static_cast<T*>(in_[i].data);
+  }
+  sk_tensor_arg& input(size_t i) { return in_[i]; }
+  sk_tensor_arg& output(size_t i) { return out_[i]; }
+  const sk_kernel_args& args() {
+    args_.inputs = in_.data();
+    args_.outputs = out_.data();
+    args_.num_inputs = static_cast<int32_t>(in_.size());
+    args_.num_outputs = static_cast<int32_t>(out_.size());
+    args_.attrs = attrs_.empty() ? nullptr : attrs_.data();
+    args_.attrs_size = static_cast<uint32_t>(attrs_.size());
+    return args_;
+  }
+
+ private:
+  sk_tensor_arg make(int32_t dtype, std::vector<int64_t> shape) {
+    sk_tensor_arg t{};
+    t.dtype = dtype;
+    t.rank = static_cast<int32_t>(shape.size());
+    int64_t n = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      t.shape[d] = shape[d];
+      t.stride[d] = n;
+      n *= shape[d];
+    }
+    const size_t size = static_cast<size_t>(std::max<int64_t>(1, n) * std::max<int64_t>(1, sk_dtype_size(dtype)));
+    buffers_.push_back(std::make_unique<unsigned char[]>(size));
+    std::memset(buffers_.back().get(), 0, size);
+    t.data = buffers_.back().get();
+    return t;
+  }
+  std::vector<std::unique_ptr<unsigned char[]>> buffers_;
+  std::vector<sk_tensor_arg> in_;
+  std::vector<sk_tensor_arg> out_;
+  std::vector<unsigned char> attrs_;
+  sk_kernel_args args_{};
+};
+
+// Every core of a 1- and a 3-core call fails with a message naming the kernel and containing
+// each of `details`, leaves the outputs untouched, and the access callback refuses the shapes
+// when `access_fails` (data errors are only found by run).
+void expect_invalid(const char* kernel, Operands& ops, std::vector<std::string> details, bool access_fails) {
+  SCOPED_TRACE(kernel);
+  const sk_kernel_desc* k = find(kernel);
+  ASSERT_NE(k, nullptr);
+  const sk_kernel_args& args = ops.args();
+  std::vector<std::vector<unsigned char>> before;
+  for (int32_t o = 0; o < args.num_outputs; ++o) {
+    const auto* p = static_cast<const unsigned char*>(args.outputs[o].data);
+    before.emplace_back(p, p + sk_tensor_numel(&args.outputs[o]) * sk_dtype_size(args.outputs[o].dtype));
+  }
+  for (int n : {1, 3}) {
+    for (int core = 0; core < n; ++core) {
+      char msg[512] = {};
+      sk_core_ctx ctx{};
+      ctx.core_id = core;
+      ctx.num_cores = n;
+      ctx.error_message = msg;
+      ctx.error_capacity = sizeof msg;
+      EXPECT_EQ(k->run(&args, &ctx), SK_ERR_INVALID_ARGUMENT);
+      EXPECT_NE(std::strstr(msg, kernel), nullptr) << msg;
+      for (const std::string& d : details) EXPECT_NE(std::strstr(msg, d.c_str()), nullptr) << msg;
+    }
+  }
+  for (int32_t o = 0; o < args.num_outputs; ++o) {
+    const auto* p = static_cast<const unsigned char*>(args.outputs[o].data);
+    EXPECT_EQ(0, std::memcmp(p, before[static_cast<size_t>(o)].data(), before[static_cast<size_t>(o)].size()))
+        << "output " << o << " written despite the error";
+  }
+  sk_access_range ranges[8];
+  if (access_fails) {
+    EXPECT_LT(k->access(&args, 0, 1, ranges, 8), 0);
+  } else {
+    EXPECT_GE(k->access(&args, 0, 1, ranges, 8), 0);
+  }
+}
+
+TEST(AttentionKernelErrors, RopeRejectsBadPositionsAndAttributes) {
+  {
+    Operands o;
+    o.in(SK_DTYPE_F32, {3, 2, 8}).in(SK_DTYPE_I32, {3}).in(SK_DTYPE_F32, {10, 8}).out(SK_DTYPE_F32, {3, 2, 8});
+    o.attrs(sk_rope_attrs{8, 8, 1});
+    o.in_data<int32_t>(1)[2] = 10;
+    expect_invalid("rope.f32", o, {"positions[2] = 10", "10 positions"}, false);
+    o.in_data<int32_t>(1)[2] = -1;
+    expect_invalid("rope.f32", o, {"positions[2] = -1"}, false);
+  }
+  {
+    Operands o;
+    o.in(SK_DTYPE_F32, {3, 2, 8}).in(SK_DTYPE_I32, {3}).in(SK_DTYPE_F32, {10, 8}).out(SK_DTYPE_F32, {3, 2, 8});
+    o.attrs(sk_rope_attrs{8, 7, 1});
+    expect_invalid("rope.f32", o, {"rotary_dim 7"}, true);
+  }
+  {
+    Operands o;
+    o.in(SK_DTYPE_F32, {3, 20}).in(SK_DTYPE_I32, {3}).in(SK_DTYPE_F32, {10, 8}).out(SK_DTYPE_F32, {3, 20});
+    o.attrs(sk_rope_attrs{8, 8, 0});
+    expect_invalid("rope.f32", o, {"head_dim = 8"}, true);
+  }
+  {
+    Operands o;
+    o.in(SK_DTYPE_F32, {3, 2, 8}).in(SK_DTYPE_I32, {3}).in(SK_DTYPE_F32, {10, 6}).out(SK_DTYPE_F32, {3, 2, 8});
+    o.attrs(sk_rope_attrs{8, 8, 1});
+    expect_invalid("rope.f32", o, {"cos_sin_cache shape [10, 6]"}, true);
+  }
+}
+
+TEST(AttentionKernelErrors, LayerNormShapesAndAttributes) {
+  Operands o;
+  o.in(SK_DTYPE_F32, {3, 5}).in(SK_DTYPE_F32, {5}).in(SK_DTYPE_F32, {4}).out(SK_DTYPE_F32, {3, 5});
+  o.attrs(sk_layer_norm_attrs{1e-5f});
+  expect_invalid("layer_norm.f32", o, {"beta shape [4]"}, true);
+  Operands n;
+  n.in(SK_DTYPE_F32, {3, 5}).in(SK_DTYPE_F32, {5}).in(SK_DTYPE_F32, {5}).out(SK_DTYPE_F32, {3, 5});
+  n.attrs(sk_layer_norm_attrs{-1.0f});
+  expect_invalid("layer_norm.f32", n, {"eps"}, true);
+}
+
+TEST(AttentionKernelErrors, KvAppendRejectsSlotsOutsideTheCache) {
+  for (const char* kernel : {"kv_append.f32", "kv_append.bf16"}) {
+    const int32_t dt = std::strstr(kernel, "bf16") != nullptr ? SK_DTYPE_BF16 : SK_DTYPE_F32;
+    Operands o;
+    o.in(SK_DTYPE_F32, {3, 2, 4}).in(SK_DTYPE_F32, {3, 2, 4}).in(SK_DTYPE_I32, {3});
+    o.in(dt, {2, 4, 2, 4}).in(dt, {2, 4, 2, 4}).out(dt, {2, 4, 2, 4}).out(dt, {2, 4, 2, 4});
+    o.in_data<int32_t>(2)[0] = 1;
+    o.in_data<int32_t>(2)[1] = 8;
+    o.in_data<int32_t>(2)[2] = -1;
+    // A separate output would receive a copy of the cache: nothing may be written at all.
+    expect_invalid(kernel, o, {"slot_mapping[1] = 8", "8 slots"}, false);
+  }
+  {
+    Operands o;
+    o.in(SK_DTYPE_F32, {3, 2, 4}).in(SK_DTYPE_F32, {3, 2, 4}).in(SK_DTYPE_I32, {3});
+    o.in(SK_DTYPE_F32, {2, 4, 2, 4}).in(SK_DTYPE_F32, {2, 4, 2, 4});
+    o.out(SK_DTYPE_F32, {2, 4, 2, 4}).out(SK_DTYPE_F32, {2, 4, 2, 4});
+    o.input(1).shape[2] = 1;
+    expect_invalid("kv_append.f32", o, {"v_new shape"}, true);
+  }
+  {
+    Operands o;
+    o.in(SK_DTYPE_F32, {2, 8}).in(SK_DTYPE_F32, {2, 4}).in(SK_DTYPE_I32, {2});
+    o.in(SK_DTYPE_F32, {2, 4, 13}).out(SK_DTYPE_F32, {2, 4, 13});
+    expect_invalid("mla_cache_append.f32", o, {"do not split the latent_cache row"}, true);
+  }
+}
+
+TEST(AttentionKernelErrors, PagedAttentionRejectsBadTablesAndShapes) {
+  const sk_paged_attention_attrs attrs{0.25f};
+  const auto make_ops = [&](Operands& o, int64_t hq, int64_t hkv) {
+    o.in(SK_DTYPE_F32, {2, hq, 16}).in(SK_DTYPE_F32, {4, 8, hkv, 16}).in(SK_DTYPE_F32, {4, 8, hkv, 16});
+    o.in(SK_DTYPE_I32, {2, 3}).in(SK_DTYPE_I32, {2}).out(SK_DTYPE_F32, {2, hq, 16});
+    o.attrs(attrs);
+  };
+  {
+    Operands o;
+    make_ops(o, 4, 2);
+    int32_t* bt = o.in_data<int32_t>(3);
+    int32_t* cl = o.in_data<int32_t>(4);
+    cl[0] = 3;
+    cl[1] = 17;  // uses blocks 0..2 of sequence 1
+    bt[3] = 1;
+    bt[4] = 2;
+    bt[5] = 4;  // the third block of sequence 1 is outside the cache of 4 blocks
+    expect_invalid("paged_attention.f32", o, {"block_tables[1, 2] = 4", "sequence 1, block 2", "4 blocks"}, false);
+    bt[5] = 3;
+    cl[1] = 25;  // 3 blocks of 8 hold at most 24 tokens
+    expect_invalid("paged_attention.f32", o, {"context_lens[1] = 25", "sequence 1"}, false);
+    cl[1] = -2;
+    expect_invalid("paged_attention.f32", o, {"context_lens[1] = -2"}, false);
+  }
+  {
+    Operands o;
+    make_ops(o, 6, 4);
+    expect_invalid("paged_attention.f32", o, {"Hq = 6", "Hkv = 4"}, true);
+  }
+  {
+    Operands o;
+    make_ops(o, 4, 2);
+    o.output(0).data = o.input(0).data;
+    expect_invalid("paged_attention.f32", o, {"overlap"}, true);
+  }
+  {
+    Operands o;
+    o.in(SK_DTYPE_F32, {2, 4, 16}).in(SK_DTYPE_BF16, {4, 8, 2, 16}).in(SK_DTYPE_BF16, {4, 8, 2, 16});
+    o.in(SK_DTYPE_I32, {2, 3}).in(SK_DTYPE_I32, {2}).out(SK_DTYPE_F32, {2, 4, 16});
+    o.attrs(attrs);
+    expect_invalid("paged_attention.f32", o, {"k_cache has dtype bf16"}, true);
+  }
+}
+
+TEST(AttentionKernelErrors, MlaRejectsMismatchedAttributesAndTables) {
+  {
+    Operands o;
+    o.in(SK_DTYPE_F32, {1, 2, 16}).in(SK_DTYPE_F32, {1, 2, 4}).in(SK_DTYPE_F32, {3, 4, 20});
+    o.in(SK_DTYPE_I32, {1, 2}).in(SK_DTYPE_I32, {1}).out(SK_DTYPE_F32, {1, 2, 16});
+    o.attrs(sk_mla_attention_attrs{16, 8, 0.1f});
+    expect_invalid("mla_attention.f32", o, {"q_pe shape [1, 2, 4]", "rope_dim = 8"}, true);
+  }
+  {
+    Operands o;
+    o.in(SK_DTYPE_F32, {1, 2, 16}).in(SK_DTYPE_F32, {1, 2, 4}).in(SK_DTYPE_F32, {3, 4, 20});
+    o.in(SK_DTYPE_I32, {1, 2}).in(SK_DTYPE_I32, {1}).out(SK_DTYPE_F32, {1, 2, 16});
+    o.attrs(sk_mla_attention_attrs{16, 4, 0.1f});
+    o.in_data<int32_t>(3)[0] = 3;
+    o.in_data<int32_t>(4)[0] = 2;
+    expect_invalid("mla_attention.f32", o, {"block_tables[0, 0] = 3", "3 blocks"}, false);
+  }
+}
+
+TEST(AttentionKernelErrors, BatchedMatmulShapes) {
+  Operands o;
+  o.in(SK_DTYPE_F32, {2, 3, 8}).in(SK_DTYPE_F32, {3, 4, 8}).out(SK_DTYPE_F32, {2, 3, 4});
+  expect_invalid("batched_matmul.f32", o, {"[Hb, M, K]"}, true);
+}
+
+}  // namespace
+}  // namespace sk::kernel_test

@@ -1,0 +1,569 @@
+// Direct-test cases of the matmul family (matmul.bf16, quantize.i8, matmul.w8a8,
+// matmul.w8a8_dyn, grouped_matmul.*): GEMV and decode shapes, K and N that are not multiples of
+// any vector width, K = 1 and K = 0, strided and permuted rows, and for the grouped matmuls
+// empty experts, every row in one expert and counts that leave rows without an expert.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernel_cases.h"
+#include "util/half.h"
+
+namespace sk::kernel_test {
+namespace {
+
+TensorDesc bf16(std::vector<int64_t> shape) {
+  TensorDesc d = tensor(SK_DTYPE_BF16, std::move(shape));
+  d.fill = Fill::kUniform;
+  return d;
+}
+
+// -128 included on purpose: the int8 matmuls read it as -127.
+TensorDesc i8(std::vector<int64_t> shape) {
+  TensorDesc d = tensor(SK_DTYPE_I8, std::move(shape));
+  d.fill = Fill::kUniform;
+  return d.range(-128.4, 127.4);
+}
+
+TensorDesc scales(std::vector<int64_t> shape) { return f32(std::move(shape)).range(0.001, 0.05); }
+
+TensorDesc counts(std::vector<double> c) {
+  return tensor(SK_DTYPE_I32, {static_cast<int64_t>(c.size())}).with_values(std::move(c));
+}
+
+Case make(std::string name, std::string kernel, std::vector<TensorDesc> in, std::vector<TensorDesc> out) {
+  return Case{std::move(name), std::move(kernel), std::move(in), std::move(out), {}, -1};
+}
+
+// The leading shape of x (all but the last dimension).
+std::vector<int64_t> lead(std::vector<int64_t> s) {
+  s.pop_back();
+  return s;
+}
+
+std::vector<int64_t> with_last(std::vector<int64_t> s, int64_t n) {
+  s.back() = n;
+  return s;
+}
+
+}  // namespace
+
+SK_KERNEL_CASES(matmul_family_cases) {
+  std::vector<Case> cs;
+
+  // ---- matmul.bf16 ----
+  struct Shape3 {
+    const char* name;
+    std::vector<int64_t> x;
+    int64_t n;
+  };
+  const std::vector<Shape3> linear = {
+      {"gemv_vector_x", {37}, 19}, {"gemv_1x256_n64", {1, 256}, 64},
+      {"k1", {3, 1}, 13},          {"n1", {5, 33}, 1},
+      {"m4_k70", {4, 70}, 24},     {"m16_k300_n40", {16, 300}, 40},
+      {"m17_n70", {17, 24}, 70},   {"k33_n100", {2, 33}, 100},
+      {"rank3_x", {2, 3, 20}, 9},  {"gemv_k1000_n37", {1, 1000}, 37},
+  };
+  for (const Shape3& s : linear) {
+    const int64_t k = s.x.back();
+    cs.push_back(
+        make(std::string("bf16_") + s.name, "matmul.bf16", {f32(s.x), bf16({s.n, k})}, {f32(with_last(s.x, s.n))}));
+  }
+  cs.push_back(make("bf16_padded", "matmul.bf16", {f32({6, 45}).padded(1, 3), bf16({21, 45}).padded(1, 5)},
+                    {f32({6, 21}).padded(1, 2)}));
+  cs.push_back(make("bf16_permuted_rows", "matmul.bf16", {f32({4, 3, 24}).transposed({1, 0, 2}), bf16({11, 24})},
+                    {f32({4, 3, 11})}));
+  cs.push_back(make("bf16_k0", "matmul.bf16", {f32({2, 0}), bf16({5, 0})}, {f32({2, 5})}));
+
+  // ---- quantize.i8 ----
+  for (const std::vector<int64_t>& s :
+       std::vector<std::vector<int64_t>>{{1, 64}, {5, 37}, {3, 4, 16}, {7, 1}, {100}, {3, 1031}, {20, 9}}) {
+    std::string name = "quantize";
+    for (int64_t d : s) name += "_" + std::to_string(d);
+    cs.push_back(make(name, "quantize.i8", {f32(s).range(-3, 3)}, {i8(s), f32(lead(s))}));
+  }
+  // Ties: with max |x| = 127 the scale is 1, so x / scale hits .5 exactly (round half to even).
+  cs.push_back(make("quantize_ties", "quantize.i8",
+                    {f32({2, 10}).with_values({127, 63.5, -63.5, 0.5, 1.5, 2.5, -2.5, -0.5, 126.5, -127})},
+                    {i8({2, 10}), f32({2})}));
+  cs.push_back(
+      make("quantize_zero_rows", "quantize.i8", {f32({3, 40}).with_values({0.0, -0.0})}, {i8({3, 40}), f32({3})}));
+  cs.push_back(make("quantize_strided", "quantize.i8", {f32({9, 130}).padded(1, 6).range(-9, 9)},
+                    {i8({9, 130}).padded(1, 3), f32({9}).stepped(0, 2).reversed(0)}));
+  cs.push_back(make("quantize_k0", "quantize.i8", {f32({4, 0})}, {i8({4, 0}), f32({4})}));
+
+  // ---- matmul.w8a8 / matmul.w8a8_dyn ----
+  const std::vector<Shape3> w8 = {
+      {"gemv_1x256_n64", {1, 256}, 64}, {"gemv_vector_x", {37}, 19},     {"k1", {3, 1}, 13},
+      {"m4_k70", {4, 70}, 24},          {"m16_k300_n40", {16, 300}, 40}, {"m17_n70", {17, 24}, 70},
+      {"k100_n33", {2, 100}, 33},       {"rank3_x", {2, 3, 64}, 9},      {"gemv_k2000_n20", {1, 2000}, 20},
+  };
+  for (const Shape3& s : w8) {
+    const int64_t k = s.x.back();
+    cs.push_back(make(std::string("w8a8_") + s.name, "matmul.w8a8",
+                      {i8(s.x), scales(lead(s.x)), i8({s.n, k}), scales({s.n})}, {f32(with_last(s.x, s.n))}));
+    cs.push_back(make(std::string("w8a8_dyn_") + s.name, "matmul.w8a8_dyn",
+                      {f32(s.x).range(-4, 4), i8({s.n, k}), scales({s.n})}, {f32(with_last(s.x, s.n))}));
+  }
+  cs.push_back(
+      make("w8a8_padded", "matmul.w8a8",
+           {i8({6, 45}).padded(1, 3), scales({6}).stepped(0, 3), i8({21, 45}).padded(1, 5), scales({21}).reversed(0)},
+           {f32({6, 21}).padded(1, 2)}));
+  cs.push_back(make("w8a8_permuted_rows", "matmul.w8a8",
+                    {i8({4, 3, 40}).transposed({1, 0, 2}), scales({4, 3}), i8({11, 40}), scales({11})},
+                    {f32({4, 3, 11})}));
+  cs.push_back(make("w8a8_dyn_padded", "matmul.w8a8_dyn",
+                    {f32({5, 70}).padded(1, 2), i8({30, 70}).padded(1, 7), scales({30}).stepped(0, 2)},
+                    {f32({5, 30}).reversed(0)}));
+  cs.push_back(make("w8a8_dyn_zero_row", "matmul.w8a8_dyn",
+                    {f32({2, 33}).with_values({0.0}), i8({17, 33}), scales({17})}, {f32({2, 17})}));
+  cs.push_back(make("w8a8_k0", "matmul.w8a8", {i8({2, 0}), scales({2}), i8({5, 0}), scales({5})}, {f32({2, 5})}));
+  cs.push_back(make("w8a8_dyn_k0", "matmul.w8a8_dyn", {f32({2, 0}), i8({5, 0}), scales({5})}, {f32({2, 5})}));
+
+  // ---- grouped_matmul.{f32,bf16,w8a8_dyn} ----
+  struct Group {
+    const char* name;
+    int64_t r, k, n;
+    std::vector<double> counts;
+  };
+  const std::vector<Group> groups = {
+      {"three_experts_two_idle_rows", 10, 33, 20, {3, 0, 5}},  // an empty expert, rows past the sum
+      {"one_expert_has_all", 6, 16, 40, {0, 6, 0, 0}},
+      {"no_rows_routed", 4, 24, 18, {0, 0}},
+      {"m16_one_expert", 16, 300, 24, {16}},
+      {"k1", 7, 1, 9, {2, 5}},
+      {"decode_8_experts", 32, 64, 48, {4, 4, 0, 8, 2, 6, 3, 5}},
+  };
+  for (const Group& g : groups) {
+    const auto e = static_cast<int64_t>(g.counts.size());
+    cs.push_back(make(std::string("gmm_f32_") + g.name, "grouped_matmul.f32",
+                      {f32({g.r, g.k}), counts(g.counts), f32({e, g.n, g.k})}, {f32({g.r, g.n})}));
+    cs.push_back(make(std::string("gmm_bf16_") + g.name, "grouped_matmul.bf16",
+                      {f32({g.r, g.k}), counts(g.counts), bf16({e, g.n, g.k})}, {f32({g.r, g.n})}));
+    cs.push_back(make(std::string("gmm_w8a8_dyn_") + g.name, "grouped_matmul.w8a8_dyn",
+                      {f32({g.r, g.k}).range(-3, 3), counts(g.counts), i8({e, g.n, g.k}), scales({e, g.n})},
+                      {f32({g.r, g.n})}));
+  }
+  cs.push_back(make("gmm_f32_padded", "grouped_matmul.f32",
+                    {f32({9, 40}).padded(1, 3), counts({4, 1, 3}), f32({3, 21, 40}).padded(1, 2).padded(2, 5)},
+                    {f32({9, 21}).padded(1, 4)}));
+  cs.push_back(make("gmm_bf16_reversed_rows", "grouped_matmul.bf16",
+                    {f32({8, 50}).reversed(0), counts({5, 3}), bf16({2, 30, 50})}, {f32({8, 30}).reversed(0)}));
+  cs.push_back(make("gmm_w8a8_dyn_strided_scales", "grouped_matmul.w8a8_dyn",
+                    {f32({6, 70}), counts({2, 0, 4}), i8({3, 17, 70}), scales({3, 17}).transposed({1, 0})},
+                    {f32({6, 17})}));
+  cs.push_back(make("gmm_f32_k0", "grouped_matmul.f32", {f32({3, 0}), counts({1, 2}), f32({2, 5, 0})}, {f32({3, 5})}));
+  return cs;
+}
+
+}  // namespace sk::kernel_test
+
+// ---------------------------------------------------------------------------------------------
+// Checks the case table cannot express: the numeric contracts between kernels of the family,
+// tighter tolerances where an ISA level allows them, and the error paths.
+
+namespace {
+
+struct Pkg {
+  const sk_kernel_package* table = nullptr;
+  int32_t (*force_isa)(int32_t) = nullptr;
+};
+
+const Pkg& pkg() {
+  static const Pkg p = [] {
+    Pkg r;
+    void* h = dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) return r;
+    const auto fn = reinterpret_cast<sk_kernel_package_table_fn>(dlsym(h, SK_KERNEL_PACKAGE_SYMBOL));
+    r.table = fn != nullptr ? fn() : nullptr;
+    r.force_isa = reinterpret_cast<int32_t (*)(int32_t)>(dlsym(h, "sk_kernels_builtin_force_isa"));
+    return r;
+  }();
+  return p;
+}
+
+const sk_kernel_desc* kernel(const char* name) {
+  if (pkg().table == nullptr) return nullptr;
+  for (uint32_t i = 0; i < pkg().table->num_kernels; ++i) {
+    if (std::strcmp(pkg().table->kernels[i].name, name) == 0) return &pkg().table->kernels[i];
+  }
+  return nullptr;
+}
+
+// Every ISA level the CPU has, forced in turn.
+std::vector<int> levels() {
+  std::vector<int> out;
+  for (int l = 0; l <= 2; ++l) {
+    if (pkg().force_isa != nullptr && pkg().force_isa(l) == l) out.push_back(l);
+  }
+  if (pkg().force_isa != nullptr) pkg().force_isa(-1);
+  return out;
+}
+
+bool cpu_has_avx512_bf16() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16") != 0;
+#else
+  return false;
+#endif
+}
+
+// A dense operand with its own storage.
+struct Tensor {
+  std::vector<unsigned char> bytes;
+  sk_tensor_arg arg{};
+  template <class T>
+  T* data() {
+    return reinterpret_cast<T*>(bytes.data());
+  }
+};
+
+Tensor dense(int32_t dtype, std::vector<int64_t> shape) {
+  Tensor t;
+  t.arg.dtype = dtype;
+  t.arg.rank = static_cast<int32_t>(shape.size());
+  int64_t n = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    t.arg.shape[d] = shape[d];
+    t.arg.stride[d] = n;
+    n *= shape[d];
+  }
+  t.bytes.assign(static_cast<size_t>(std::max<int64_t>(1, n * sk_dtype_size(dtype))), 0);
+  t.arg.data = t.bytes.data();
+  return t;
+}
+
+void fill_uniform(Tensor& t, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  const int64_t n = sk_tensor_numel(&t.arg);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = u(rng);
+    switch (t.arg.dtype) {
+      case SK_DTYPE_F32:
+        t.data<float>()[i] = v;
+        break;
+      case SK_DTYPE_BF16:
+        t.data<uint16_t>()[i] = sk::f32_to_bf16(v);
+        break;
+      case SK_DTYPE_I8:
+        t.data<int8_t>()[i] = static_cast<int8_t>(std::lround(v));
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+struct Call {
+  std::vector<sk_tensor_arg> in;
+  std::vector<sk_tensor_arg> out;
+  sk_kernel_args args{};
+  std::vector<unsigned char> tiling;
+
+  Call(std::vector<Tensor*> inputs, std::vector<Tensor*> outputs) {
+    for (Tensor* t : inputs) in.push_back(t->arg);
+    for (Tensor* t : outputs) out.push_back(t->arg);
+    args.inputs = in.data();
+    args.outputs = out.data();
+    args.num_inputs = static_cast<int32_t>(in.size());
+    args.num_outputs = static_cast<int32_t>(out.size());
+  }
+  // Runs the tiling (sink kernels), then every core; returns the first failure's code and
+  // message.
+  int32_t run(const sk_kernel_desc& k, int cores, std::string* message = nullptr) {
+    if (k.tiling != nullptr) {
+      tiling.assign(65536, 0);
+      uint32_t size = 0;
+      const int32_t rc = k.tiling(&args, tiling.data(), static_cast<uint32_t>(tiling.size()), &size);
+      if (rc != SK_OK) return rc;
+      args.tiling = tiling.data();
+      args.tiling_size = size;
+    }
+    int32_t first = SK_OK;
+    for (int c = 0; c < cores; ++c) {
+      char msg[256] = {};
+      sk_core_ctx ctx{};
+      ctx.core_id = c;
+      ctx.num_cores = cores;
+      ctx.error_message = msg;
+      ctx.error_capacity = sizeof msg;
+      const int32_t rc = k.run(&args, &ctx);
+      if (rc != SK_OK && first == SK_OK) {
+        first = rc;
+        if (message != nullptr) *message = msg;
+      }
+    }
+    return first;
+  }
+};
+
+class IsaForced {
+ public:
+  explicit IsaForced(int level) { pkg().force_isa(level); }
+  ~IsaForced() { pkg().force_isa(-1); }
+  IsaForced(const IsaForced&) = delete;
+  IsaForced& operator=(const IsaForced&) = delete;
+};
+
+// Off the AVX512_BF16 path, bf16 weights widen exactly, so matmul.bf16 must be matmul.f32 on the
+// widened weights, bit for bit; on that path it must be within f32 rounding of the exact
+// product of bf16(x) and w.
+TEST(MatmulFamily, Bf16IsF32OnWidenedWeightsOrExactOnRoundedX) {
+  const sk_kernel_desc* kb = kernel("matmul.bf16");
+  const sk_kernel_desc* kf = kernel("matmul.f32");
+  ASSERT_NE(kb, nullptr);
+  ASSERT_NE(kf, nullptr);
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{1, 70, 4096}, {5, 33, 1000}, {16, 40, 77}}) {
+    Tensor x = dense(SK_DTYPE_F32, {m, k});
+    Tensor w = dense(SK_DTYPE_BF16, {n, k});
+    Tensor wf = dense(SK_DTYPE_F32, {n, k});
+    fill_uniform(x, 1);
+    fill_uniform(w, 2);
+    for (int64_t i = 0; i < n * k; ++i) wf.data<float>()[i] = sk::bf16_to_f32(w.data<uint16_t>()[i]);
+    for (int level : levels()) {
+      SCOPED_TRACE("isa level " + std::to_string(level) + ", " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                   std::to_string(k));
+      IsaForced forced(level);
+      Tensor yb = dense(SK_DTYPE_F32, {m, n});
+      Tensor yf = dense(SK_DTYPE_F32, {m, n});
+      ASSERT_EQ(Call({&x, &w}, {&yb}).run(*kb, 3), SK_OK);
+      ASSERT_EQ(Call({&x, &wf}, {&yf}).run(*kf, 2), SK_OK);
+      const bool rounds_x = level == 2 && cpu_has_avx512_bf16();
+      if (!rounds_x) {
+        EXPECT_EQ(yb.bytes, yf.bytes);
+        continue;
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0.0;
+          for (int64_t l = 0; l < k; ++l) {
+            want += static_cast<double>(sk::bf16_to_f32(sk::f32_to_bf16(x.data<float>()[i * k + l]))) *
+                    wf.data<float>()[j * k + l];
+          }
+          EXPECT_NEAR(yb.data<float>()[i * n + j], want, 1e-4 + 1e-4 * std::fabs(want));
+        }
+      }
+    }
+  }
+}
+
+// matmul.w8a8_dyn is quantize.i8 followed by matmul.w8a8, bit for bit, at every ISA level.
+TEST(MatmulFamily, W8a8DynIsQuantizeThenW8a8) {
+  const sk_kernel_desc* kq = kernel("quantize.i8");
+  const sk_kernel_desc* kw = kernel("matmul.w8a8");
+  const sk_kernel_desc* kd = kernel("matmul.w8a8_dyn");
+  ASSERT_TRUE(kq != nullptr && kw != nullptr && kd != nullptr);
+  const int64_t m = 5, n = 37, k = 4100;
+  Tensor x = dense(SK_DTYPE_F32, {m, k});
+  Tensor w = dense(SK_DTYPE_I8, {n, k});
+  Tensor ws = dense(SK_DTYPE_F32, {n});
+  fill_uniform(x, 3, -5.0f, 5.0f);
+  fill_uniform(w, 4, -128.0f, 127.0f);
+  fill_uniform(ws, 5, 0.001f, 0.01f);
+  std::vector<unsigned char> first;
+  for (int level : levels()) {
+    SCOPED_TRACE("isa level " + std::to_string(level));
+    IsaForced forced(level);
+    Tensor q = dense(SK_DTYPE_I8, {m, k});
+    Tensor xs = dense(SK_DTYPE_F32, {m});
+    Tensor y1 = dense(SK_DTYPE_F32, {m, n});
+    Tensor y2 = dense(SK_DTYPE_F32, {m, n});
+    ASSERT_EQ(Call({&x}, {&q, &xs}).run(*kq, 2), SK_OK);
+    ASSERT_EQ(Call({&q, &xs, &w, &ws}, {&y1}).run(*kw, 3), SK_OK);
+    ASSERT_EQ(Call({&x, &w, &ws}, {&y2}).run(*kd, 2), SK_OK);
+    EXPECT_EQ(y1.bytes, y2.bytes);
+    // Exact integer sums: every ISA level gives the same bits.
+    if (first.empty()) first = y1.bytes;
+    EXPECT_EQ(y1.bytes, first);
+  }
+}
+
+// A grouped matmul row is the plain matmul of that row with its expert's weights, bit for bit.
+TEST(MatmulFamily, GroupedRowsArePlainMatmulsOfTheirExpert) {
+  struct Pair {
+    const char* grouped;
+    const char* plain;
+    int32_t w_dtype;
+  };
+  const int64_t r = 20, k = 300, n = 45;
+  const std::vector<int32_t> counts = {3, 0, 16};
+  for (const Pair& p : {Pair{"grouped_matmul.f32", "matmul.f32", SK_DTYPE_F32},
+                        Pair{"grouped_matmul.bf16", "matmul.bf16", SK_DTYPE_BF16},
+                        Pair{"grouped_matmul.w8a8_dyn", "matmul.w8a8_dyn", SK_DTYPE_I8}}) {
+    SCOPED_TRACE(p.grouped);
+    const sk_kernel_desc* kg = kernel(p.grouped);
+    const sk_kernel_desc* kp = kernel(p.plain);
+    ASSERT_TRUE(kg != nullptr && kp != nullptr);
+    const bool w8 = p.w_dtype == SK_DTYPE_I8;
+    const auto e = static_cast<int64_t>(counts.size());
+    Tensor x = dense(SK_DTYPE_F32, {r, k});
+    Tensor c = dense(SK_DTYPE_I32, {e});
+    Tensor w = dense(p.w_dtype, {e, n, k});
+    Tensor ws = dense(SK_DTYPE_F32, {e, n});
+    fill_uniform(x, 6);
+    fill_uniform(w, 7, w8 ? -128.0f : -1.0f, w8 ? 127.0f : 1.0f);
+    fill_uniform(ws, 8, 0.001f, 0.01f);
+    std::memcpy(c.bytes.data(), counts.data(), counts.size() * 4);
+    for (int level : levels()) {
+      SCOPED_TRACE("isa level " + std::to_string(level));
+      IsaForced forced(level);
+      Tensor y = dense(SK_DTYPE_F32, {r, n});
+      std::memset(y.bytes.data(), 0xCD, y.bytes.size());
+      std::vector<Tensor*> ins = {&x, &c, &w};
+      if (w8) ins.push_back(&ws);
+      ASSERT_EQ(Call(ins, {&y}).run(*kg, 3), SK_OK);
+      int64_t row = 0;
+      for (int64_t ex = 0; ex < e; ++ex) {
+        const int64_t rows = counts[static_cast<size_t>(ex)];
+        if (rows == 0) continue;
+        Tensor xe = dense(SK_DTYPE_F32, {rows, k});
+        Tensor we = dense(p.w_dtype, {n, k});
+        Tensor wse = dense(SK_DTYPE_F32, {n});
+        Tensor ye = dense(SK_DTYPE_F32, {rows, n});
+        std::memcpy(xe.bytes.data(), x.bytes.data() + row * k * 4, static_cast<size_t>(rows * k * 4));
+        const int64_t wb = n * k * sk_dtype_size(p.w_dtype);
+        std::memcpy(we.bytes.data(), w.bytes.data() + ex * wb, static_cast<size_t>(wb));
+        std::memcpy(wse.bytes.data(), ws.bytes.data() + ex * n * 4, static_cast<size_t>(n * 4));
+        std::vector<Tensor*> pin = {&xe, &we};
+        if (w8) pin.push_back(&wse);
+        ASSERT_EQ(Call(pin, {&ye}).run(*kp, 2), SK_OK);
+        EXPECT_EQ(0, std::memcmp(ye.bytes.data(), y.bytes.data() + row * n * 4, static_cast<size_t>(rows * n * 4)))
+            << "expert " << ex;
+        row += rows;
+      }
+      for (int64_t i = row * n; i < r * n; ++i) ASSERT_EQ(y.data<float>()[i], 0.0f) << "unrouted row element " << i;
+    }
+  }
+}
+
+TEST(MatmulFamily, GroupedMatmulReportsBadRoutingOnEveryCore) {
+  const sk_kernel_desc* k = kernel("grouped_matmul.f32");
+  ASSERT_NE(k, nullptr);
+  ASSERT_NE(k->tiling, nullptr);
+  EXPECT_EQ(k->flags, static_cast<uint32_t>(SK_FUSIBLE | SK_TILING_SINK));
+  struct Bad {
+    std::vector<int32_t> counts;
+    const char* detail;
+  };
+  for (const Bad& b :
+       {Bad{{2, -1, 3}, "counts[1] = -1 is negative"}, Bad{{4, 3, 2}, "counts sum to 9, more than the 8"}}) {
+    Tensor x = dense(SK_DTYPE_F32, {8, 16});
+    Tensor c = dense(SK_DTYPE_I32, {3});
+    Tensor w = dense(SK_DTYPE_F32, {3, 20, 16});
+    Tensor y = dense(SK_DTYPE_F32, {8, 20});
+    std::memcpy(c.bytes.data(), b.counts.data(), 12);
+    Call call({&x, &c, &w}, {&y});
+    uint32_t size = 0;
+    std::vector<unsigned char> t(4096);
+    ASSERT_EQ(k->tiling(&call.args, t.data(), static_cast<uint32_t>(t.size()), &size), SK_OK);
+    call.args.tiling = t.data();
+    call.args.tiling_size = size;
+    for (int cores : {1, 3}) {
+      for (int core = 0; core < cores; ++core) {
+        char msg[256] = {};
+        sk_core_ctx ctx{};
+        ctx.core_id = core;
+        ctx.num_cores = cores;
+        ctx.error_message = msg;
+        ctx.error_capacity = sizeof msg;
+        EXPECT_EQ(k->run(&call.args, &ctx), SK_ERR_INVALID_ARGUMENT);
+        EXPECT_NE(std::strstr(msg, "grouped_matmul.f32"), nullptr) << msg;
+        EXPECT_NE(std::strstr(msg, b.detail), nullptr) << msg;
+      }
+    }
+  }
+  // No tiling at all, a tiling too small for the work list, and a tiling of other shapes.
+  Tensor x = dense(SK_DTYPE_F32, {8, 16});
+  Tensor c = dense(SK_DTYPE_I32, {3});
+  Tensor w = dense(SK_DTYPE_F32, {3, 20, 16});
+  Tensor y = dense(SK_DTYPE_F32, {8, 20});
+  const int32_t ok_counts[3] = {2, 3, 3};
+  std::memcpy(c.bytes.data(), ok_counts, 12);
+  Call call({&x, &c, &w}, {&y});
+  sk_core_ctx ctx{};
+  ctx.num_cores = 1;
+  char msg[256] = {};
+  ctx.error_message = msg;
+  ctx.error_capacity = sizeof msg;
+  EXPECT_EQ(k->run(&call.args, &ctx), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(msg, "no tiling"), nullptr) << msg;
+  uint32_t size = 0;
+  std::vector<unsigned char> t(4096);
+  EXPECT_EQ(k->tiling(&call.args, t.data(), 40, &size), SK_ERR_CAPACITY);
+  ASSERT_EQ(k->tiling(&call.args, t.data(), static_cast<uint32_t>(t.size()), &size), SK_OK);
+  Tensor x2 = dense(SK_DTYPE_F32, {4, 16});
+  Tensor y2 = dense(SK_DTYPE_F32, {4, 20});
+  Call other({&x2, &c, &w}, {&y2});
+  other.args.tiling = t.data();
+  other.args.tiling_size = size;
+  EXPECT_EQ(k->run(&other.args, &ctx), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(msg, "not this kernel's"), nullptr) << msg;
+}
+
+// Each bad call fails on every core with a message naming the kernel and the problem; access
+// refuses too.
+void expect_invalid(const char* name, std::vector<Tensor*> in, std::vector<Tensor*> out, const char* detail) {
+  SCOPED_TRACE(name);
+  const sk_kernel_desc* k = kernel(name);
+  ASSERT_NE(k, nullptr);
+  Call call(std::move(in), std::move(out));
+  for (int core = 0; core < 2; ++core) {
+    char msg[256] = {};
+    sk_core_ctx ctx{};
+    ctx.core_id = core;
+    ctx.num_cores = 2;
+    ctx.error_message = msg;
+    ctx.error_capacity = sizeof msg;
+    EXPECT_EQ(k->run(&call.args, &ctx), SK_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::strstr(msg, name), nullptr) << msg;
+    EXPECT_NE(std::strstr(msg, detail), nullptr) << msg;
+  }
+  sk_access_range ranges[4];
+  EXPECT_LT(k->access(&call.args, 0, 1, ranges, 4), 0);
+}
+
+TEST(MatmulFamily, ShapeAndDtypeErrors) {
+  Tensor x = dense(SK_DTYPE_F32, {4, 8});
+  Tensor xk = dense(SK_DTYPE_F32, {4, 9});
+  Tensor wf = dense(SK_DTYPE_F32, {6, 8});
+  Tensor wb = dense(SK_DTYPE_BF16, {6, 8});
+  Tensor wi = dense(SK_DTYPE_I8, {6, 8});
+  Tensor q = dense(SK_DTYPE_I8, {4, 8});
+  Tensor xs = dense(SK_DTYPE_F32, {4});
+  Tensor xs5 = dense(SK_DTYPE_F32, {5});
+  Tensor ws = dense(SK_DTYPE_F32, {6});
+  Tensor ws7 = dense(SK_DTYPE_F32, {7});
+  Tensor y = dense(SK_DTYPE_F32, {4, 6});
+  Tensor y7 = dense(SK_DTYPE_F32, {4, 7});
+  expect_invalid("matmul.bf16", {&x, &wf}, {&y}, "dtype");
+  expect_invalid("matmul.bf16", {&xk, &wb}, {&y}, "w shape");
+  expect_invalid("matmul.bf16", {&x, &wb}, {&y7}, "out shape");
+  expect_invalid("quantize.i8", {&x}, {&q, &xs5}, "scale shape");
+  expect_invalid("quantize.i8", {&x}, {&xs, &q}, "dtype");
+  expect_invalid("matmul.w8a8", {&q, &xs5, &wi, &ws}, {&y}, "x_scale shape");
+  expect_invalid("matmul.w8a8", {&q, &xs, &wi, &ws7}, {&y}, "w_scale shape");
+  expect_invalid("matmul.w8a8", {&q, &xs, &wb, &ws}, {&y}, "dtype");
+  expect_invalid("matmul.w8a8_dyn", {&x, &wi}, {&y}, "input");
+  Tensor big_x = dense(SK_DTYPE_F32, {1, 65537});
+  Tensor big_w = dense(SK_DTYPE_I8, {1, 65537});
+  Tensor one = dense(SK_DTYPE_F32, {1});
+  Tensor y11 = dense(SK_DTYPE_F32, {1, 1});
+  expect_invalid("matmul.w8a8_dyn", {&big_x, &big_w, &one}, {&y11}, "exceeds 65536");
+  Tensor c = dense(SK_DTYPE_I32, {3});
+  Tensor w3 = dense(SK_DTYPE_BF16, {3, 6, 8});
+  Tensor w3f = dense(SK_DTYPE_F32, {2, 6, 8});
+  expect_invalid("grouped_matmul.bf16", {&x, &c, &w3}, {&y7}, "out shape");
+  expect_invalid("grouped_matmul.f32", {&x, &c, &w3f}, {&y}, "w shape");
+  expect_invalid("grouped_matmul.w8a8_dyn", {&x, &c, &w3}, {&y}, "input");
+}
+
+}  // namespace

@@ -1,0 +1,696 @@
+// Direct-test cases of the MoE and sampling family (moe_router, moe_dispatch, moe_combine,
+// moe_combine_shared, argmax, sample), plus what the case table cannot express: error paths,
+// Philox known answers, and a statistical check of the sampler's distribution.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernel_cases.h"
+#include "kernels/attrs_moe.h"
+#include "kernels/reference/reference.h"
+
+namespace sk::kernel_test {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+TensorDesc i32(std::vector<int64_t> shape, std::vector<double> values) {
+  return tensor(SK_DTYPE_I32, std::move(shape)).with_values(std::move(values));
+}
+TensorDesc i32_out(std::vector<int64_t> shape) { return tensor(SK_DTYPE_I32, std::move(shape)); }
+TensorDesc step_of(int64_t step) { return tensor(SK_DTYPE_I64, {1}).with_values({static_cast<double>(step)}); }
+
+// Deterministic expert ids for T x k slots in [0, n), distinct within a token (as a router gives).
+std::vector<double> routed_ids(int64_t t, int64_t k, int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<double> out;
+  for (int64_t i = 0; i < t; ++i) {
+    std::vector<int64_t> ids(static_cast<size_t>(n));
+    std::iota(ids.begin(), ids.end(), int64_t{0});
+    std::shuffle(ids.begin(), ids.end(), rng);
+    for (int64_t s = 0; s < k; ++s) out.push_back(static_cast<double>(ids[static_cast<size_t>(s)]));
+  }
+  return out;
+}
+
+// A valid row_map for y with `rows` rows: about a third of the slots -1 (zero experts).
+std::vector<double> row_map_values(int64_t t, int64_t k, int64_t rows, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<double> out;
+  for (int64_t i = 0; i < t * k; ++i) {
+    out.push_back(rng() % 3 == 0 ? -1.0 : static_cast<double>(rng() % static_cast<uint32_t>(rows)));
+  }
+  return out;
+}
+
+sk_moe_router_attrs router_attrs(int32_t k, int32_t e, int32_t scoring, int32_t normalize, float scale) {
+  return sk_moe_router_attrs{k, e, scoring, normalize, scale};
+}
+
+Case router(std::string name, TensorDesc logits, TensorDesc bias, sk_moe_router_attrs a, TensorDesc ids_out = {},
+            TensorDesc w_out = {}) {
+  const int64_t t = logits.shape[0];
+  if (ids_out.shape.empty()) ids_out = i32_out({t, a.top_k});
+  if (w_out.shape.empty()) w_out = f32({t, a.top_k});
+  return Case{std::move(name),
+              "moe_router.f32",
+              {std::move(logits), std::move(bias)},
+              {std::move(ids_out), std::move(w_out)},
+              attrs_bytes(a),
+              -1};
+}
+
+Case dispatch(std::string name, int64_t t, int64_t d, int64_t k, int32_t e, int32_t z, std::vector<double> ids,
+              TensorDesc x = {}, TensorDesc sorted = {}) {
+  if (x.shape.empty()) x = f32({t, d});
+  if (sorted.shape.empty()) sorted = f32({t * k, d});
+  return Case{std::move(name),
+              "moe_dispatch.f32",
+              {std::move(x), i32({t, k}, std::move(ids))},
+              {std::move(sorted), i32_out({e}), i32_out({t, k})},
+              attrs_bytes(sk_moe_dispatch_attrs{e, z}),
+              -1};
+}
+
+Case combine(std::string name, int64_t t, int64_t d, int64_t k, int64_t rows, bool shared, uint32_t seed,
+             std::vector<double> row_map = {}) {
+  if (row_map.empty()) row_map = row_map_values(t, k, rows, seed);
+  std::vector<TensorDesc> in = {f32({rows, d}), i32({t, k}, std::move(row_map)), f32({t, k}).range(0, 1), f32({t, d})};
+  if (shared) in.push_back(f32({t, d}));
+  return Case{
+      std::move(name), shared ? "moe_combine_shared.f32" : "moe_combine.f32", std::move(in), {f32({t, d})}, {}, -1};
+}
+
+Case argmax(std::string name, TensorDesc logits) {
+  const int64_t b = logits.shape[0];
+  return Case{std::move(name), "argmax.f32", {std::move(logits)}, {i32_out({b})}, {}, -1};
+}
+
+Case sample(std::string name, TensorDesc logits, sk_sample_attrs a, int64_t step = 7) {
+  const int64_t b = logits.shape[0];
+  return Case{std::move(name), "sample.f32", {std::move(logits), step_of(step)}, {i32_out({b})}, attrs_bytes(a), -1};
+}
+
+sk_sample_attrs sampling(float temperature, int32_t top_k, float top_p, uint64_t seed = 0x5EED'0000'0000'0042ull) {
+  return sk_sample_attrs{seed, temperature, top_p, top_k, 0};
+}
+
+}  // namespace
+
+SK_KERNEL_CASES(moe_cases) {
+  std::vector<Case> cs;
+  constexpr int32_t kSoftmax = SK_MOE_SCORING_SOFTMAX;
+  constexpr int32_t kSigmoid = SK_MOE_SCORING_SIGMOID;
+
+  // ---- moe_router ----
+  cs.push_back(router("router_softmax_5x24_k4", f32({5, 24}).range(-3, 3), f32({24}).range(-0.05, 0.05),
+                      router_attrs(4, 16, kSoftmax, 1, 2.5f)));
+  cs.push_back(router("router_sigmoid_7x70_k6", f32({7, 70}).range(-4, 4), f32({70}).range(-0.2, 0.2),
+                      router_attrs(6, 70, kSigmoid, 0, 1.0f)));
+  cs.push_back(router("router_sigmoid_normalized", f32({3, 33}).range(-4, 4), f32({33}).range(-0.2, 0.2),
+                      router_attrs(8, 30, kSigmoid, 1, 1.5f)));
+  cs.push_back(router("router_one_token_k1", f32({1, 9}), f32({9}), router_attrs(1, 9, kSoftmax, 0, 1.0f)));
+  cs.push_back(router("router_k_equals_experts", f32({3, 12}), f32({12}).with_values({0.0}),
+                      router_attrs(12, 8, kSoftmax, 1, 1.0f)));
+  cs.push_back(router("router_longcat_4x768_k12", f32({4, 768}).range(-2, 2), f32({768}).range(-1e-3, 1e-3),
+                      router_attrs(12, 512, kSoftmax, 0, 6.0f)));
+  // Equal logits and biases: the lower expert id wins every tie.
+  cs.push_back(router("router_ties_lower_id_wins", f32({2, 10}).with_values({0.5}), f32({10}).with_values({0.0}),
+                      router_attrs(4, 6, kSoftmax, 1, 1.0f)));
+  // Equal scores, biases in two levels: experts with the larger bias first, each level by id.
+  cs.push_back(router("router_ties_broken_by_bias", f32({3, 11}).with_values({0.25}),
+                      f32({11}).with_values({0.0, 0.125}), router_attrs(7, 11, kSigmoid, 0, 1.0f)));
+  cs.push_back(router("router_masked_logits", f32({4, 40}).masked_logits(-3, 3), f32({40}).range(-0.01, 0.01),
+                      router_attrs(5, 32, kSoftmax, 1, 1.0f)));
+  // NaN scores rank below every number (sigmoid keeps them to their own expert).
+  cs.push_back(router("router_sigmoid_nan_ranks_last",
+                      f32({2, 9}).with_values({kNaN, 1.0, kNaN, -2.0, 0.5, kNaN, 3.0, kInf, -kInf}),
+                      f32({9}).with_values({0.0}), router_attrs(9, 9, kSigmoid, 0, 1.0f)));
+  cs.push_back(router("router_strided_views", f32({6, 40}).padded(1, 5).range(-2, 2), f32({40}).stepped(0, 2),
+                      router_attrs(3, 20, kSoftmax, 1, 1.0f), i32_out({6, 3}).padded(1, 2), f32({6, 3}).padded(1, 1)));
+  cs.push_back(router("router_reversed_rows_and_bias", f32({5, 19}).reversed(0), f32({19}).reversed(0),
+                      router_attrs(2, 19, kSigmoid, 1, 1.0f)));
+  cs.push_back(router("router_no_tokens", f32({0, 16}), f32({16}), router_attrs(2, 8, kSoftmax, 1, 1.0f)));
+
+  // ---- moe_dispatch ----
+  cs.push_back(dispatch("dispatch_5tok_d37_k3", 5, 37, 3, 6, 2, routed_ids(5, 3, 8, 1)));
+  cs.push_back(dispatch("dispatch_one_token_k1", 1, 8, 1, 4, 0, {2}));
+  cs.push_back(dispatch("dispatch_all_to_one_expert", 6, 19, 1, 5, 1, {3}));
+  cs.push_back(dispatch("dispatch_duplicate_slots", 4, 16, 2, 5, 1, {3, 3, 5, 3}));
+  cs.push_back(dispatch("dispatch_mostly_empty_experts", 3, 24, 2, 16, 4, {15, 2, 2, 19, 15, 0}));
+  cs.push_back(dispatch("dispatch_every_slot_zero_expert", 4, 21, 3, 4, 3, {4, 5, 6}));
+  cs.push_back(dispatch("dispatch_no_real_experts", 2, 9, 2, 0, 2, {0, 1}));
+  cs.push_back(dispatch("dispatch_d1", 7, 1, 2, 3, 1, routed_ids(7, 2, 4, 2)));
+  cs.push_back(dispatch("dispatch_decode_16x12", 16, 67, 12, 48, 24, routed_ids(16, 12, 72, 3)));
+  cs.push_back(dispatch("dispatch_strided", 5, 30, 2, 4, 2, routed_ids(5, 2, 6, 4), f32({5, 30}).padded(1, 3),
+                        f32({10, 30}).padded(1, 7)));
+  cs.push_back(dispatch("dispatch_no_tokens", 0, 8, 2, 3, 0, {0}));
+  {
+    // Ids read through a transposed view.
+    Case c = dispatch("dispatch_transposed_ids", 6, 12, 3, 5, 2, routed_ids(6, 3, 7, 5));
+    c.inputs[1].transposed({1, 0});
+    cs.push_back(std::move(c));
+  }
+
+  // ---- moe_combine / moe_combine_shared ----
+  cs.push_back(combine("combine_5tok_d37_k3", 5, 37, 3, 15, false, 1));
+  cs.push_back(combine("combine_one_token_d100", 1, 100, 4, 4, false, 2));
+  cs.push_back(combine("combine_two_tokens_d70", 2, 70, 3, 6, false, 3));
+  cs.push_back(combine("combine_every_slot_zero_expert", 3, 19, 2, 6, false, 0, {-1}));
+  cs.push_back(combine("combine_d1", 6, 1, 2, 12, false, 4));
+  cs.push_back(combine("combine_y_has_extra_rows", 4, 24, 2, 20, false, 5));
+  cs.push_back(combine("combine_decode_16x12_d64", 16, 64, 12, 192, false, 6));
+  cs.push_back(combine("combine_shared_5tok_d33", 5, 33, 3, 15, true, 7));
+  cs.push_back(combine("combine_shared_one_token", 1, 50, 2, 2, true, 8));
+  cs.push_back(combine("combine_no_tokens", 0, 8, 2, 4, false, 9, {0}));
+  {
+    Case c = combine("combine_strided", 4, 29, 2, 8, true, 10);
+    c.inputs[0].padded(1, 3);
+    c.inputs[2].transposed({1, 0});
+    c.inputs[3].padded(1, 5);
+    c.inputs[4].reversed(0);
+    c.outputs[0].padded(1, 2).reversed(0);
+    cs.push_back(std::move(c));
+  }
+
+  // ---- argmax ----
+  cs.push_back(argmax("argmax_3x1000", f32({3, 1000})));
+  cs.push_back(argmax("argmax_v1", f32({4, 1})));
+  cs.push_back(argmax("argmax_v13", f32({5, 13})));
+  cs.push_back(argmax("argmax_v131072", f32({2, 131072}).range(-10, 10)));
+  cs.push_back(argmax("argmax_all_equal_first_wins", f32({2, 37}).with_values({1.5})));
+  cs.push_back(argmax("argmax_repeated_max_first_wins", f32({1, 40}).with_values({0, 3, 1, 3})));
+  cs.push_back(argmax("argmax_signed_zeros_equal", f32({1, 20}).with_values({-0.0, 0.0, -1.0})));
+  // NaN ranks below -inf; +inf is an ordinary largest value.
+  cs.push_back(argmax("argmax_nan_and_inf", f32({1, 21}).with_values({kNaN, -kInf, 1, kInf, kInf, kNaN, 2})));
+  cs.push_back(argmax("argmax_all_nan", f32({2, 17}).with_values({kNaN})));
+  cs.push_back(argmax("argmax_nan_then_neg_inf", f32({1, 18}).with_values({kNaN, -kInf})));
+  cs.push_back(argmax("argmax_all_neg_inf", f32({1, 9}).with_values({-kInf})));
+  cs.push_back(argmax("argmax_masked", f32({6, 333}).masked_logits(-5, 5)));
+  cs.push_back(argmax("argmax_strided_rows", f32({5, 70}).padded(1, 9).reversed(0)));
+
+  // ---- sample ----
+  cs.push_back(sample("sample_topk50_topp09", f32({3, 1000}).range(-4, 4), sampling(0.8f, 50, 0.9f)));
+  cs.push_back(sample("sample_full_vocab", f32({4, 1037}).range(-3, 3), sampling(1.0f, 0, 1.0f)));
+  cs.push_back(sample("sample_nucleus_over_all", f32({3, 777}).range(-6, 6), sampling(0.7f, 0, 0.9f)));
+  cs.push_back(sample("sample_top_p_tiny_is_argmax", f32({3, 500}), sampling(1.0f, 0, 1e-6f)));
+  cs.push_back(sample("sample_top_p_tiny_with_top_k", f32({3, 500}), sampling(1.0f, 20, 1e-6f)));
+  cs.push_back(sample("sample_top_k_equals_v", f32({2, 64}).range(-2, 2), sampling(1.3f, 64, 1.0f)));
+  cs.push_back(sample("sample_top_k_above_v", f32({2, 64}).range(-2, 2), sampling(1.3f, 1000, 0.95f)));
+  cs.push_back(sample("sample_top_k1", f32({3, 300}), sampling(1.0f, 1, 1.0f)));
+  cs.push_back(sample("sample_temperature_zero", f32({3, 300}), sampling(0.0f, 10, 0.5f)));
+  cs.push_back(sample("sample_cold", f32({4, 256}).range(-1, 1), sampling(0.05f, 0, 1.0f)));
+  cs.push_back(sample("sample_hot", f32({4, 256}).range(-1, 1), sampling(5.0f, 0, 0.97f)));
+  cs.push_back(sample("sample_flat_ties", f32({5, 100}).with_values({0.25}), sampling(1.0f, 0, 1.0f)));
+  cs.push_back(sample("sample_flat_ties_top_k", f32({5, 100}).with_values({0.25}), sampling(1.0f, 7, 0.6f)));
+  cs.push_back(sample("sample_masked_logits", f32({4, 203}).masked_logits(-4, 4), sampling(0.9f, 0, 0.8f)));
+  cs.push_back(sample("sample_masked_logits_top_k", f32({4, 203}).masked_logits(-4, 4), sampling(0.9f, 40, 1.0f)));
+  cs.push_back(sample("sample_nan_never_sampled", f32({3, 10}).with_values({kNaN, 0.5, kNaN, 0.25, 1.0}),
+                      sampling(2.0f, 0, 1.0f)));
+  cs.push_back(
+      sample("sample_pos_inf_share_the_mass", f32({4, 12}).with_values({1, kInf, 2, kInf}), sampling(1.0f, 0, 1.0f)));
+  cs.push_back(sample("sample_pos_inf_top_k", f32({4, 12}).with_values({1, kInf, 2, kInf}), sampling(1.0f, 3, 0.9f)));
+  cs.push_back(sample("sample_all_neg_inf", f32({2, 30}).with_values({-kInf}), sampling(1.0f, 0, 0.9f)));
+  cs.push_back(sample("sample_all_nan_top_k", f32({2, 30}).with_values({kNaN}), sampling(1.0f, 4, 1.0f)));
+  cs.push_back(sample("sample_v1", f32({1, 1}), sampling(1.0f, 0, 1.0f)));
+  cs.push_back(sample("sample_v13_both_filters", f32({6, 13}).range(-2, 2), sampling(0.6f, 5, 0.5f)));
+  cs.push_back(sample("sample_big_step", f32({2, 100}), sampling(1.0f, 0, 1.0f), int64_t{1} << 40));
+  cs.push_back(sample("sample_negative_step", f32({2, 100}), sampling(1.0f, 0, 1.0f), -3));
+  cs.push_back(sample("sample_strided_rows", f32({5, 90}).padded(1, 6).reversed(0), sampling(1.0f, 0, 0.9f)));
+  cs.push_back(sample("sample_v131072_topk50", f32({2, 131072}).range(-12, 4), sampling(0.8f, 50, 0.95f)));
+  cs.push_back(sample("sample_v131072_full", f32({2, 131072}).range(-12, 4), sampling(1.0f, 0, 1.0f)));
+  cs.push_back(sample("sample_v131072_nucleus", f32({1, 131072}).range(-12, 4), sampling(1.0f, 0, 0.9f)));
+  return cs;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests beyond the case table
+
+namespace {
+
+const sk_kernel_desc* moe_kernel(const char* name) {
+  static void* handle = dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return nullptr;
+  const auto table_fn = reinterpret_cast<sk_kernel_package_table_fn>(dlsym(handle, SK_KERNEL_PACKAGE_SYMBOL));
+  if (table_fn == nullptr) return nullptr;
+  const sk_kernel_package* p = table_fn();
+  for (uint32_t i = 0; i < p->num_kernels; ++i) {
+    if (std::string(p->kernels[i].name) == name) return &p->kernels[i];
+  }
+  return nullptr;
+}
+
+// Dense operands over owned buffers.
+class Operands {
+ public:
+  template <class T>
+  T* in(int32_t dtype, std::vector<int64_t> shape) {
+    return static_cast<T*>(add(in_, dtype, std::move(shape)).data);
+  }
+  template <class T>
+  T* out(int32_t dtype, std::vector<int64_t> shape) {
+    return static_cast<T*>(add(out_, dtype, std::move(shape)).data);
+  }
+  template <class A>
+  void attrs(const A& a) {
+    attrs_.resize(sizeof a);
+    std::memcpy(attrs_.data(), &a, sizeof a);
+  }
+  sk_tensor_arg& input(size_t i) { return in_[i]; }
+  const sk_kernel_args& args() {
+    args_ = sk_kernel_args{};
+    args_.inputs = in_.data();
+    args_.outputs = out_.data();
+    args_.num_inputs = static_cast<int32_t>(in_.size());
+    args_.num_outputs = static_cast<int32_t>(out_.size());
+    args_.attrs = attrs_.empty() ? nullptr : attrs_.data();
+    args_.attrs_size = static_cast<uint32_t>(attrs_.size());
+    return args_;
+  }
+
+ private:
+  sk_tensor_arg& add(std::vector<sk_tensor_arg>& list, int32_t dtype, std::vector<int64_t> shape) {
+    sk_tensor_arg t{};
+    t.dtype = dtype;
+    t.rank = static_cast<int32_t>(shape.size());
+    int64_t n = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      t.shape[d] = shape[d];
+      t.stride[d] = n;
+      n *= shape[d];
+    }
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(1, n) * sk_dtype_size(dtype));
+    buffers_.push_back(std::make_unique<unsigned char[]>(bytes));
+    std::memset(buffers_.back().get(), 0xCD, bytes);
+    t.data = buffers_.back().get();
+    list.push_back(t);
+    return list.back();
+  }
+  std::vector<std::unique_ptr<unsigned char[]>> buffers_;
+  std::vector<sk_tensor_arg> in_;
+  std::vector<sk_tensor_arg> out_;
+  std::vector<unsigned char> attrs_;
+  sk_kernel_args args_{};
+};
+
+// Every core of 1-, 2- and 3-core calls fails with a message naming the kernel and containing
+// every `details` string. The access callback refuses too, unless the error is in input data
+// (ids), which access callbacks do not read.
+void expect_invalid(const char* kernel, Operands& ops, std::vector<std::string> details, bool bad_data = false) {
+  SCOPED_TRACE(kernel);
+  const sk_kernel_desc* k = moe_kernel(kernel);
+  ASSERT_NE(k, nullptr);
+  const sk_kernel_args& args = ops.args();
+  for (int n : {1, 2, 3}) {
+    for (int core = 0; core < n; ++core) {
+      char msg[512] = {};
+      sk_core_ctx ctx{};
+      ctx.core_id = core;
+      ctx.num_cores = n;
+      ctx.error_message = msg;
+      ctx.error_capacity = sizeof msg;
+      EXPECT_EQ(k->run(&args, &ctx), SK_ERR_INVALID_ARGUMENT);
+      EXPECT_NE(std::strstr(msg, kernel), nullptr) << msg;
+      for (const std::string& d : details) EXPECT_NE(std::strstr(msg, d.c_str()), nullptr) << msg << " / " << d;
+    }
+  }
+  sk_access_range r[8];
+  if (!bad_data) {
+    EXPECT_LT(k->access(&args, 0, 1, r, 8), 0);
+  }
+  sk_core_ctx quiet{};
+  quiet.num_cores = 1;
+  EXPECT_EQ(k->run(&args, &quiet), SK_ERR_INVALID_ARGUMENT);
+}
+
+bool all_bytes(const void* p, size_t n, unsigned char v) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  return std::all_of(b, b + n, [&](unsigned char c) { return c == v; });
+}
+
+}  // namespace
+
+TEST(MoeErrors, DispatchNamesTheTokenAndSlotOfABadIdAndWritesNothing) {
+  for (int32_t bad : {9, -1}) {
+    Operands ops;
+    ops.in<float>(SK_DTYPE_F32, {3, 8});
+    int32_t* ids = ops.in<int32_t>(SK_DTYPE_I32, {3, 4});
+    float* sorted = ops.out<float>(SK_DTYPE_F32, {12, 8});
+    int32_t* counts = ops.out<int32_t>(SK_DTYPE_I32, {5});
+    int32_t* row_map = ops.out<int32_t>(SK_DTYPE_I32, {3, 4});
+    for (int i = 0; i < 12; ++i) ids[i] = i % 9;
+    ids[1 * 4 + 2] = bad;
+    ops.attrs(sk_moe_dispatch_attrs{5, 4});
+    expect_invalid("moe_dispatch.f32", ops,
+                   {"topk_ids[1, 2]", "token 1, slot 2", "= " + std::to_string(bad), "5 real + 4 zero"}, true);
+    EXPECT_TRUE(all_bytes(sorted, 12 * 8 * 4, 0xCD));
+    EXPECT_TRUE(all_bytes(counts, 5 * 4, 0xCD));
+    EXPECT_TRUE(all_bytes(row_map, 12 * 4, 0xCD));
+  }
+}
+
+TEST(MoeErrors, DispatchShapesAndAttributes) {
+  const auto base = [](Operands& ops, int64_t sorted_rows, int64_t counts, int64_t d_sorted) {
+    ops.in<float>(SK_DTYPE_F32, {3, 8});
+    std::memset(ops.in<int32_t>(SK_DTYPE_I32, {3, 2}), 0, 24);
+    ops.out<float>(SK_DTYPE_F32, {sorted_rows, d_sorted});
+    ops.out<int32_t>(SK_DTYPE_I32, {counts});
+    ops.out<int32_t>(SK_DTYPE_I32, {3, 2});
+  };
+  {
+    Operands ops;
+    base(ops, 5, 4, 8);
+    ops.attrs(sk_moe_dispatch_attrs{4, 0});
+    expect_invalid("moe_dispatch.f32", ops, {"x_sorted shape [5, 8]", "[6, 8]"});
+  }
+  {
+    Operands ops;
+    base(ops, 6, 3, 8);
+    ops.attrs(sk_moe_dispatch_attrs{4, 0});
+    expect_invalid("moe_dispatch.f32", ops, {"counts shape [3]"});
+  }
+  {
+    Operands ops;
+    base(ops, 6, 4, 8);
+    expect_invalid("moe_dispatch.f32", ops, {"sk_moe_dispatch_attrs"});
+  }
+  {
+    Operands ops;
+    base(ops, 6, 4, 8);
+    ops.attrs(sk_moe_dispatch_attrs{4, -1});
+    expect_invalid("moe_dispatch.f32", ops, {"negative"});
+  }
+}
+
+TEST(MoeErrors, CombineRejectsRowsOutsideY) {
+  for (int32_t bad : {6, -2}) {
+    Operands ops;
+    ops.in<float>(SK_DTYPE_F32, {6, 8});
+    int32_t* rm = ops.in<int32_t>(SK_DTYPE_I32, {2, 3});
+    ops.in<float>(SK_DTYPE_F32, {2, 3});
+    ops.in<float>(SK_DTYPE_F32, {2, 8});
+    float* out = ops.out<float>(SK_DTYPE_F32, {2, 8});
+    for (int i = 0; i < 6; ++i) rm[i] = i - 1;
+    rm[4] = bad;
+    expect_invalid("moe_combine.f32", ops, {"row_map[1, 1]", "token 1, slot 1", std::to_string(bad), "[-1, 6)"}, true);
+    EXPECT_TRUE(all_bytes(out, 2 * 8 * 4, 0xCD));
+  }
+  {
+    Operands ops;
+    ops.in<float>(SK_DTYPE_F32, {6, 7});
+    std::memset(ops.in<int32_t>(SK_DTYPE_I32, {2, 3}), 0, 24);
+    ops.in<float>(SK_DTYPE_F32, {2, 3});
+    ops.in<float>(SK_DTYPE_F32, {2, 8});
+    ops.out<float>(SK_DTYPE_F32, {2, 8});
+    expect_invalid("moe_combine.f32", ops, {"y shape [6, 7]"});
+  }
+  {
+    Operands ops;
+    ops.in<float>(SK_DTYPE_F32, {6, 8});
+    std::memset(ops.in<int32_t>(SK_DTYPE_I32, {2, 3}), 0, 24);
+    ops.in<float>(SK_DTYPE_F32, {2, 3});
+    ops.in<float>(SK_DTYPE_F32, {2, 8});
+    ops.in<float>(SK_DTYPE_F32, {3, 8});
+    ops.out<float>(SK_DTYPE_F32, {2, 8});
+    expect_invalid("moe_combine_shared.f32", ops, {"shared shape [3, 8]"});
+  }
+}
+
+TEST(MoeErrors, RouterAttributesAndShapes) {
+  const auto base = [](Operands& ops, int64_t n, int64_t bias_n, int64_t k) {
+    ops.in<float>(SK_DTYPE_F32, {2, n});
+    ops.in<float>(SK_DTYPE_F32, {bias_n});
+    ops.out<int32_t>(SK_DTYPE_I32, {2, k});
+    ops.out<float>(SK_DTYPE_F32, {2, k});
+  };
+  {
+    Operands ops;
+    base(ops, 8, 8, 9);
+    ops.attrs(router_attrs(9, 8, SK_MOE_SCORING_SOFTMAX, 1, 1.0f));
+    expect_invalid("moe_router.f32", ops, {"top_k = 9", "[1, 8]"});
+  }
+  {
+    Operands ops;
+    base(ops, 8, 8, 2);
+    ops.attrs(router_attrs(2, 8, 2, 1, 1.0f));
+    expect_invalid("moe_router.f32", ops, {"scoring = 2"});
+  }
+  {
+    Operands ops;
+    base(ops, 8, 8, 2);
+    ops.attrs(router_attrs(2, 9, SK_MOE_SCORING_SOFTMAX, 1, 1.0f));
+    expect_invalid("moe_router.f32", ops, {"num_real_experts = 9"});
+  }
+  {
+    Operands ops;
+    base(ops, 8, 8, 2);
+    ops.attrs(router_attrs(2, 8, SK_MOE_SCORING_SOFTMAX, 1, std::numeric_limits<float>::infinity()));
+    expect_invalid("moe_router.f32", ops, {"routed_scaling_factor"});
+  }
+  {
+    Operands ops;
+    base(ops, 8, 7, 2);
+    ops.attrs(router_attrs(2, 8, SK_MOE_SCORING_SOFTMAX, 1, 1.0f));
+    expect_invalid("moe_router.f32", ops, {"bias shape [7]"});
+  }
+  {
+    Operands ops;
+    base(ops, 8, 8, 3);
+    ops.attrs(router_attrs(2, 8, SK_MOE_SCORING_SOFTMAX, 1, 1.0f));
+    expect_invalid("moe_router.f32", ops, {"topk_ids shape [2, 3]"});
+  }
+  {
+    Operands ops;
+    base(ops, 8, 8, 2);
+    expect_invalid("moe_router.f32", ops, {"sk_moe_router_attrs"});
+  }
+}
+
+TEST(MoeErrors, SamplingAttributesAndShapes) {
+  const auto base = [](Operands& ops, int32_t step_dtype) {
+    ops.in<float>(SK_DTYPE_F32, {2, 50});
+    std::memset(ops.in<unsigned char>(step_dtype, {1}), 0, static_cast<size_t>(sk_dtype_size(step_dtype)));
+    ops.out<int32_t>(SK_DTYPE_I32, {2});
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::pair<sk_sample_attrs, const char*> bad[] = {
+      {sampling(nan, 0, 1.0f), "temperature"},
+      {sampling(-1.0f, 0, 1.0f), "temperature"},
+      {sampling(1.0f, 0, 0.0f), "top_p = 0"},
+      {sampling(1.0f, 0, 1.5f), "top_p = 1.5"},
+      {sampling(1.0f, 0, nan), "top_p"},
+      {sampling(1.0f, -2, 1.0f), "top_k = -2"},
+      {sk_sample_attrs{1, 1.0f, 1.0f, 0, 3}, "reserved"},
+  };
+  for (const auto& [a, detail] : bad) {
+    Operands ops;
+    base(ops, SK_DTYPE_I64);
+    ops.attrs(a);
+    expect_invalid("sample.f32", ops, {detail});
+  }
+  {
+    Operands ops;
+    base(ops, SK_DTYPE_I32);
+    ops.attrs(sampling(1.0f, 0, 1.0f));
+    expect_invalid("sample.f32", ops, {"step", "dtype"});
+  }
+  {
+    Operands ops;
+    ops.in<float>(SK_DTYPE_F32, {2, 0});
+    ops.out<int32_t>(SK_DTYPE_I32, {2});
+    expect_invalid("argmax.f32", ops, {"V = 0"});
+  }
+  {
+    Operands ops;
+    ops.in<float>(SK_DTYPE_F32, {2, 10});
+    ops.out<int32_t>(SK_DTYPE_I32, {3});
+    expect_invalid("argmax.f32", ops, {"ids shape [3]"});
+  }
+  {
+    Operands ops;
+    ops.in<float>(SK_DTYPE_F32, {2, 10});
+    ops.out<int32_t>(SK_DTYPE_I32, {2});
+    ops.input(0).stride[1] = 2;
+    ops.input(0).stride[0] = 20;
+    expect_invalid("argmax.f32", ops, {"stride 1"});
+  }
+}
+
+// Random123's known answers (kat_vectors) for the generator sample.f32 is specified with.
+TEST(SamplingSpec, PhiloxKnownAnswers) {
+  struct Kat {
+    uint32_t ctr[4];
+    uint32_t key[2];
+    uint32_t want[4];
+  };
+  const Kat kats[] = {
+      {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+      {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+       {0xffffffff, 0xffffffff},
+       {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+       {0xa4093822, 0x299f31d0},
+       {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+  };
+  for (const Kat& k : kats) {
+    uint32_t c[4] = {k.ctr[0], k.ctr[1], k.ctr[2], k.ctr[3]};
+    sk::ref::philox4x32_10(c, k.key);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(c[i], k.want[i]) << "word " << i;
+  }
+}
+
+// The specified exp() is an approximation of exp(): close over its whole range, 0 below -708.
+TEST(SamplingSpec, ExpIsAccurate) {
+  for (double x = -708.0; x <= 0.0; x += 0.0137) {
+    const double want = std::exp(x);
+    ASSERT_NEAR(sk::ref::sample_exp(x), want, 1e-13 * want) << x;
+  }
+  EXPECT_EQ(sk::ref::sample_exp(0.0), 1.0);
+  EXPECT_EQ(sk::ref::sample_exp(-708.5), 0.0);
+  EXPECT_EQ(sk::ref::sample_exp(-std::numeric_limits<double>::infinity()), 0.0);
+}
+
+namespace {
+
+// Samples one logits row `draws` times (rows of one call, over several steps) and returns the
+// count per token.
+std::vector<int64_t> draw(const std::vector<float>& row, sk_sample_attrs a, int64_t batch, int64_t steps) {
+  const sk_kernel_desc* k = moe_kernel("sample.f32");
+  const auto v = static_cast<int64_t>(row.size());
+  std::vector<int64_t> counts(row.size(), 0);
+  Operands ops;
+  float* logits = ops.in<float>(SK_DTYPE_F32, {batch, v});
+  auto* step = ops.in<int64_t>(SK_DTYPE_I64, {1});
+  int32_t* ids = ops.out<int32_t>(SK_DTYPE_I32, {batch});
+  for (int64_t b = 0; b < batch; ++b) std::copy(row.begin(), row.end(), logits + b * v);
+  ops.attrs(a);
+  for (int64_t s = 0; s < steps; ++s) {
+    *step = s;
+    char msg[256] = {};
+    sk_core_ctx ctx{};
+    ctx.num_cores = 1;
+    ctx.error_message = msg;
+    ctx.error_capacity = sizeof msg;
+    EXPECT_EQ(k->run(&ops.args(), &ctx), SK_OK) << msg;
+    for (int64_t b = 0; b < batch; ++b) ++counts[static_cast<size_t>(ids[b])];
+  }
+  return counts;
+}
+
+// softmax(l / T) restricted to top_k (0: all), then to the shortest prefix holding top_p of the
+// remaining mass, renormalised: what vLLM-style top-k/top-p sampling draws from.
+std::vector<double> filtered_softmax(const std::vector<float>& l, double t, int top_k, double top_p) {
+  std::vector<int> order(l.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return l[a] > l[b]; });
+  const size_t k = top_k > 0 ? std::min<size_t>(static_cast<size_t>(top_k), l.size()) : l.size();
+  std::vector<double> p(l.size(), 0.0);
+  double sum = 0.0;
+  for (size_t j = 0; j < k; ++j) sum += std::exp((l[order[j]] - l[order[0]]) / t);
+  double cum = 0.0;
+  for (size_t j = 0; j < k; ++j) {
+    const double pj = std::exp((l[order[j]] - l[order[0]]) / t) / sum;
+    p[order[j]] = pj;
+    cum += pj;
+    if (cum >= top_p) break;
+  }
+  const double kept = std::accumulate(p.begin(), p.end(), 0.0);
+  for (double& v : p) v /= kept;
+  return p;
+}
+
+void expect_distribution(const std::vector<float>& row, sk_sample_attrs a) {
+  constexpr int64_t kBatch = 2000;
+  constexpr int64_t kSteps = 50;
+  const double n = static_cast<double>(kBatch * kSteps);
+  const std::vector<int64_t> counts = draw(row, a, kBatch, kSteps);
+  const std::vector<double> p = filtered_softmax(row, a.temperature, a.top_k, a.top_p);
+  for (size_t i = 0; i < row.size(); ++i) {
+    if (p[i] == 0.0) {
+      EXPECT_EQ(counts[i], 0) << "token " << i << " is outside top-k/top-p but was sampled";
+      continue;
+    }
+    // Five standard deviations of a binomial count (a false alarm about once in 3.5 million).
+    const double sd = std::sqrt(n * p[i] * (1.0 - p[i]));
+    EXPECT_NEAR(static_cast<double>(counts[i]), n * p[i], 5.0 * sd + 1.0) << "token " << i << " (p = " << p[i] << ")";
+  }
+}
+
+std::vector<float> statistical_row(int64_t v, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  std::vector<float> row(static_cast<size_t>(v));
+  for (float& x : row) x = u(rng);
+  return row;
+}
+
+}  // namespace
+
+// Over many (step, row) counters the sampler's frequencies match the filtered softmax, and
+// filtered-out tokens never appear; every path (dense walk, nucleus over all, top-k) and ISA.
+TEST(SamplingStatistics, FrequenciesMatchTheFilteredSoftmax) {
+  const auto force = reinterpret_cast<int32_t (*)(int32_t)>(
+      dlsym(dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL), "sk_kernels_builtin_force_isa"));
+  ASSERT_NE(force, nullptr);
+  const int best = force(2);
+  for (int level = 0; level <= best; ++level) {
+    force(level);
+    SCOPED_TRACE("isa level " + std::to_string(level));
+    const std::vector<float> row = statistical_row(40, 11);
+    {
+      SCOPED_TRACE("dense");
+      expect_distribution(row, sampling(1.0f, 0, 1.0f, 1));
+    }
+    {
+      SCOPED_TRACE("nucleus over all");
+      expect_distribution(row, sampling(0.7f, 0, 0.8f, 2));
+    }
+    {
+      SCOPED_TRACE("top-k");
+      expect_distribution(row, sampling(1.5f, 10, 1.0f, 3));
+    }
+    {
+      SCOPED_TRACE("top-k and top-p");
+      expect_distribution(row, sampling(0.9f, 12, 0.6f, 4));
+    }
+  }
+  force(-1);
+}
+
+// The same (seed, step, row) gives the same token whatever else is in the batch, and the
+// counter really is keyed by each of the three.
+TEST(SamplingStatistics, TokensDependOnlyOnSeedStepAndRow) {
+  const std::vector<float> row = statistical_row(64, 5);
+  const auto one = [&](uint64_t seed, int64_t step, int64_t batch) {
+    const sk_kernel_desc* k = moe_kernel("sample.f32");
+    Operands ops;
+    float* logits = ops.in<float>(SK_DTYPE_F32, {batch, 64});
+    *ops.in<int64_t>(SK_DTYPE_I64, {1}) = step;
+    int32_t* ids = ops.out<int32_t>(SK_DTYPE_I32, {batch});
+    for (int64_t b = 0; b < batch; ++b) std::copy(row.begin(), row.end(), logits + b * 64);
+    ops.attrs(sampling(2.0f, 0, 1.0f, seed));
+    sk_core_ctx ctx{};
+    ctx.num_cores = 1;
+    EXPECT_EQ(k->run(&ops.args(), &ctx), SK_OK);
+    return std::vector<int32_t>(ids, ids + batch);
+  };
+  const std::vector<int32_t> base = one(1, 3, 16);
+  EXPECT_EQ(one(1, 3, 4), std::vector<int32_t>(base.begin(), base.begin() + 4));
+  EXPECT_NE(one(2, 3, 16), base);
+  EXPECT_NE(one(1, 4, 16), base);
+  EXPECT_NE(std::set<int32_t>(base.begin(), base.end()).size(), 1u) << "rows drew the same token";
+}
+
+}  // namespace sk::kernel_test
