@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
     }
     for (const BenchDef& b : benches) {
       if (!bench::selected(args, b.name)) continue;
+      std::fprintf(stderr, "%s at %d core(s)...\n", b.name.c_str(), cores);
       struct Config {
         ExecutionMode mode;
         bool dump;
@@ -118,11 +119,20 @@ int main(int argc, char** argv) {
         configs.push_back({ExecutionMode::kGraph, true, "graph+dump"});
         configs.push_back({ExecutionMode::kSuperKernel, true, "superkernel+dump"});
       }
+      // Compile every configuration first, then time them in interleaved rounds (each round runs
+      // every configuration once, in rotating order) so slow drifts of a shared machine hit all
+      // configurations alike.
+      struct Prepared {
+        const Config* config;
+        Chain chain;
+        std::unique_ptr<Executable> exe;
+        std::vector<double> ns_per_node;
+      };
+      std::vector<Prepared> prepared;
       for (const Config& config : configs) {
-        const ExecutionMode mode = config.mode;
         if (!bench::mode_selected(args, config.name)) continue;
-        Chain chain = b.make(mode == ExecutionMode::kSuperKernel);
-        CompileOptions opts = CompileOptions::for_mode(mode);
+        Chain chain = b.make(config.mode == ExecutionMode::kSuperKernel);
+        CompileOptions opts = CompileOptions::for_mode(config.mode);
         opts.dump = config.dump;
         auto exe = (*rt)->compile(*chain.graph, opts);
         if (!exe) {
@@ -134,21 +144,24 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "%s\n", s.to_string().c_str());
           return 1;
         }
-        Status run_status;
-        auto times = bench::time_runs(
-            [&] {
-              Status s = (*exe)->run();
-              if (!s) run_status = s;
-            },
-            3, args.runs);
-        if (!run_status) {
-          std::fprintf(stderr, "%s/%s: %s\n", b.name.c_str(), config.name.c_str(), run_status.to_string().c_str());
-          return 1;
+        prepared.push_back({&config, std::move(chain), std::move(*exe), {}});
+      }
+      const int warmup = 3;
+      for (int round = 0; round < warmup + args.runs; ++round) {
+        for (size_t i = 0; i < prepared.size(); ++i) {
+          Prepared& p = prepared[(i + static_cast<size_t>(round)) % prepared.size()];
+          const double t0 = bench::now_seconds();
+          if (Status s = p.exe->run(); !s) {
+            std::fprintf(stderr, "%s/%s: %s\n", b.name.c_str(), p.config->name.c_str(), s.to_string().c_str());
+            return 1;
+          }
+          const double t = bench::now_seconds() - t0;
+          if (round >= warmup) p.ns_per_node.push_back(t * 1e9 / p.chain.nodes);
         }
-        for (double& t : times) t = t * 1e9 / chain.nodes;
-        bench::Stats st = bench::stats_of(times);
-        results.push_back({b.name, config.name, cores, "ns_per_node", st.median, st.min, st.max, args.runs, "ns"});
-        std::fflush(stdout);
+      }
+      for (const Prepared& p : prepared) {
+        bench::Stats st = bench::stats_of(p.ns_per_node);
+        results.push_back({b.name, p.config->name, cores, "ns_per_node", st.median, st.min, st.max, args.runs, "ns"});
       }
     }
   }

@@ -12,6 +12,13 @@ SK_KERNEL_BENCH(core_cases) {
     cases.push_back({"gemv_f32_" + std::to_string(n), "matmul.f32", {Act({1, n}), Weight(DType::kF32, {n, n})},
                      {TensorSpec(DType::kF32, {1, n})}, {}, bytes, 2.0 * n * n, {1, n, n, "f32"}, {}});
   }
+  for (int64_t n : {256, 512}) {
+    // The dispatch benchmark's matvec: weights stay in L2, so this measures the kernel's own
+    // per-call cost and compute rate rather than memory bandwidth.
+    cases.push_back({"gemv_f32_" + std::to_string(n) + "_cached", "matmul.f32",
+                     {Act({1, n}), Weight(DType::kF32, {n, n})}, {TensorSpec(DType::kF32, {1, n})}, {},
+                     4.0 * n * n + 8.0 * n, 2.0 * n * n, {1, n, n, "f32"}, {}});
+  }
   for (int64_t m : {4, 16}) {
     const int64_t n = 4096, k = 4096;
     cases.push_back({"gemm_f32_m" + std::to_string(m) + "_4096", "matmul.f32", {Act({m, k}), Weight(DType::kF32, {n, k})},

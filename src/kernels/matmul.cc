@@ -38,13 +38,37 @@ constexpr int kMaxLanes = 16;
 // k in [0, kn) into their lane partial sums at st[(m * ld + j) * lanes].
 using TileFn = void (*)(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld, int64_t kn);
 
+// Writes y[m * sy + j] = the lane sum of each (m, j) accumulator of a block (see finish_block).
+using FinishFn = void (*)(const float* state, float* y, int64_t sy, int64_t mb, int64_t nb);
+
 struct GemmIsa {
   int lanes;
   int gemv_nr;  // register tile (1 x gemv_nr) when M == 1
   int mr;       // register tile (mr x nr) when M > 1
   int nr;
   TileFn (*tile)(int mr, int nr);  // supports (1|mr) x (1|nr|gemv_nr)
+  FinishFn finish;
 };
+
+// Lane sums of one block's accumulators. All three use the fold tree of simd::hsum_lanes, so
+// the ISA-specific ones only move the reduction into registers (same bits as the scalar one for
+// the same lane count).
+void finish_scalar(const float* state, float* y, int64_t sy, int64_t mb, int64_t nb) {
+  for (int64_t m = 0; m < mb; ++m)
+    for (int64_t j = 0; j < nb; ++j) y[m * sy + j] = simd::hsum_lanes(state + (m * kNBlock + j) * 8, 8);
+}
+
+#if SK_KERNELS_X86
+SK_TARGET_AVX2 void finish_avx2(const float* state, float* y, int64_t sy, int64_t mb, int64_t nb) {
+  for (int64_t m = 0; m < mb; ++m)
+    for (int64_t j = 0; j < nb; ++j) y[m * sy + j] = simd::hsum8(_mm256_load_ps(state + (m * kNBlock + j) * 8));
+}
+
+SK_TARGET_AVX512 void finish_avx512(const float* state, float* y, int64_t sy, int64_t mb, int64_t nb) {
+  for (int64_t m = 0; m < mb; ++m)
+    for (int64_t j = 0; j < nb; ++j) y[m * sy + j] = simd::hsum16(_mm512_load_ps(state + (m * kNBlock + j) * 16));
+}
+#endif
 
 template <int MR, int NR>
 void tile_scalar(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld, int64_t kn) {
@@ -81,7 +105,7 @@ TileFn tile_scalar_for(int mr, int nr) {
   return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
 }
 
-constexpr GemmIsa kGemmScalar = {8, 4, 2, 2, tile_scalar_for};
+constexpr GemmIsa kGemmScalar = {8, 4, 2, 2, tile_scalar_for, finish_scalar};
 
 #if SK_KERNELS_X86
 // A multi-row tile reads only NR weight rows at a time, too few streams to keep the memory
@@ -142,7 +166,7 @@ TileFn tile_avx2_for(int mr, int nr) {
 }
 
 // 4 x 2 tiles: 8 accumulators + 2 w vectors + 1 x vector fit the 16 YMM registers.
-constexpr GemmIsa kGemmAvx2 = {8, 8, 4, 2, tile_avx2_for};
+constexpr GemmIsa kGemmAvx2 = {8, 8, 4, 2, tile_avx2_for, finish_avx2};
 
 template <int MR, int NR>
 SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld,
@@ -194,7 +218,7 @@ TileFn tile_avx512_for(int mr, int nr) {
 }
 
 // 4 x 4 tiles: 16 accumulators + 4 w vectors + 1 x vector of the 32 ZMM registers.
-constexpr GemmIsa kGemmAvx512 = {16, 8, 4, 4, tile_avx512_for};
+constexpr GemmIsa kGemmAvx512 = {16, 8, 4, 4, tile_avx512_for, finish_avx512};
 #endif
 
 const GemmIsa& select_gemm() {
@@ -212,11 +236,7 @@ const GemmIsa& select_gemm() {
 }
 
 void finish_block(const GemmIsa& g, const float* state, float* y, int64_t sy, int64_t mb, int64_t nb) {
-  for (int64_t m = 0; m < mb; ++m) {
-    for (int64_t j = 0; j < nb; ++j) {
-      y[m * sy + j] = simd::hsum_lanes(state + (m * kNBlock + j) * g.lanes, g.lanes);
-    }
-  }
+  g.finish(state, y, sy, mb, nb);
 }
 
 // GEMV streams every weight once, so K is not blocked: the x row stays in L1 by itself, and
