@@ -5,7 +5,11 @@
 //   chain_matvec_norm_512    1000 x (f32 matvec 512x512, rms_norm)          = 2000 nodes
 // The matvec chains reuse one weight matrix (cache-resident), so they measure dispatch plus
 // compute, not memory bandwidth. In superkernel mode all ops sit in one fusion scope.
+#include <pthread.h>
+
+#include <atomic>
 #include <cstdio>
+#include <thread>
 #include <memory>
 #include <random>
 
@@ -71,6 +75,42 @@ Chain chain_matvec_norm(int64_t n, bool scoped) {
   c.nodes = 2 * kRepeats;
   c.input = random_vec(static_cast<size_t>(n), 6, -1, 1);
   return c;
+}
+
+// Core-to-core cache-line round trip (two pinned threads bouncing a counter): the floor under
+// any cross-core sync, measured in the same run because on shared or virtual machines it moves.
+double handoff_round_trip_ns() {
+  alignas(128) static std::atomic<uint64_t> ping{0};
+  alignas(128) static std::atomic<uint64_t> pong{0};
+  ping = 0;
+  pong = 0;
+  const uint64_t n = 200000;
+  auto pin = [](int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  };
+  std::thread other([&] {
+    pin(1);
+    for (uint64_t i = 1; i <= n; ++i) {
+      while (ping.load(std::memory_order_acquire) < i) __builtin_ia32_pause();
+      pong.store(i, std::memory_order_release);
+    }
+  });
+  double t = 0;
+  std::thread self([&] {
+    pin(0);
+    const double t0 = bench::now_seconds();
+    for (uint64_t i = 1; i <= n; ++i) {
+      ping.store(i, std::memory_order_release);
+      while (pong.load(std::memory_order_acquire) < i) __builtin_ia32_pause();
+    }
+    t = bench::now_seconds() - t0;
+  });
+  self.join();
+  other.join();
+  return t * 1e9 / n;
 }
 
 const char* kUsage =
@@ -172,6 +212,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> columns = {"eager", "graph", "superkernel"};
   if (args.dump) columns.insert(columns.end(), {"graph+dump", "superkernel+dump"});
   bench::print_table(results, columns, "graph");
+  if (max_cores >= 2 && bench::cores_selected(args, 2)) {
+    const double rt = handoff_round_trip_ns();
+    results.push_back({"core_handoff", "-", 2, "ns_round_trip", rt, rt, rt, 1, "ns"});
+    std::printf("core-to-core cache-line round trip (cores 0 and 1): %.0f ns\n", rt);
+  }
   if (!args.json.empty()) {
     if (!bench::write_json(args.json, results)) {
       std::fprintf(stderr, "cannot write %s\n", args.json.c_str());
