@@ -9,9 +9,9 @@
 
 #include <atomic>
 #include <cstdio>
-#include <thread>
 #include <memory>
 #include <random>
+#include <thread>
 
 #include "bench_common.h"
 #include "superkernel/ops.h"

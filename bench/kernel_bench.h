@@ -27,8 +27,12 @@ struct BenchInput {
   std::vector<double> values;  // explicit contents, repeated, when non-empty
 };
 
-inline BenchInput Act(Shape s, double lo = -1.0, double hi = 1.0) { return {DType::kF32, std::move(s), lo, hi, false, {}}; }
-inline BenchInput Weight(DType d, Shape s, double lo = -1.0, double hi = 1.0) { return {d, std::move(s), lo, hi, true, {}}; }
+inline BenchInput Act(Shape s, double lo = -1.0, double hi = 1.0) {
+  return {DType::kF32, std::move(s), lo, hi, false, {}};
+}
+inline BenchInput Weight(DType d, Shape s, double lo = -1.0, double hi = 1.0) {
+  return {d, std::move(s), lo, hi, true, {}};
+}
 
 // A oneDNN matmul on the same shape, for the comparison column (when the build has oneDNN).
 struct OneDnnShape {
@@ -44,7 +48,7 @@ struct KernelBenchCase {
   std::vector<uint8_t> attrs;
   double bytes = 0;  // bytes the kernel must move at least (weights + activations + outputs)
   double flops = 0;
-  OneDnnShape onednn;  // m == 0: no comparison
+  OneDnnShape onednn;                         // m == 0: no comparison
   std::vector<std::pair<int, int>> in_place;  // (output, input) updated in place
 };
 
@@ -63,8 +67,8 @@ struct KernelBenchRegistrar {
   }
 };
 
-#define SK_KERNEL_BENCH(fn)                                     \
-  static std::vector<::sk::bench::KernelBenchCase> fn();        \
+#define SK_KERNEL_BENCH(fn)                                      \
+  static std::vector<::sk::bench::KernelBenchCase> fn();         \
   static ::sk::bench::KernelBenchRegistrar fn##_registrar_{&fn}; \
   static std::vector<::sk::bench::KernelBenchCase> fn()
 

@@ -44,7 +44,9 @@ void store(DType d, uint8_t* p, double v) {
       std::memcpy(p, &h, 2);
       break;
     }
-    case DType::kI8: *reinterpret_cast<int8_t*>(p) = static_cast<int8_t>(std::clamp(v, -128.0, 127.0)); break;
+    case DType::kI8:
+      *reinterpret_cast<int8_t*>(p) = static_cast<int8_t>(std::clamp(v, -128.0, 127.0));
+      break;
     case DType::kI32: {
       auto q = static_cast<int32_t>(v);
       std::memcpy(p, &q, 4);
@@ -65,8 +67,8 @@ std::vector<uint8_t> make_data(const BenchInput& in, uint32_t seed) {
   const bool integer = in.dtype == DType::kI8 || in.dtype == DType::kI32 || in.dtype == DType::kI64;
   for (size_t i = 0; i < n; ++i) {
     double v = !in.values.empty() ? in.values[i % in.values.size()]
-               : integer ? static_cast<double>(std::uniform_int_distribution<int64_t>(
-                               static_cast<int64_t>(in.lo), static_cast<int64_t>(in.hi))(rng))
+               : integer ? static_cast<double>(std::uniform_int_distribution<int64_t>(static_cast<int64_t>(in.lo),
+                                                                                      static_cast<int64_t>(in.hi))(rng))
                          : std::uniform_real_distribution<double>(in.lo, in.hi)(rng);
     store(in.dtype, b.data() + i * elem, v);
   }
@@ -144,7 +146,7 @@ int main(int argc, char** argv) {
         bool state = false;
         for (auto [o, src] : c.in_place) state |= src == static_cast<int>(i);
         const std::string name = "in" + std::to_string(i);
-        ins.push_back(state ? g.variable(name, in.dtype, in.shape)
+        ins.push_back(state       ? g.variable(name, in.dtype, in.shape)
                       : in.weight ? g.constant(name, in.dtype, in.shape, data.back().data(), data.back().size())
                                   : g.input(name, in.dtype, in.shape));
       }
@@ -198,8 +200,8 @@ int main(int argc, char** argv) {
       results.push_back({c.name, "graph", cores, "gb_per_s", gbs, c.bytes / st.max / 1e9, c.bytes / st.min / 1e9,
                          static_cast<int>(times.size()), "GB/s"});
       if (c.flops > 0)
-        results.push_back({c.name, "graph", cores, "gflop_per_s", gflops, c.flops / st.max / 1e9, c.flops / st.min / 1e9,
-                           static_cast<int>(times.size()), "GFLOP/s"});
+        results.push_back({c.name, "graph", cores, "gflop_per_s", gflops, c.flops / st.max / 1e9,
+                           c.flops / st.min / 1e9, static_cast<int>(times.size()), "GFLOP/s"});
       char dnn[32] = "-", ratio[32] = "-";
       if (c.onednn.m > 0) {
         if (!dnn_times.empty()) {

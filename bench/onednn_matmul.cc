@@ -20,13 +20,13 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 #include <set>
-#include <thread>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
-#include "bench_common.h"
 #include <pthread.h>
+#include "bench_common.h"
 
 #include "kernel_bench.h"
 

@@ -22,24 +22,24 @@ class Runtime;
 
 // Why a fusion segment ended where it did.
 enum class CutReason {
-  kGraphEnd,        // the last op
-  kOpUnsupported,   // a kernel without SK_FUSIBLE
-  kHostOp,          // a host callback
-  kScopeBoundary,   // the next op belongs to another scope (or none)
-  kNotFused,        // the op is outside every scope / in a "do not fuse" scope
-  kStreamLimit,     // the next op is on another stream and stream fusion is off
-  kScopeBypassed,   // strict-scope-check=bypass turned the scope off
-  kSplitMode,       // split-mode divided the segment
+  kGraphEnd,       // the last op
+  kOpUnsupported,  // a kernel without SK_FUSIBLE
+  kHostOp,         // a host callback
+  kScopeBoundary,  // the next op belongs to another scope (or none)
+  kNotFused,       // the op is outside every scope / in a "do not fuse" scope
+  kStreamLimit,    // the next op is on another stream and stream fusion is off
+  kScopeBypassed,  // strict-scope-check=bypass turned the scope off
+  kSplitMode,      // split-mode divided the segment
 };
 const char* cut_reason_name(CutReason reason);
 
 struct SegmentReport {
   int32_t id = 0;
-  std::string scope;            // scope name, or "<graph>" when the whole graph fuses
-  std::vector<int32_t> ops;     // graph op indices, execution order
+  std::string scope;         // scope name, or "<graph>" when the whole graph fuses
+  std::vector<int32_t> ops;  // graph op indices, execution order
   int32_t num_cores = 0;
   CutReason cut = CutReason::kGraphEnd;
-  int32_t cut_op = -1;          // the op that caused the cut (-1 at the graph end)
+  int32_t cut_op = -1;  // the op that caused the cut (-1 at the graph end)
   std::string cut_detail;
 };
 
@@ -52,16 +52,16 @@ struct UnfusedOp {
 struct CompileReport {
   ExecutionMode mode = ExecutionMode::kGraph;
   size_t num_ops = 0;
-  size_t num_launches = 0;       // launches per run
-  int64_t arena_bytes = 0;       // planned intermediate memory
-  int64_t peak_live_bytes = 0;   // most bytes live at once (lower bound for any plan)
-  int64_t unplanned_bytes = 0;   // what every tensor in its own buffer would take
+  size_t num_launches = 0;      // launches per run
+  int64_t arena_bytes = 0;      // planned intermediate memory
+  int64_t peak_live_bytes = 0;  // most bytes live at once (lower bound for any plan)
+  int64_t unplanned_bytes = 0;  // what every tensor in its own buffer would take
   std::vector<SegmentReport> segments;
   std::vector<UnfusedOp> unfused;  // superkernel mode: kernel and host ops outside segments
   std::vector<std::string> warnings;
-  std::string program_text;      // per-core programs (graph and superkernel modes)
-  std::string pass_timings;      // "verify 0.1 ms, memory_plan 0.3 ms, ..."
-  std::string pass_dumps;        // CompileOptions::print_after: state after the named pass(es)
+  std::string program_text;  // per-core programs (graph and superkernel modes)
+  std::string pass_timings;  // "verify 0.1 ms, memory_plan 0.3 ms, ..."
+  std::string pass_dumps;    // CompileOptions::print_after: state after the named pass(es)
 };
 
 // Segments, cut reasons and per-core programs for `graph` under `options`, as text.

@@ -83,10 +83,10 @@ enum class OpKind : int32_t {
 #define SK_OP_ENUM_(e, name) e,
   SK_BUILTIN_OP_LIST(SK_OP_ENUM_)
 #undef SK_OP_ENUM_
-  kCustom,      // a kernel named by the user (from any loaded package)
-  kHost,        // a C++ callback run on the host between kernels; never fusible
-  kRecordEvent, // records an event on the op's stream
-  kWaitEvent,   // makes the op's stream wait for an event
+      kCustom,   // a kernel named by the user (from any loaded package)
+  kHost,         // a C++ callback run on the host between kernels; never fusible
+  kRecordEvent,  // records an event on the op's stream
+  kWaitEvent,    // makes the op's stream wait for an event
 };
 const char* op_kind_name(OpKind kind);
 
@@ -134,10 +134,10 @@ struct TensorInfo {
   Shape shape;
   Shape strides;  // elements
   TensorKind kind = TensorKind::kIntermediate;
-  int32_t base = -1;         // views: the tensor whose storage this aliases (never a view)
-  int64_t byte_offset = 0;   // views: offset into the base's storage
-  int64_t storage_bytes = 0; // non-views: bytes of dense storage
-  int32_t definer = -1;      // first op writing it (intermediates and declared tensors)
+  int32_t base = -1;          // views: the tensor whose storage this aliases (never a view)
+  int64_t byte_offset = 0;    // views: offset into the base's storage
+  int64_t storage_bytes = 0;  // non-views: bytes of dense storage
+  int32_t definer = -1;       // first op writing it (intermediates and declared tensors)
   bool is_output = false;
   std::string output_name;
   std::vector<uint8_t> data;  // constants
@@ -157,9 +157,9 @@ struct OpInfo {
   std::vector<uint8_t> attrs;
   HostCallback host;
   int32_t stream = 0;
-  int32_t event = -1;          // kRecordEvent / kWaitEvent
-  std::vector<int32_t> scopes; // enclosing fusion scopes, outermost first
-  int32_t core_limit_cube = 0; // 0 = no limit (LimitCoreNum)
+  int32_t event = -1;           // kRecordEvent / kWaitEvent
+  std::vector<int32_t> scopes;  // enclosing fusion scopes, outermost first
+  int32_t core_limit_cube = 0;  // 0 = no limit (LimitCoreNum)
   int32_t core_limit_vector = 0;
 };
 

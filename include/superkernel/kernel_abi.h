@@ -82,10 +82,10 @@ typedef enum sk_dtype {
 
 /* Which core groups run a kernel (the CPU names of Ascend's AIC / AIV / MIX kernel types). */
 typedef enum sk_kernel_type {
-  SK_KERNEL_CUBE = 0,     /* matrix-heavy: runs on the cube group */
-  SK_KERNEL_VECTOR = 1,   /* element-wise / reductions: runs on the vector group */
-  SK_KERNEL_MIX_1_1 = 2,  /* one cube core per vector core */
-  SK_KERNEL_MIX_1_2 = 3   /* one cube core per two vector cores */
+  SK_KERNEL_CUBE = 0,    /* matrix-heavy: runs on the cube group */
+  SK_KERNEL_VECTOR = 1,  /* element-wise / reductions: runs on the vector group */
+  SK_KERNEL_MIX_1_1 = 2, /* one cube core per vector core */
+  SK_KERNEL_MIX_1_2 = 3  /* one cube core per two vector cores */
 } sk_kernel_type;
 #define SK_KERNEL_TYPE_COUNT 4
 
@@ -129,7 +129,7 @@ typedef struct sk_core_ctx {
   /* Full barrier over every core of the launch (the super kernel's cores when fused). Returns
    * SK_OK, or SK_ERR_ABORTED when another core failed: the kernel must then return at once. */
   int32_t (*sync_all)(const struct sk_core_ctx* self);
-  void* runtime; /* opaque, for sync_all */
+  void* runtime;       /* opaque, for sync_all */
   char* error_message; /* a kernel may describe an error here (NUL-terminated) */
   uint32_t error_capacity;
   uint32_t reserved;
@@ -153,25 +153,24 @@ typedef int32_t (*sk_run_fn)(const sk_kernel_args* args, const sk_core_ctx* core
 typedef int32_t (*sk_prologue_fn)(const sk_kernel_args* args, const sk_core_ctx* core);
 /* Host tiling: writes at most `capacity` bytes to `tiling` and sets `*size`. Reads only shapes
  * and attributes, unless the kernel has SK_TILING_SINK. */
-typedef int32_t (*sk_tiling_fn)(const sk_kernel_args* args, void* tiling, uint32_t capacity,
-                                uint32_t* size);
+typedef int32_t (*sk_tiling_fn)(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
 typedef uint64_t (*sk_workspace_fn)(const sk_kernel_args* args);
 /* Writes the ranges core `core_id` of `num_cores` touches. Returns the number of ranges (which
  * may exceed `capacity`: the runtime then calls again with room for all), or a negative error. */
-typedef int32_t (*sk_access_fn)(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
-                                sk_access_range* ranges, int32_t capacity);
+typedef int32_t (*sk_access_fn)(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
+                                int32_t capacity);
 
 typedef struct sk_kernel_desc {
-  uint32_t abi_version; /* SK_KERNEL_ABI_VERSION */
-  const char* name;     /* unique across all loaded packages, e.g. "add.f32" */
-  int32_t type;         /* sk_kernel_type */
-  uint32_t flags;       /* SK_FUSIBLE | ... */
-  sk_run_fn run;        /* required */
-  sk_prologue_fn prologue;         /* optional */
-  sk_tiling_fn tiling;             /* optional */
-  sk_workspace_fn workspace_size;  /* optional: no workspace when NULL */
-  sk_access_fn access;             /* optional: reads every input, writes every output */
-  uint32_t sync_all_count;         /* calls to sync_all per run, with SK_USES_SYNC_ALL */
+  uint32_t abi_version;           /* SK_KERNEL_ABI_VERSION */
+  const char* name;               /* unique across all loaded packages, e.g. "add.f32" */
+  int32_t type;                   /* sk_kernel_type */
+  uint32_t flags;                 /* SK_FUSIBLE | ... */
+  sk_run_fn run;                  /* required */
+  sk_prologue_fn prologue;        /* optional */
+  sk_tiling_fn tiling;            /* optional */
+  sk_workspace_fn workspace_size; /* optional: no workspace when NULL */
+  sk_access_fn access;            /* optional: reads every input, writes every output */
+  uint32_t sync_all_count;        /* calls to sync_all per run, with SK_USES_SYNC_ALL */
 } sk_kernel_desc;
 
 typedef struct sk_kernel_package {
@@ -218,13 +217,20 @@ static inline int64_t sk_tensor_numel(const sk_tensor_arg* t) {
 
 static inline int64_t sk_dtype_size(int32_t dtype) {
   switch (dtype) {
-    case SK_DTYPE_F32: return 4;
-    case SK_DTYPE_BF16: return 2;
-    case SK_DTYPE_F16: return 2;
-    case SK_DTYPE_I8: return 1;
-    case SK_DTYPE_I32: return 4;
-    case SK_DTYPE_I64: return 8;
-    default: return 0;
+    case SK_DTYPE_F32:
+      return 4;
+    case SK_DTYPE_BF16:
+      return 2;
+    case SK_DTYPE_F16:
+      return 2;
+    case SK_DTYPE_I8:
+      return 1;
+    case SK_DTYPE_I32:
+      return 4;
+    case SK_DTYPE_I64:
+      return 8;
+    default:
+      return 0;
   }
 }
 

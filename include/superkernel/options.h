@@ -39,9 +39,9 @@ struct SuperKernelOptimizeOptions {
 
 // super_kernel_debug_options
 struct SuperKernelDebugOptions {
-  bool debug_sync_all = false;       // full barrier between every pair of sub-kernels
-  bool debug_op_exec_trace = false;  // record per-core start/end of every sub-kernel
-  int debug_per_op_max_core_num = 0; // cap every sub-kernel's cores (0 = no cap)
+  bool debug_sync_all = false;        // full barrier between every pair of sub-kernels
+  bool debug_op_exec_trace = false;   // record per-core start/end of every sub-kernel
+  int debug_per_op_max_core_num = 0;  // cap every sub-kernel's cores (0 = no cap)
 };
 
 struct CompileOptions {

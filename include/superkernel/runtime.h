@@ -26,10 +26,10 @@
 namespace sk {
 
 struct RuntimeOptions {
-  int num_cores = 0;   // 0: every CPU available to the process
-  int cube_cores = 0;  // cores [0, cube_cores) form the cube group, the rest the vector group;
-                       // 0: every core serves both kinds
-  bool pin_threads = true;  // pin workers (and the launching thread) one per CPU
+  int num_cores = 0;                 // 0: every CPU available to the process
+  int cube_cores = 0;                // cores [0, cube_cores) form the cube group, the rest the vector group;
+                                     // 0: every core serves both kinds
+  bool pin_threads = true;           // pin workers (and the launching thread) one per CPU
   bool allow_oversubscribe = false;  // tests only: more cores than CPUs
   int64_t spin_us = 200;             // spin this long before a waiting core sleeps
   double watchdog_seconds = 30.0;    // a sync wait longer than this fails the run as a deadlock

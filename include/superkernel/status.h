@@ -32,8 +32,8 @@ enum class StatusCode {
   kNotFound,         // missing kernel, tensor name, file
   kUnimplemented,    // a recognised feature this build does not support (yet)
   kFailedPrecondition,
-  kKernelError,      // a kernel returned an error at run time
-  kDeadlock,         // the watchdog found a wait that cannot finish
+  kKernelError,  // a kernel returned an error at run time
+  kDeadlock,     // the watchdog found a wait that cannot finish
   kInternal,
 };
 
@@ -48,9 +48,7 @@ class [[nodiscard]] Status {
   static Status invalid_argument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
   static Status not_found(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
   static Status unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
-  static Status failed_precondition(std::string m) {
-    return {StatusCode::kFailedPrecondition, std::move(m)};
-  }
+  static Status failed_precondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
   static Status kernel_error(std::string m) { return {StatusCode::kKernelError, std::move(m)}; }
   static Status deadlock(std::string m) { return {StatusCode::kDeadlock, std::move(m)}; }
   static Status internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
@@ -77,7 +75,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Expected(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Expected(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     if (std::get<Status>(v_).is_ok()) v_ = Status::internal("Expected built from an OK status");
   }
@@ -123,10 +121,10 @@ class CheckFailure {
     ::sk::detail::CheckFailure(__FILE__, __LINE__, #cond)
 
 // Returns early from a function returning Status or Expected when `expr` is an error.
-#define SK_RETURN_IF_ERROR(expr)                 \
-  do {                                           \
-    ::sk::Status sk_status_ = (expr);            \
-    if (!sk_status_.is_ok()) return sk_status_;  \
+#define SK_RETURN_IF_ERROR(expr)                \
+  do {                                          \
+    ::sk::Status sk_status_ = (expr);           \
+    if (!sk_status_.is_ok()) return sk_status_; \
   } while (0)
 
 #endif  // SUPERKERNEL_STATUS_H_

@@ -20,8 +20,12 @@ Expected<std::vector<int32_t>> cores_for_kernel(const CoreLayout& layout, int32_
   if (layout.cube_cores == 0) {
     int32_t count = n;
     switch (kernel_type) {
-      case SK_KERNEL_CUBE: count = capped(n, limit_cube); break;
-      case SK_KERNEL_VECTOR: count = capped(n, limit_vector); break;
+      case SK_KERNEL_CUBE:
+        count = capped(n, limit_cube);
+        break;
+      case SK_KERNEL_VECTOR:
+        count = capped(n, limit_vector);
+        break;
       default:
         if (limit_cube > 0 && limit_vector > 0) count = std::min(n, limit_cube + limit_vector);
         break;
@@ -33,8 +37,12 @@ Expected<std::vector<int32_t>> cores_for_kernel(const CoreLayout& layout, int32_
   const int32_t cube = capped(layout.cube_cores, limit_cube);
   const int32_t vec = capped(n - layout.cube_cores, limit_vector);
   switch (kernel_type) {
-    case SK_KERNEL_CUBE: append_range(cores, 0, std::max(capped(cube, max_cores), 1)); break;
-    case SK_KERNEL_VECTOR: append_range(cores, layout.cube_cores, std::max(capped(vec, max_cores), 1)); break;
+    case SK_KERNEL_CUBE:
+      append_range(cores, 0, std::max(capped(cube, max_cores), 1));
+      break;
+    case SK_KERNEL_VECTOR:
+      append_range(cores, layout.cube_cores, std::max(capped(vec, max_cores), 1));
+      break;
     case SK_KERNEL_MIX_1_1:
     case SK_KERNEL_MIX_1_2: {
       const int32_t per_cube = kernel_type == SK_KERNEL_MIX_1_1 ? 1 : 2;
@@ -49,7 +57,8 @@ Expected<std::vector<int32_t>> cores_for_kernel(const CoreLayout& layout, int32_
       append_range(cores, layout.cube_cores, k * per_cube);
       break;
     }
-    default: return Status::internal("unknown kernel type");
+    default:
+      return Status::internal("unknown kernel type");
   }
   return cores;
 }
@@ -59,8 +68,8 @@ Status assign_cores(CompileContext& ctx) {
   for (PlanOp& op : ctx.plan->ops) {
     if (!op.is_kernel()) continue;
     const OpInfo& info = ctx.graph.op(op.graph_op);
-    auto cores = cores_for_kernel(ctx.layout, op.kernel->desc->type, info.core_limit_cube, info.core_limit_vector,
-                                  cap, op.name);
+    auto cores =
+        cores_for_kernel(ctx.layout, op.kernel->desc->type, info.core_limit_cube, info.core_limit_vector, cap, op.name);
     if (!cores) return cores.status();
     op.cores = std::move(*cores);
   }

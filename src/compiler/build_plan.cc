@@ -64,8 +64,8 @@ Status build_plan(CompileContext& ctx) {
       std::string loaded;
       for (const std::string& p : ctx.registry.package_paths()) loaded += (loaded.empty() ? "" : ", ") + p;
       return Status::not_found("op '" + info.name + "' (" + op_kind_name(info.kind) + "): kernel '" + info.kernel +
-                               "' is not in any loaded kernel package (loaded: " +
-                               (loaded.empty() ? "none" : loaded) + ")");
+                               "' is not in any loaded kernel package (loaded: " + (loaded.empty() ? "none" : loaded) +
+                               ")");
     }
     op.kernel = k;
     if (k->desc->flags & SK_TILING_SINK) {

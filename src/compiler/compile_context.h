@@ -45,9 +45,9 @@ struct CompileContext {
       : graph(g), options(o), registry(r), layout(l) {}
 
   std::unique_ptr<Plan> plan;
-  std::vector<Segment> segments;     // superkernel mode
-  std::vector<int32_t> op_segment;   // per plan op: segment id, or -1 when it runs unfused
-  std::vector<CutReason> op_unfused; // per plan op outside segments: why
+  std::vector<Segment> segments;      // superkernel mode
+  std::vector<int32_t> op_segment;    // per plan op: segment id, or -1 when it runs unfused
+  std::vector<CutReason> op_unfused;  // per plan op outside segments: why
   Program program;
   CompileReport report;
 };

@@ -9,9 +9,12 @@ namespace sk {
 
 const char* execution_mode_name(ExecutionMode mode) {
   switch (mode) {
-    case ExecutionMode::kEager: return "eager";
-    case ExecutionMode::kGraph: return "graph";
-    case ExecutionMode::kSuperKernel: return "superkernel";
+    case ExecutionMode::kEager:
+      return "eager";
+    case ExecutionMode::kGraph:
+      return "graph";
+    case ExecutionMode::kSuperKernel:
+      return "superkernel";
   }
   return "?";
 }
@@ -65,8 +68,8 @@ Status parse_int(std::string_view key, std::string_view value, int min_value, in
     return Status::invalid_argument("option '" + std::string(key) + "': expected an integer, got '" +
                                     std::string(value) + "'");
   if (v < min_value)
-    return Status::invalid_argument("option '" + std::string(key) + "': " + std::to_string(v) + " is below the minimum " +
-                                    std::to_string(min_value));
+    return Status::invalid_argument("option '" + std::string(key) + "': " + std::to_string(v) +
+                                    " is below the minimum " + std::to_string(min_value));
   out = v;
   return Status::ok();
 }
@@ -78,7 +81,8 @@ Status parse_regex_list(std::string_view key, std::string_view value, std::vecto
   size_t start = 0;
   while (start <= value.size()) {
     size_t comma = value.find(',', start);
-    std::string_view item = value.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view item =
+        value.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.remove_prefix(1);
     while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.remove_suffix(1);
     if (item.empty()) {

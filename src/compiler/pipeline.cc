@@ -1,8 +1,8 @@
 // The compiler pipeline: named passes run in order, each timed. The order is the data flow of
 // DESIGN.md §3: verify -> build_plan -> assign_cores -> memory_plan -> allocate -> program.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <algorithm>
 #include <functional>
 
 #include "compiler/assign_cores.h"
@@ -18,14 +18,22 @@ namespace sk {
 
 const char* cut_reason_name(CutReason reason) {
   switch (reason) {
-    case CutReason::kGraphEnd: return "GRAPH_END";
-    case CutReason::kOpUnsupported: return "OP_UNSUPPORTED";
-    case CutReason::kHostOp: return "HOST_OP";
-    case CutReason::kScopeBoundary: return "SCOPE_BOUNDARY";
-    case CutReason::kNotFused: return "NOT_FUSED";
-    case CutReason::kStreamLimit: return "STREAM_LIMIT";
-    case CutReason::kScopeBypassed: return "SCOPE_BYPASSED";
-    case CutReason::kSplitMode: return "SPLIT_MODE";
+    case CutReason::kGraphEnd:
+      return "GRAPH_END";
+    case CutReason::kOpUnsupported:
+      return "OP_UNSUPPORTED";
+    case CutReason::kHostOp:
+      return "HOST_OP";
+    case CutReason::kScopeBoundary:
+      return "SCOPE_BOUNDARY";
+    case CutReason::kNotFused:
+      return "NOT_FUSED";
+    case CutReason::kStreamLimit:
+      return "STREAM_LIMIT";
+    case CutReason::kScopeBypassed:
+      return "SCOPE_BYPASSED";
+    case CutReason::kSplitMode:
+      return "SPLIT_MODE";
   }
   return "?";
 }
@@ -98,7 +106,8 @@ std::string describe_segments(const CompileContext& ctx) {
 
 std::vector<Pass> pipeline(ExecutionMode mode) {
   std::vector<Pass> passes = {
-      {"verify", verify_pass, [](const CompileContext& c) { return "  " + std::to_string(c.graph.num_ops()) + " ops ok\n"; }},
+      {"verify", verify_pass,
+       [](const CompileContext& c) { return "  " + std::to_string(c.graph.num_ops()) + " ops ok\n"; }},
       {"build_plan", build_plan, describe_plan},
       {"assign_cores", assign_cores, describe_plan},
       {"memory_plan", memory_plan_pass, describe_memory},
@@ -165,7 +174,8 @@ Expected<std::unique_ptr<Executable::Impl>> run_pipeline(Runtime& rt, const Grap
   exe->trace_enabled = options.super_kernel_debug_options.debug_op_exec_trace;
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     const TensorInfo& t = plan.tensors[i];
-    if (t.kind == TensorKind::kInput || t.kind == TensorKind::kVariable) exe->names.emplace(t.name, static_cast<int32_t>(i));
+    if (t.kind == TensorKind::kInput || t.kind == TensorKind::kVariable)
+      exe->names.emplace(t.name, static_cast<int32_t>(i));
   }
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     const TensorInfo& t = plan.tensors[i];

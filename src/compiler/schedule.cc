@@ -99,12 +99,12 @@ Status apply_core_caps(CompileContext& ctx, const Segment& seg) {
     const bool needs_vector = type != SK_KERNEL_CUBE;
     if ((needs_cube && aic == 0) || (needs_vector && aiv == 0))
       return Status::invalid_argument("scope '" + seg.scope_label + "': debug-aic-num=" + std::to_string(aic) +
-                                      " / debug-aiv-num=" + std::to_string(aiv) + " leaves no core for op '" +
-                                      op.name + "' (kernel '" + op.kernel_name + "')");
+                                      " / debug-aiv-num=" + std::to_string(aiv) + " leaves no core for op '" + op.name +
+                                      "' (kernel '" + op.kernel_name + "')");
     const OpInfo& info = ctx.graph.op(op.graph_op);
-    auto cores = cores_for_kernel(ctx.layout, type, combine(info.core_limit_cube, aic),
-                                  combine(info.core_limit_vector, aiv),
-                                  ctx.options.super_kernel_debug_options.debug_per_op_max_core_num, op.name);
+    auto cores =
+        cores_for_kernel(ctx.layout, type, combine(info.core_limit_cube, aic), combine(info.core_limit_vector, aiv),
+                         ctx.options.super_kernel_debug_options.debug_per_op_max_core_num, op.name);
     if (!cores) return cores.status();
     // Only ever narrow: a cap above the natural count changes nothing.
     if (cores->size() < op.cores.size()) op.cores = std::move(*cores);

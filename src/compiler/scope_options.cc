@@ -15,14 +15,13 @@ std::string_view trim(std::string_view s) {
 }
 
 // Implemented keys first, then keys of features this build does not have yet.
-const std::vector<std::string> kImplemented = {"strict-scope-check", "debug-aic-num", "debug-aiv-num",
-                                               "feed-sync-all",      "split-mode",    "debug-sync-all",
-                                               "profiling"};
+const std::vector<std::string> kImplemented = {"strict-scope-check", "debug-aic-num",  "debug-aiv-num", "feed-sync-all",
+                                               "split-mode",         "debug-sync-all", "profiling"};
 const std::vector<std::string> kNotYet = {"stream-fusion", "early-start", "preload-code", "func-align"};
 
 Status value_error(std::string_view scope, std::string_view key, std::string_view value, const std::string& expect) {
-  return Status::invalid_argument("scope '" + std::string(scope) + "' option '" + std::string(key) + "': invalid value '" +
-                                  std::string(value) + "' (expected " + expect + ")");
+  return Status::invalid_argument("scope '" + std::string(scope) + "' option '" + std::string(key) +
+                                  "': invalid value '" + std::string(value) + "' (expected " + expect + ")");
 }
 
 Status parse_switch(std::string_view scope, std::string_view key, std::string_view value, int& out) {
@@ -46,9 +45,12 @@ Status parse_count(std::string_view scope, std::string_view key, std::string_vie
 
 void ScopeOptions::inherit(const ScopeOptions& outer) {
   if (strict_scope_check == StrictScopeCheck::kDefault) strict_scope_check = outer.strict_scope_check;
-  for (auto [mine, theirs] : {std::pair{&debug_aic_num, outer.debug_aic_num}, {&debug_aiv_num, outer.debug_aiv_num},
-                              {&feed_sync_all, outer.feed_sync_all}, {&split_mode, outer.split_mode},
-                              {&debug_sync_all, outer.debug_sync_all}, {&profiling, outer.profiling}})
+  for (auto [mine, theirs] : {std::pair{&debug_aic_num, outer.debug_aic_num},
+                              {&debug_aiv_num, outer.debug_aiv_num},
+                              {&feed_sync_all, outer.feed_sync_all},
+                              {&split_mode, outer.split_mode},
+                              {&debug_sync_all, outer.debug_sync_all},
+                              {&profiling, outer.profiling}})
     if (*mine < 0) *mine = theirs;
 }
 
@@ -68,7 +70,8 @@ Expected<ScopeOptions> parse_scope_options(std::string_view scope, std::string_v
   size_t start = 0;
   while (start <= text.size()) {
     size_t colon = text.find(':', start);
-    std::string_view pair = trim(text.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
+    std::string_view pair =
+        trim(text.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
     start = colon == std::string_view::npos ? text.size() + 1 : colon + 1;
     if (pair.empty()) continue;
     size_t eq = pair.find('=');
@@ -117,9 +120,9 @@ Expected<ScopeOptions> parse_scope_options(std::string_view scope, std::string_v
     const int c = o.debug_aic_num, v = o.debug_aiv_num;
     const bool ratio_ok = (c > 0 && v == 0) || (c == 0 && v > 0) || (c > 0 && v == c) || (c > 0 && v == 2 * c);
     if (!ratio_ok)
-      return Status::invalid_argument("scope '" + std::string(scope) + "' options 'debug-aic-num'=" +
-                                      std::to_string(c) + " and 'debug-aiv-num'=" + std::to_string(v) +
-                                      ": the aic:aiv ratio must be 1:0, 0:1, 1:1 or 1:2");
+      return Status::invalid_argument(
+          "scope '" + std::string(scope) + "' options 'debug-aic-num'=" + std::to_string(c) +
+          " and 'debug-aiv-num'=" + std::to_string(v) + ": the aic:aiv ratio must be 1:0, 0:1, 1:1 or 1:2");
   }
   return o;
 }

@@ -78,10 +78,9 @@ Status segment_graph(CompileContext& ctx) {
         break;
       case StrictScopeCheck::kDefault:
         if (op.kind == OpKind::kHost)
-          return Status::invalid_argument(
-              "scope '" + scope + "': " + describe_op(op) +
-              " is a graph break inside a fusion scope; move it out of the scope, or set "
-              "strict-scope-check=bypass to run the scope unfused");
+          return Status::invalid_argument("scope '" + scope + "': " + describe_op(op) +
+                                          " is a graph break inside a fusion scope; move it out of the scope, or set "
+                                          "strict-scope-check=bypass to run the scope unfused");
         break;
     }
   }

@@ -13,12 +13,18 @@ namespace sk {
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return "f32";
-    case DType::kBF16: return "bf16";
-    case DType::kF16: return "f16";
-    case DType::kI8: return "i8";
-    case DType::kI32: return "i32";
-    case DType::kI64: return "i64";
+    case DType::kF32:
+      return "f32";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kF16:
+      return "f16";
+    case DType::kI8:
+      return "i8";
+    case DType::kI32:
+      return "i32";
+    case DType::kI64:
+      return "i64";
   }
   return "?";
 }
@@ -42,11 +48,16 @@ int64_t shape_numel(const Shape& shape) {
 
 const char* tensor_kind_name(TensorKind kind) {
   switch (kind) {
-    case TensorKind::kInput: return "input";
-    case TensorKind::kConstant: return "constant";
-    case TensorKind::kVariable: return "variable";
-    case TensorKind::kIntermediate: return "intermediate";
-    case TensorKind::kView: return "view";
+    case TensorKind::kInput:
+      return "input";
+    case TensorKind::kConstant:
+      return "constant";
+    case TensorKind::kVariable:
+      return "variable";
+    case TensorKind::kIntermediate:
+      return "intermediate";
+    case TensorKind::kView:
+      return "view";
   }
   return "?";
 }
@@ -54,13 +65,18 @@ const char* tensor_kind_name(TensorKind kind) {
 const char* op_kind_name(OpKind kind) {
   switch (kind) {
 #define SK_OP_NAME_(e, name) \
-  case OpKind::e: return name;
+  case OpKind::e:            \
+    return name;
     SK_BUILTIN_OP_LIST(SK_OP_NAME_)
 #undef SK_OP_NAME_
-    case OpKind::kCustom: return "custom";
-    case OpKind::kHost: return "host";
-    case OpKind::kRecordEvent: return "record_event";
-    case OpKind::kWaitEvent: return "wait_event";
+    case OpKind::kCustom:
+      return "custom";
+    case OpKind::kHost:
+      return "host";
+    case OpKind::kRecordEvent:
+      return "record_event";
+    case OpKind::kWaitEvent:
+      return "wait_event";
   }
   return "?";
 }
@@ -182,8 +198,8 @@ void Graph::output(Tensor t, std::string name) {
   TensorInfo& info = impl_->tensors[t.id];
   if (name.empty()) name = info.name;
   if (info.is_output) {
-    impl_->error(Status::invalid_argument("tensor '" + info.name + "' is marked as output twice ('" +
-                                          info.output_name + "' and '" + name + "')"));
+    impl_->error(Status::invalid_argument("tensor '" + info.name + "' is marked as output twice ('" + info.output_name +
+                                          "' and '" + name + "')"));
     return;
   }
   info.is_output = true;
@@ -202,8 +218,8 @@ Tensor add_view(Graph::Impl& impl, const TensorInfo& src, std::string name, Shap
   v.strides = std::move(strides);
   v.kind = TensorKind::kView;
   bool src_is_view = src.kind == TensorKind::kView;
-  v.byte_offset = (src_is_view ? src.byte_offset : 0) +
-                  extra_offset_elems * static_cast<int64_t>(dtype_size(src.dtype));
+  v.byte_offset =
+      (src_is_view ? src.byte_offset : 0) + extra_offset_elems * static_cast<int64_t>(dtype_size(src.dtype));
   // Views always point at their root storage so planners see one buffer.
   v.base = src_is_view ? src.base : static_cast<int32_t>(&src - impl.tensors.data());
   v.definer = src.definer;
@@ -255,8 +271,7 @@ Tensor Graph::slice(Tensor t, int dim, int64_t begin, int64_t end, std::string n
   if (dim < 0 || dim >= rank || begin < 0 || end < begin || end > src.shape[dim]) {
     impl_->error(Status::invalid_argument("slice '" + name + "': range [" + std::to_string(begin) + ", " +
                                           std::to_string(end) + ") of dim " + std::to_string(dim) +
-                                          " is out of bounds for '" + src.name + "' " +
-                                          shape_to_string(src.shape)));
+                                          " is out of bounds for '" + src.name + "' " + shape_to_string(src.shape)));
     return add_view(*impl_, src, std::move(name), src.shape, src.strides, 0);
   }
   Shape shape = src.shape;
@@ -344,8 +359,8 @@ std::vector<Tensor> Graph::add_op(OpSpec spec) {
       if (i < outs.size() && (outs[i].dtype != info.dtype || outs[i].shape != info.shape)) {
         g.error(Status::invalid_argument(where + " output " + std::to_string(i) + ": result " +
                                          dtype_name(outs[i].dtype) + shape_to_string(outs[i].shape) +
-                                         " does not match target '" + info.name + "' " +
-                                         dtype_name(info.dtype) + shape_to_string(info.shape)));
+                                         " does not match target '" + info.name + "' " + dtype_name(info.dtype) +
+                                         shape_to_string(info.shape)));
       }
       int32_t op_index = static_cast<int32_t>(g.ops.size());
       if (root.definer < 0) root.definer = op_index;
@@ -361,7 +376,8 @@ std::vector<Tensor> Graph::add_op(OpSpec spec) {
       info.definer = static_cast<int32_t>(g.ops.size());
       if (!shape_is_static(info.shape))
         g.error(Status::invalid_argument(where + " output " + std::to_string(i) + ": shape " +
-                                         shape_to_string(info.shape) + " is dynamic (data-dependent shapes "
+                                         shape_to_string(info.shape) +
+                                         " is dynamic (data-dependent shapes "
                                          "are not supported)"));
       int32_t id = g.add_tensor(std::move(info));
       op.outputs.push_back(id);
@@ -437,8 +453,8 @@ Status Graph::push_scope(std::string_view name, std::string_view options) {
     }
   } else {
     if (g.scope_ids.size() >= kMaxScopes) {
-      return Status::invalid_argument("scope '" + key + "': a graph may have at most " +
-                                      std::to_string(kMaxScopes) + " distinct scopes");
+      return Status::invalid_argument("scope '" + key + "': a graph may have at most " + std::to_string(kMaxScopes) +
+                                      " distinct scopes");
     }
     id = static_cast<int32_t>(g.scopes.size());
     g.scopes.push_back({key, std::string(options)});
@@ -566,8 +582,7 @@ StreamScope::StreamScope(Graph& graph, Stream stream) : graph_(graph), previous_
 }
 StreamScope::~StreamScope() { graph_.set_stream(previous_); }
 
-LimitCoreNum::LimitCoreNum(Graph& graph, int32_t cube, int32_t vector)
-    : graph_(graph), previous_(graph.core_limit()) {
+LimitCoreNum::LimitCoreNum(Graph& graph, int32_t cube, int32_t vector) : graph_(graph), previous_(graph.core_limit()) {
   graph_.set_core_limit(cube, vector);
 }
 LimitCoreNum::~LimitCoreNum() { graph_.set_core_limit(previous_.first, previous_.second); }

@@ -26,11 +26,12 @@ Status infer_binary(const std::vector<const TensorInfo*>& in, const std::vector<
   if (in[0]->dtype != DType::kF32)
     return operand_error("a", 0, std::string("dtype ") + dtype_name(in[0]->dtype) + " is not supported (f32 only)");
   if (in[1]->dtype != in[0]->dtype)
-    return operand_error("b", 1, std::string("dtype ") + dtype_name(in[1]->dtype) + " does not match a's " +
-                                     dtype_name(in[0]->dtype));
+    return operand_error(
+        "b", 1, std::string("dtype ") + dtype_name(in[1]->dtype) + " does not match a's " + dtype_name(in[0]->dtype));
   if (!is_suffix_shape(in[0]->shape, in[1]->shape))
-    return operand_error("b", 1, "shape " + shape_to_string(in[1]->shape) + " is neither a's shape " +
-                                     shape_to_string(in[0]->shape) + " nor a suffix of it");
+    return operand_error("b", 1,
+                         "shape " + shape_to_string(in[1]->shape) + " is neither a's shape " +
+                             shape_to_string(in[0]->shape) + " nor a suffix of it");
   return Status::ok();
 }
 
@@ -39,11 +40,10 @@ Status infer_silu_mul(const std::vector<const TensorInfo*>& in, const std::vecto
   out = {{in[0]->dtype, in[0]->shape, ""}};
   if (in[0]->dtype != DType::kF32)
     return operand_error("gate", 0, std::string("dtype ") + dtype_name(in[0]->dtype) + " is not supported (f32 only)");
-  if (in[1]->dtype != in[0]->dtype)
-    return operand_error("up", 1, "dtype does not match gate's");
+  if (in[1]->dtype != in[0]->dtype) return operand_error("up", 1, "dtype does not match gate's");
   if (in[1]->shape != in[0]->shape)
-    return operand_error("up", 1, "shape " + shape_to_string(in[1]->shape) + " differs from gate's " +
-                                      shape_to_string(in[0]->shape));
+    return operand_error(
+        "up", 1, "shape " + shape_to_string(in[1]->shape) + " differs from gate's " + shape_to_string(in[0]->shape));
   return Status::ok();
 }
 
@@ -55,8 +55,9 @@ Status infer_rms_norm(const std::vector<const TensorInfo*>& in, const std::vecto
   if (in[0]->shape.empty()) return operand_error("x", 0, "must have at least one dim");
   if (in[1]->dtype != DType::kF32) return operand_error("weight", 1, "dtype must be f32");
   if (in[1]->shape != Shape{in[0]->shape.back()})
-    return operand_error("weight", 1, "shape " + shape_to_string(in[1]->shape) + " must be [" +
-                                          std::to_string(in[0]->shape.back()) + "] (x's last dim)");
+    return operand_error("weight", 1,
+                         "shape " + shape_to_string(in[1]->shape) + " must be [" + std::to_string(in[0]->shape.back()) +
+                             "] (x's last dim)");
   return Status::ok();
 }
 
@@ -81,8 +82,8 @@ Status infer_matmul(const std::vector<const TensorInfo*>& in, const std::vector<
   if (in[1]->dtype != DType::kF32)
     return operand_error("w", 1, std::string("weight dtype ") + dtype_name(in[1]->dtype) + " has no matmul kernel");
   if (ws[1] != xs.back())
-    return operand_error("w", 1, "K mismatch: x " + shape_to_string(xs) + " vs w " + shape_to_string(ws) +
-                                     " (w is [N, K])");
+    return operand_error("w", 1,
+                         "K mismatch: x " + shape_to_string(xs) + " vs w " + shape_to_string(ws) + " (w is [N, K])");
   return Status::ok();
 }
 
@@ -97,8 +98,7 @@ Status infer_embedding(const std::vector<const TensorInfo*>& in, const std::vect
   return Status::ok();
 }
 
-Status infer_copy(const std::vector<const TensorInfo*>& in, const std::vector<uint8_t>&,
-                  std::vector<TensorSpec>& out) {
+Status infer_copy(const std::vector<const TensorInfo*>& in, const std::vector<uint8_t>&, std::vector<TensorSpec>& out) {
   out = {{in[0]->dtype, in[0]->shape, ""}};
   return Status::ok();
 }

@@ -13,8 +13,8 @@ namespace sk {
 
 // Fills `outputs` with the inferred output specs. Always fills a best guess so that building can
 // go on; returns an error naming the operand (by index and role) when the operands are bad.
-using InferFn = Status (*)(const std::vector<const TensorInfo*>& inputs,
-                           const std::vector<uint8_t>& attrs, std::vector<TensorSpec>& outputs);
+using InferFn = Status (*)(const std::vector<const TensorInfo*>& inputs, const std::vector<uint8_t>& attrs,
+                           std::vector<TensorSpec>& outputs);
 // Kernel name for the given operands, e.g. "add.f32".
 using BindFn = std::string (*)(const std::vector<const TensorInfo*>& inputs);
 

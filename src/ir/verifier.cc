@@ -30,9 +30,9 @@ Status Graph::verify() const {
       bool later = false;
       for (const OpInfo& other : g.ops)
         if (other.kind == OpKind::kRecordEvent && other.event == op.event) later = true;
-      return Status::invalid_argument(where + ": op '" + op.name + "' waits on event '" + g.events[op.event] + "'" +
-                                      (later ? " before it is recorded (record it earlier in program order)"
-                                             : " which is never recorded"));
+      return Status::invalid_argument(
+          where + ": op '" + op.name + "' waits on event '" + g.events[op.event] + "'" +
+          (later ? " before it is recorded (record it earlier in program order)" : " which is never recorded"));
     }
   }
 

@@ -64,7 +64,8 @@ Status parse_program(const std::string& text, Program* out) {
       size_t q1 = t.find('"'), q2 = t.rfind('"');
       int32_t index;
       if (!(ws >> index) || q1 == std::string::npos || q2 == q1) return error(line, "bad launch header", raw);
-      if (index != static_cast<int32_t>(p.launches.size())) return error(line, "launches must be numbered in order", raw);
+      if (index != static_cast<int32_t>(p.launches.size()))
+        return error(line, "launches must be numbered in order", raw);
       Launch l;
       l.label = t.substr(q1 + 1, q2 - q1 - 1);
       const std::string rest = t.substr(q2 + 1);
@@ -113,7 +114,8 @@ Status parse_program(const std::string& text, Program* out) {
       if (word == "RUN" || word == "PROLOGUE") {
         instr.op = word == "RUN" ? Opcode::kRun : Opcode::kPrologue;
         char open, slash, close;
-        if (!(ws >> instr.a >> open >> instr.b >> slash >> instr.c >> close) || open != '[' || slash != '/' || close != ']')
+        if (!(ws >> instr.a >> open >> instr.b >> slash >> instr.c >> close) || open != '[' || slash != '/' ||
+            close != ']')
           return error(line, "expected '" + word + " <op> [<core>/<cores>]'", raw);
         note_label(&p, instr.a, comment);
       } else if (word == "TILING") {

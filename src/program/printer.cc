@@ -6,12 +6,18 @@ namespace sk {
 
 const char* opcode_name(Opcode op) {
   switch (op) {
-    case Opcode::kRun: return "RUN";
-    case Opcode::kPrologue: return "PROLOGUE";
-    case Opcode::kWait: return "WAIT";
-    case Opcode::kSignal: return "SIGNAL";
-    case Opcode::kBarrier: return "BARRIER";
-    case Opcode::kTiling: return "TILING";
+    case Opcode::kRun:
+      return "RUN";
+    case Opcode::kPrologue:
+      return "PROLOGUE";
+    case Opcode::kWait:
+      return "WAIT";
+    case Opcode::kSignal:
+      return "SIGNAL";
+    case Opcode::kBarrier:
+      return "BARRIER";
+    case Opcode::kTiling:
+      return "TILING";
   }
   return "?";
 }
@@ -25,9 +31,15 @@ std::string print_instr(const Instr& in, const std::vector<std::string>& labels)
       os << " " << in.a << " [" << in.b << "/" << in.c << "]";
       if (in.a >= 0 && static_cast<size_t>(in.a) < labels.size()) os << "  # " << labels[in.a];
       break;
-    case Opcode::kWait: os << " core " << in.a << " >= " << in.b; break;
-    case Opcode::kSignal: os << " " << in.b; break;
-    case Opcode::kBarrier: os << " group " << in.a; break;
+    case Opcode::kWait:
+      os << " core " << in.a << " >= " << in.b;
+      break;
+    case Opcode::kSignal:
+      os << " " << in.b;
+      break;
+    case Opcode::kBarrier:
+      os << " group " << in.a;
+      break;
     case Opcode::kTiling:
       os << " " << in.a;
       if (in.a >= 0 && static_cast<size_t>(in.a) < labels.size()) os << "  # " << labels[in.a];

@@ -17,8 +17,8 @@ std::vector<std::string> Executable::output_names() const { return impl_->output
 Status Executable::set_input(std::string_view name, const void* data, size_t bytes) {
   auto it = impl_->names.find(std::string(name));
   const Plan& plan = *impl_->plan;
-  if (it == impl_->names.end() || (plan.tensors[it->second].kind != TensorKind::kInput &&
-                                   plan.tensors[it->second].kind != TensorKind::kVariable))
+  if (it == impl_->names.end() ||
+      (plan.tensors[it->second].kind != TensorKind::kInput && plan.tensors[it->second].kind != TensorKind::kVariable))
     return Status::not_found("set_input: graph has no input or variable named '" + std::string(name) + "'");
   const TensorInfo& t = plan.tensors[it->second];
   if (bytes != static_cast<size_t>(t.storage_bytes))

@@ -5,7 +5,6 @@
 #include <cstdio>
 
 #include <algorithm>
-#include <cstdlib>
 #include <climits>
 #include <cstdlib>
 #include <map>
@@ -35,7 +34,7 @@ Status KernelRegistry::load_package(const std::string& path) {
   if (!sym) {
     dlclose(handle);
     return Status::invalid_argument(where + ": does not export the table symbol '" SK_KERNEL_PACKAGE_SYMBOL
-                                    "' (build it with superkernel_add_kernel_package)");
+                                            "' (build it with superkernel_add_kernel_package)");
   }
   auto table_fn = reinterpret_cast<sk_kernel_package_table_fn>(sym);
   const sk_kernel_package* table = table_fn();

@@ -46,7 +46,7 @@ inline constexpr uint32_t kTilingSinkCapacity = 64 * 1024;
 int32_t run_sink_tiling(PlanOp& op);
 
 struct MemoryPlan {
-  std::vector<int64_t> offset;     // per tensor id: arena offset of non-view, non-constant tensors
+  std::vector<int64_t> offset;  // per tensor id: arena offset of non-view, non-constant tensors
   int64_t arena_bytes = 0;
   int64_t peak_live_bytes = 0;
   int64_t unplanned_bytes = 0;

@@ -32,7 +32,7 @@ inline uint16_t f32_to_f16(float f) {
   const uint32_t abs = u & 0x7fffffffu;
   if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to infinity
-  if (abs < 0x38800000u) {  // subnormal half: count units of 2^-24
+  if (abs < 0x38800000u) {                                               // subnormal half: count units of 2^-24
     return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(std::fabs(f) * 16777216.0f)));
   }
   const uint32_t mant = abs & 0x7fffffu;

@@ -72,13 +72,27 @@ inline RandomGraph make_random_graph(uint32_t seed, const RandomGraphOptions& op
     if (scope_left > 0) --scope_left;
     Tensor t;
     switch (pick(0, 10)) {
-      case 0: t = add(g, any(), any()); break;
-      case 1: t = mul(g, any(), any()); break;
-      case 2: t = add(g, any(), weight({d}, 1.0f)); break;  // broadcast
-      case 3: t = silu_mul(g, any(), any()); break;
-      case 4: t = rms_norm(g, any(), weight({d}, 1.0f), 1e-5f); break;
-      case 5: t = softmax(g, any()); break;
-      case 6: t = matmul(g, any(), weight({d, d}, 0.2f)); break;
+      case 0:
+        t = add(g, any(), any());
+        break;
+      case 1:
+        t = mul(g, any(), any());
+        break;
+      case 2:
+        t = add(g, any(), weight({d}, 1.0f));
+        break;  // broadcast
+      case 3:
+        t = silu_mul(g, any(), any());
+        break;
+      case 4:
+        t = rms_norm(g, any(), weight({d}, 1.0f), 1e-5f);
+        break;
+      case 5:
+        t = softmax(g, any());
+        break;
+      case 6:
+        t = matmul(g, any(), weight({d, d}, 0.2f));
+        break;
       case 7: {  // transpose view materialised by copy, then back
         Tensor tr = g.transpose(any(), {1, 0});
         Tensor c = copy(g, tr);
@@ -113,7 +127,9 @@ inline RandomGraph make_random_graph(uint32_t seed, const RandomGraphOptions& op
         }
         break;
       }
-      default: t = add(g, any(), any()); break;
+      default:
+        t = add(g, any(), any());
+        break;
     }
     pool.push_back(t);
   }

@@ -44,12 +44,18 @@ struct Case {
   std::vector<std::pair<int, int>> in_place;
 };
 
-inline Input F32(Shape s, double lo = -1.0, double hi = 1.0) { return Input{DType::kF32, std::move(s), lo, hi, {}, false}; }
-inline Input W32(Shape s, double lo = -1.0, double hi = 1.0) { return Input{DType::kF32, std::move(s), lo, hi, {}, true}; }
+inline Input F32(Shape s, double lo = -1.0, double hi = 1.0) {
+  return Input{DType::kF32, std::move(s), lo, hi, {}, false};
+}
+inline Input W32(Shape s, double lo = -1.0, double hi = 1.0) {
+  return Input{DType::kF32, std::move(s), lo, hi, {}, true};
+}
 inline Input Of(DType d, Shape s, double lo, double hi, bool weight = false) {
   return Input{d, std::move(s), lo, hi, {}, weight};
 }
-inline Input Values(DType d, Shape s, std::vector<double> v) { return Input{d, std::move(s), 0, 0, std::move(v), false}; }
+inline Input Values(DType d, Shape s, std::vector<double> v) {
+  return Input{d, std::move(s), 0, 0, std::move(v), false};
+}
 
 template <typename T>
 std::vector<uint8_t> attrs_of(const T& a) {
@@ -66,9 +72,9 @@ struct Registrar {
   }
 };
 
-#define SK_CONFORMANCE_CASES(fn)                                   \
-  static std::vector<::sk::conformance::Case> fn();                \
-  static ::sk::conformance::Registrar fn##_registrar_{&fn};        \
+#define SK_CONFORMANCE_CASES(fn)                            \
+  static std::vector<::sk::conformance::Case> fn();         \
+  static ::sk::conformance::Registrar fn##_registrar_{&fn}; \
   static std::vector<::sk::conformance::Case> fn()
 
 }  // namespace sk::conformance

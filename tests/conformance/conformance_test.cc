@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -80,7 +80,8 @@ double load(DType d, const uint8_t* p) {
       std::memcpy(&h, p, 2);
       return f16_to_f32(h);
     }
-    case DType::kI8: return static_cast<int8_t>(*p);
+    case DType::kI8:
+      return static_cast<int8_t>(*p);
     case DType::kI32: {
       int32_t v;
       std::memcpy(&v, p, 4);
@@ -111,8 +112,8 @@ Bytes make_data(const Input& in, uint32_t seed) {
     } else if (is_float(in.dtype)) {
       v = std::uniform_real_distribution<double>(in.lo, in.hi)(rng);
     } else {
-      v = static_cast<double>(std::uniform_int_distribution<int64_t>(static_cast<int64_t>(in.lo),
-                                                                      static_cast<int64_t>(in.hi))(rng));
+      v = static_cast<double>(
+          std::uniform_int_distribution<int64_t>(static_cast<int64_t>(in.lo), static_cast<int64_t>(in.hi))(rng));
     }
     store(in.dtype, b.data() + i * elem, v);
   }
@@ -135,11 +136,14 @@ sk_tensor_arg dense_arg(DType d, const Shape& shape, void* data) {
 
 std::vector<Bytes> run_reference(const ref::Reference& r, const Case& c, std::vector<Bytes> inputs) {
   std::vector<Bytes> outputs;
-  for (const TensorSpec& o : c.outputs) outputs.emplace_back(static_cast<size_t>(shape_numel(o.shape)) * dtype_size(o.dtype), 0);
+  for (const TensorSpec& o : c.outputs)
+    outputs.emplace_back(static_cast<size_t>(shape_numel(o.shape)) * dtype_size(o.dtype), 0);
   for (auto [o, i] : c.in_place) outputs[o] = inputs[i];
   std::vector<sk_tensor_arg> in_args, out_args;
-  for (size_t i = 0; i < inputs.size(); ++i) in_args.push_back(dense_arg(c.inputs[i].dtype, c.inputs[i].shape, inputs[i].data()));
-  for (size_t o = 0; o < outputs.size(); ++o) out_args.push_back(dense_arg(c.outputs[o].dtype, c.outputs[o].shape, outputs[o].data()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    in_args.push_back(dense_arg(c.inputs[i].dtype, c.inputs[i].shape, inputs[i].data()));
+  for (size_t o = 0; o < outputs.size(); ++o)
+    out_args.push_back(dense_arg(c.outputs[o].dtype, c.outputs[o].shape, outputs[o].data()));
   // In-place operands share one buffer, as they do in a graph.
   for (auto [o, i] : c.in_place) in_args[i].data = out_args[o].data;
   sk_kernel_args args{};
@@ -195,7 +199,8 @@ std::vector<Bytes> run_mode(Runtime& rt, const Case& c, const std::vector<Bytes>
   }
   Status s = (*exe)->run();
   if (!s) {
-    ADD_FAILURE() << c.name << " (" << execution_mode_name(mode) << ", " << rt.num_cores() << " cores): " << s.to_string();
+    ADD_FAILURE() << c.name << " (" << execution_mode_name(mode) << ", " << rt.num_cores()
+                  << " cores): " << s.to_string();
     return {};
   }
   std::vector<Bytes> out;
@@ -228,7 +233,8 @@ TEST_P(Conformance, MatchesReferenceInEveryModeAndCoreCount) {
   std::string first_where;
   for (auto& rt : runtimes()) {
     for (ExecutionMode m : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
-      const std::string where = std::string(execution_mode_name(m)) + " on " + std::to_string(rt->num_cores()) + " cores";
+      const std::string where =
+          std::string(execution_mode_name(m)) + " on " + std::to_string(rt->num_cores()) + " cores";
       std::vector<Bytes> got = run_mode(*rt, c, inputs, m);
       ASSERT_EQ(got.size(), c.outputs.size()) << where;
       if (first.empty()) {

@@ -112,5 +112,4 @@ SK_KERNEL_CASES(core_cases) {
   return cs;
 }
 
-
 }  // namespace sk::kernel_test

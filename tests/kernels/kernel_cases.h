@@ -38,9 +38,9 @@ struct TensorDesc {
   std::vector<bool> reverse;  // negative stride
   Fill fill = Fill::kUniform;
   double lo = -1.0;
-  double hi = 1.0;  // uniform range; ids are drawn from [0, hi)
+  double hi = 1.0;             // uniform range; ids are drawn from [0, hi)
   std::vector<double> values;  // Fill::kValues
-  int view_of = -1;  // outputs only: the output is the very view of input `view_of` (in-place)
+  int view_of = -1;            // outputs only: the output is the very view of input `view_of` (in-place)
 
   TensorDesc& transposed(std::vector<int> p) {
     perm = std::move(p);
@@ -96,7 +96,6 @@ inline TensorDesc ids(std::vector<int64_t> shape, int64_t vocab) {
   return d;
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Cases
 
@@ -149,7 +148,6 @@ inline Case in_place_output(Case c, int output, int input) {
   return c;
 }
 
-
 template <typename T>
 std::vector<unsigned char> attrs_bytes(const T& a) {
   std::vector<unsigned char> bytes(sizeof a);
@@ -167,9 +165,9 @@ struct CaseRegistrar {
   }
 };
 
-#define SK_KERNEL_CASES(fn)                                        \
-  static std::vector<::sk::kernel_test::Case> fn();                \
-  static ::sk::kernel_test::CaseRegistrar fn##_registrar_{&fn};    \
+#define SK_KERNEL_CASES(fn)                                     \
+  static std::vector<::sk::kernel_test::Case> fn();             \
+  static ::sk::kernel_test::CaseRegistrar fn##_registrar_{&fn}; \
   static std::vector<::sk::kernel_test::Case> fn()
 
 }  // namespace sk::kernel_test

@@ -30,9 +30,9 @@
 #include <utility>
 #include <vector>
 
+#include "kernel_cases.h"
 #include "kernels/builtin_attrs.h"
 #include "kernels/reference/reference.h"
-#include "kernel_cases.h"
 #include "util/half.h"
 
 #ifndef SK_BUILTIN_PACKAGE_PATH
@@ -213,7 +213,8 @@ void store_value(int32_t dtype, unsigned char* p, double v) {
       std::memcpy(p, &q, 8);
       break;
     }
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -281,8 +282,6 @@ Case dense_twin(Case c) {
   }
   return c;
 }
-
-
 
 // ---------------------------------------------------------------------------------------------
 // Running

@@ -59,8 +59,7 @@ static int32_t reverse_run(const sk_kernel_args* a, const sk_core_ctx* c) {
   return SK_OK;
 }
 static uint64_t reverse_ws(const sk_kernel_args* a) { return (uint64_t)numel(&a->outputs[0]) * 4u; }
-static int32_t reverse_access(const sk_kernel_args* a, int32_t core, int32_t cores, sk_access_range* r,
-                              int32_t cap) {
+static int32_t reverse_access(const sk_kernel_args* a, int32_t core, int32_t cores, sk_access_range* r, int32_t cap) {
   sk_range s = sk_split_range(numel(&a->outputs[0]), core, cores, 1);
   if (cap >= 2) {
     r[0].operand = 0;
@@ -105,15 +104,15 @@ static const sk_kernel_desc kKernels[] = {
      access_elementwise, 0},
     {SK_KERNEL_ABI_VERSION, "test.fail.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, fail_run, NULL, NULL, NULL,
      access_elementwise, 0},
-    {SK_KERNEL_ABI_VERSION, "test.reverse_sync.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | SK_USES_SYNC_ALL, reverse_run,
-     NULL, NULL, reverse_ws, reverse_access, 1},
-    {SK_KERNEL_ABI_VERSION, "test.opaque_add1.f32", SK_KERNEL_VECTOR, 0, add1_run, NULL, NULL, NULL,
-     access_elementwise, 0},
+    {SK_KERNEL_ABI_VERSION, "test.reverse_sync.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | SK_USES_SYNC_ALL, reverse_run, NULL,
+     NULL, reverse_ws, reverse_access, 1},
+    {SK_KERNEL_ABI_VERSION, "test.opaque_add1.f32", SK_KERNEL_VECTOR, 0, add1_run, NULL, NULL, NULL, access_elementwise,
+     0},
     {SK_KERNEL_ABI_VERSION, "test.hang.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, hang_run, NULL, NULL, NULL, NULL, 0},
     {SK_KERNEL_ABI_VERSION, "test.add1_cube.f32", SK_KERNEL_CUBE, SK_FUSIBLE, add1_run, NULL, NULL, NULL,
      access_elementwise, 0},
-    {SK_KERNEL_ABI_VERSION, "test.scale_by_first.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | SK_TILING_SINK,
-     scale_first_run, NULL, scale_first_tiling, NULL, access_elementwise, 0},
+    {SK_KERNEL_ABI_VERSION, "test.scale_by_first.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | SK_TILING_SINK, scale_first_run,
+     NULL, scale_first_tiling, NULL, access_elementwise, 0},
 };
 
 static const sk_kernel_package kPackage = {SK_KERNEL_ABI_VERSION, "test", sizeof(kKernels) / sizeof(kKernels[0]),

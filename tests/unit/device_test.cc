@@ -43,13 +43,14 @@ TEST(CpuDevice, CallerIsCoreZeroAndEveryCoreRuns) {
   ctx.caller = std::this_thread::get_id();
   for (auto& r : ctx.ran) r = 0;
   for (int rep = 0; rep < 100; ++rep) {
-    (*dev)->launch(4,
-                   [](void* raw, int core) {
-                     auto* c = static_cast<Ctx*>(raw);
-                     c->ran[core].fetch_add(1);
-                     if (core == 0) c->core0_on_caller = std::this_thread::get_id() == c->caller;
-                   },
-                   &ctx);
+    (*dev)->launch(
+        4,
+        [](void* raw, int core) {
+          auto* c = static_cast<Ctx*>(raw);
+          c->ran[core].fetch_add(1);
+          if (core == 0) c->core0_on_caller = std::this_thread::get_id() == c->caller;
+        },
+        &ctx);
   }
   for (auto& r : ctx.ran) EXPECT_EQ(r.load(), 100);
   EXPECT_TRUE(ctx.core0_on_caller.load());
@@ -61,7 +62,8 @@ TEST(CpuDevice, PartialLaunchesLeaveOtherWorkersIdle) {
   std::atomic<int> ran[3] = {0, 0, 0};
   for (int rep = 0; rep < 50; ++rep) {
     int n = 1 + rep % 3;
-    (*dev)->launch(n, [](void* raw, int core) { static_cast<std::atomic<int>*>(raw)[core].fetch_add(1); }, ran);
+    (*dev)->launch(
+        n, [](void* raw, int core) { static_cast<std::atomic<int>*>(raw)[core].fetch_add(1); }, ran);
   }
   // n cycles 1,2,3: core 0 runs every launch, core 1 in two of three, core 2 in one of three.
   EXPECT_EQ(ran[0].load(), 50);

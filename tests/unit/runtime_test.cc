@@ -15,8 +15,7 @@ using testing::make_runtime;
 
 const ExecutionMode kPlainModes[] = {ExecutionMode::kEager, ExecutionMode::kGraph};
 
-std::unique_ptr<Executable> compile_or_die(Runtime& rt, const Graph& g, ExecutionMode mode,
-                                           CompileOptions opts = {}) {
+std::unique_ptr<Executable> compile_or_die(Runtime& rt, const Graph& g, ExecutionMode mode, CompileOptions opts = {}) {
   CompileOptions o = opts;
   o.static_kernel_compile = mode != ExecutionMode::kEager;
   o.super_kernel_optimize = mode == ExecutionMode::kSuperKernel;

@@ -93,8 +93,8 @@ TEST(ScopeOptions, AicAivRatiosAreRestricted) {
   for (const char* ok : {"debug-aic-num=1:debug-aiv-num=0", "debug-aic-num=0:debug-aiv-num=2",
                          "debug-aic-num=2:debug-aiv-num=2", "debug-aic-num=2:debug-aiv-num=4"})
     EXPECT_TRUE(parse_error(ok).is_ok()) << ok;
-  for (const char* bad : {"debug-aic-num=2:debug-aiv-num=3", "debug-aic-num=0:debug-aiv-num=0",
-                          "debug-aic-num=3:debug-aiv-num=1"}) {
+  for (const char* bad :
+       {"debug-aic-num=2:debug-aiv-num=3", "debug-aic-num=0:debug-aiv-num=0", "debug-aic-num=3:debug-aiv-num=1"}) {
     Status s = parse_error(bad);
     ASSERT_FALSE(s.is_ok()) << bad;
     EXPECT_TRUE(mentions(s, "ratio"));

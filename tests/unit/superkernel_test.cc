@@ -6,10 +6,10 @@
 #include <sstream>
 
 #include "common/test_runtime.h"
+#include "program/program.h"
 #include "superkernel/compile.h"
 #include "superkernel/ops.h"
 #include "superkernel/runtime.h"
-#include "program/program.h"
 
 namespace sk {
 namespace {

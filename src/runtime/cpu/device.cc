@@ -114,7 +114,8 @@ void CpuDevice::launch(int n, CoreFn fn, void* ctx) {
   SK_CHECK(n >= 1 && n <= num_cores_) << "launch of " << n << " cores on a " << num_cores_ << "-core device";
   std::lock_guard<std::mutex> lock(launch_mu_);
   if (options_.pin_caller && options_.pin_threads && pinned_caller_ != std::this_thread::get_id()) {
-    if (!caller_pinned_) caller_pinned_ = pthread_getaffinity_np(pthread_self(), sizeof(caller_mask_), &caller_mask_) == 0;
+    if (!caller_pinned_)
+      caller_pinned_ = pthread_getaffinity_np(pthread_self(), sizeof(caller_mask_), &caller_mask_) == 0;
     pin_current_thread(0);
     pinned_caller_ = std::this_thread::get_id();
   }

@@ -19,10 +19,10 @@
 namespace sk::cpu {
 
 struct CpuDeviceOptions {
-  int num_cores = 0;    // 0: every CPU in the process's affinity mask
-  int cube_cores = 0;   // size of the cube group (cores [0, cube_cores)); 0: no split
+  int num_cores = 0;   // 0: every CPU in the process's affinity mask
+  int cube_cores = 0;  // size of the cube group (cores [0, cube_cores)); 0: no split
   bool pin_threads = true;
-  bool pin_caller = true;  // also pin the launching thread to the first CPU
+  bool pin_caller = true;            // also pin the launching thread to the first CPU
   bool allow_oversubscribe = false;  // tests only: more cores than CPUs
   int64_t spin_us = 200;             // spin before sleeping, for idle workers and waits
   double watchdog_seconds = 30.0;    // a wait longer than this is reported as a deadlock
@@ -67,8 +67,8 @@ class CpuDevice {
   CpuDeviceOptions options_;
   int num_cores_ = 1;
   std::vector<int> cpus_;
-  std::unique_ptr<Counter[]> mailbox_;   // launch sequence per worker (written by the launcher)
-  std::unique_ptr<Counter[]> done_;      // last finished sequence per worker
+  std::unique_ptr<Counter[]> mailbox_;  // launch sequence per worker (written by the launcher)
+  std::unique_ptr<Counter[]> done_;     // last finished sequence per worker
   std::unique_ptr<Slot[]> slots_;
   std::unique_ptr<Counter[]> progress_;  // point-to-point signals, one per core
   std::unique_ptr<Counter[]> barriers_;  // kMaxBarrierGroups x num_cores

@@ -15,7 +15,7 @@ struct alignas(kSyncAlign) CoreState {
   int core = 0;
   uint32_t barrier_count[CpuDevice::kMaxBarrierGroups] = {};
   uint64_t epoch = 0;  // this launch's tag, read from the device when the core starts
-  size_t pc = 0;  // instruction being executed, for error messages
+  size_t pc = 0;       // instruction being executed, for error messages
   char error[kErrorBytes] = {};
 };
 
@@ -63,8 +63,8 @@ void wait_failed(LaunchState& ls, CoreState& cs, WaitResult r, const std::string
   if (r == WaitResult::kTimedOut) {
     char buf[64];
     std::snprintf(buf, sizeof(buf), "%.1f", ls.dev->options().watchdog_seconds);
-    fail(ls, Status::deadlock(std::string("watchdog: ") + describe(ls, cs.core, cs.pc) + " waited " + buf +
-                              " s on " + what + " without progress (deadlock)"));
+    fail(ls, Status::deadlock(std::string("watchdog: ") + describe(ls, cs.core, cs.pc) + " waited " + buf + " s on " +
+                              what + " without progress (deadlock)"));
   }
 }
 
@@ -143,9 +143,9 @@ void run_core(void* raw, int core) {
         if (ls.abort.load(std::memory_order_relaxed)) return;
         PlanOp& op = ls.ops[in.a];
         if (int32_t rc = run_sink_tiling(op); rc != SK_OK) {
-          fail(ls, Status::kernel_error(std::string("tiling of kernel '") + op.kernel->desc->name + "' (op '" +
-                                        op.name + "') failed on core " + std::to_string(core) + " with code " +
-                                        std::to_string(rc)));
+          fail(ls,
+               Status::kernel_error(std::string("tiling of kernel '") + op.kernel->desc->name + "' (op '" + op.name +
+                                    "') failed on core " + std::to_string(core) + " with code " + std::to_string(rc)));
           return;
         }
         break;

@@ -19,9 +19,7 @@ constexpr int64_t kSleepSliceUs = 2000;
 
 }  // namespace
 
-void futex_wake_all(Counter& c) {
-  syscall(SYS_futex, futex_word(c), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
-}
+void futex_wake_all(Counter& c) { syscall(SYS_futex, futex_word(c), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0); }
 
 void futex_wait(Counter& c, uint32_t expected_low, int64_t timeout_us) {
   struct timespec ts;

@@ -73,8 +73,7 @@ inline WaitResult wait_at_least(Counter& c, uint64_t target, const WaitControl& 
 }
 
 inline int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
