@@ -94,9 +94,10 @@ enum {
   SK_FUSIBLE = 1u << 0,      /* may run as a sub-kernel of a super kernel */
   SK_TILING_SINK = 1u << 1,  /* tiling reads input data: run it on the device side when the
                                 producer of its inputs finishes */
-  SK_USES_SYNC_ALL = 1u << 2 /* run() calls core->sync_all exactly `sync_all_count` times */
+  SK_USES_SYNC_ALL = 1u << 2, /* run() calls core->sync_all exactly `sync_all_count` times */
+  SK_WORKSPACE_PER_CORE = 1u << 3 /* workspace_size() is per core: see sk_kernel_args.workspace */
 };
-#define SK_KNOWN_FLAGS (SK_FUSIBLE | SK_TILING_SINK | SK_USES_SYNC_ALL)
+#define SK_KNOWN_FLAGS (SK_FUSIBLE | SK_TILING_SINK | SK_USES_SYNC_ALL | SK_WORKSPACE_PER_CORE)
 
 /* A strided view of one operand. Strides are in elements; shape[i] * stride[i] may exceed the
  * extent of dense storage only for views (slices, transposes). */
@@ -118,7 +119,11 @@ typedef struct sk_kernel_args {
   uint32_t attrs_size;
   uint32_t tiling_size;
   const void* tiling; /* result of the kernel's tiling function, or NULL */
-  void* workspace;    /* `workspace_size(args)` bytes shared by all cores of the call */
+  /* Scratch memory owned by this call, uninitialised, `workspace_size(args)` bytes shared by all
+   * cores of the call. With SK_WORKSPACE_PER_CORE there is one slice of `workspace_size` bytes
+   * per core instead: core `core_id` owns bytes [core_id * workspace_size, (core_id + 1) *
+   * workspace_size). Slices are 64-byte aligned when workspace_size is a multiple of 64. */
+  void* workspace;
   uint64_t workspace_size;
 } sk_kernel_args;
 

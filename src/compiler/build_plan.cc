@@ -76,7 +76,11 @@ Status build_plan(CompileContext& ctx) {
       op.bind_args();
       SK_RETURN_IF_ERROR(run_tiling(op));
     }
-    if (k->desc->workspace_size) op.workspace_bytes = k->desc->workspace_size(&op.args);
+    if (k->desc->workspace_size) {
+      op.workspace_bytes = k->desc->workspace_size(&op.args);
+      // Per-core slices start on their own cache lines (kernel_abi.h promises it).
+      if (op.workspace_per_core()) op.workspace_bytes = (op.workspace_bytes + 63) / 64 * 64;
+    }
     op.bind_args();
   }
   ctx.plan = std::move(plan);

@@ -56,9 +56,9 @@ void plan_memory(Plan& plan, const MemoryPlanOptions& options) {
     buffers.push_back(b);
   }
   for (int32_t i = 0; i < n_ops; ++i) {
-    if (plan.ops[i].workspace_bytes == 0) continue;
+    if (plan.ops[i].workspace_arena_bytes() == 0) continue;
     Buffer b;
-    b.bytes = align_up(static_cast<int64_t>(plan.ops[i].workspace_bytes));
+    b.bytes = align_up(static_cast<int64_t>(plan.ops[i].workspace_arena_bytes()));
     b.first = b.last = i;
     b.op = i;
     buffers.push_back(b);

@@ -72,9 +72,11 @@ Status collect_access(const PlanOp& op, int32_t local, int32_t n, CoreAccess& ou
     for (const sk_tensor_arg& t : op.inputs) out.reads.push_back(extent(t));
     for (const sk_tensor_arg& t : op.outputs) out.writes.push_back(extent(t));
   }
-  // The workspace is shared by the op's cores and may reuse another buffer's bytes.
+  // The workspace may reuse another buffer's bytes. A shared one is touched by every core of the
+  // op; a per-core one only in this core's slice.
   if (op.args.workspace && op.workspace_bytes) {
-    const auto ws = reinterpret_cast<uint64_t>(op.args.workspace);
+    uint64_t ws = reinterpret_cast<uint64_t>(op.args.workspace);
+    if (op.workspace_per_core()) ws += static_cast<uint64_t>(local) * op.workspace_bytes;
     out.reads.push_back({ws, ws + op.workspace_bytes});
     out.writes.push_back({ws, ws + op.workspace_bytes});
   }

@@ -88,6 +88,8 @@ Status KernelRegistry::add_package(const sk_kernel_package* table, const std::st
                                       " without SK_USES_SYNC_ALL");
     if ((d.flags & SK_TILING_SINK) && !d.tiling)
       return Status::invalid_argument(kw + ": SK_TILING_SINK set but the tiling entry is null");
+    if ((d.flags & SK_WORKSPACE_PER_CORE) && !d.workspace_size)
+      return Status::invalid_argument(kw + ": SK_WORKSPACE_PER_CORE set but the workspace_size entry is null");
     if (auto [it, fresh] = seen.emplace(kname, i); !fresh)
       return Status::invalid_argument(kw + ": duplicate kernel name inside the package (also kernel #" +
                                       std::to_string(it->second) + ")");

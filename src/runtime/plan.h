@@ -27,13 +27,19 @@ struct PlanOp {
   std::vector<uint8_t> attrs;
   std::vector<uint8_t> tiling;  // tiling-sink ops: a fixed buffer filled by TILING each run
   bool tiling_sink = false;
-  uint64_t workspace_bytes = 0;
+  uint64_t workspace_bytes = 0;   // as the kernel sees it: per core with SK_WORKSPACE_PER_CORE
   int64_t workspace_offset = -1;  // in the arena
   std::vector<int32_t> cores;     // device cores running the kernel; index = kernel-local id
   HostCallback host;
   sk_kernel_args args{};  // points into the vectors above; rebuilt by bind_args()
 
   bool is_kernel() const { return kernel != nullptr; }
+  bool workspace_per_core() const { return kernel && (kernel->desc->flags & SK_WORKSPACE_PER_CORE); }
+  // Arena bytes for the workspace: one slice per core of `cores` for a per-core workspace. The
+  // scheduler may later run the op on fewer cores, never on more.
+  uint64_t workspace_arena_bytes() const {
+    return workspace_per_core() ? workspace_bytes * static_cast<uint64_t>(cores.size()) : workspace_bytes;
+  }
   // Points args at this op's own vectors. Call after the op has reached its final address.
   void bind_args();
 };

@@ -74,6 +74,35 @@ static int32_t reverse_access(const sk_kernel_args* a, int32_t core, int32_t cor
   return 2;
 }
 
+/* y = x + 1, through a per-core workspace: every core stamps its whole slice, waits for the others
+ * to stamp theirs, and then fails if its slice was overwritten (slices overlapping) or if the
+ * runtime broke the slice size or alignment it promises. */
+static int32_t core_scratch_run(const sk_kernel_args* a, const sk_core_ctx* c) {
+  unsigned char* slice = (unsigned char*)a->workspace + (uint64_t)c->core_id * a->workspace_size;
+  const unsigned char stamp = (unsigned char)(0x40 + c->core_id);
+  int32_t rc;
+  if (a->workspace_size < (uint64_t)numel(&a->outputs[0]) * 4u || a->workspace_size % 64 != 0 ||
+      ((uintptr_t)slice & 63) != 0) {
+    if (c->error_message) snprintf(c->error_message, c->error_capacity, "bad slice size or alignment");
+    return SK_ERR_INTERNAL;
+  }
+  memset(slice, stamp, a->workspace_size);
+  rc = add1_run(a, c);
+  if (rc != SK_OK) return rc;
+  rc = c->sync_all(c);
+  if (rc != SK_OK) return rc;
+  for (uint64_t i = 0; i < a->workspace_size; ++i) {
+    if (slice[i] != stamp) {
+      if (c->error_message)
+        snprintf(c->error_message, c->error_capacity, "slice of core %d overwritten at byte %llu", (int)c->core_id,
+                 (unsigned long long)i);
+      return SK_ERR_INTERNAL;
+    }
+  }
+  return SK_OK;
+}
+static uint64_t core_scratch_ws(const sk_kernel_args* a) { return (uint64_t)numel(&a->outputs[0]) * 4u; }
+
 /* Core 0 calls sync_all, the others never do: a deadlock the watchdog must report. */
 static int32_t hang_run(const sk_kernel_args* a, const sk_core_ctx* c) {
   if (c->core_id == 0 && c->num_cores > 1) return c->sync_all(c);
@@ -108,6 +137,9 @@ static const sk_kernel_desc kKernels[] = {
      NULL, reverse_ws, reverse_access, 1},
     {SK_KERNEL_ABI_VERSION, "test.opaque_add1.f32", SK_KERNEL_VECTOR, 0, add1_run, NULL, NULL, NULL, access_elementwise,
      0},
+    {SK_KERNEL_ABI_VERSION, "test.core_scratch.f32", SK_KERNEL_VECTOR,
+     SK_FUSIBLE | SK_USES_SYNC_ALL | SK_WORKSPACE_PER_CORE, core_scratch_run, NULL, NULL, core_scratch_ws,
+     access_elementwise, 1},
     {SK_KERNEL_ABI_VERSION, "test.hang.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, hang_run, NULL, NULL, NULL, NULL, 0},
     {SK_KERNEL_ABI_VERSION, "test.add1_cube.f32", SK_KERNEL_CUBE, SK_FUSIBLE, add1_run, NULL, NULL, NULL,
      access_elementwise, 0},

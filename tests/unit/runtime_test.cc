@@ -15,11 +15,14 @@ using testing::make_runtime;
 
 const ExecutionMode kPlainModes[] = {ExecutionMode::kEager, ExecutionMode::kGraph};
 
+CompileOptions compile_options_for(ExecutionMode mode, CompileOptions opts = {}) {
+  opts.static_kernel_compile = mode != ExecutionMode::kEager;
+  opts.super_kernel_optimize = mode == ExecutionMode::kSuperKernel;
+  return opts;
+}
+
 std::unique_ptr<Executable> compile_or_die(Runtime& rt, const Graph& g, ExecutionMode mode, CompileOptions opts = {}) {
-  CompileOptions o = opts;
-  o.static_kernel_compile = mode != ExecutionMode::kEager;
-  o.super_kernel_optimize = mode == ExecutionMode::kSuperKernel;
-  auto exe = rt.compile(g, o);
+  auto exe = rt.compile(g, compile_options_for(mode, opts));
   if (!exe) throw std::runtime_error(exe.status().to_string());
   return std::move(*exe);
 }
@@ -114,6 +117,36 @@ TEST(Runtime, SyncAllKernelWorksWithFewerCoresThanTheLaunch) {
       ASSERT_TRUE(s.is_ok()) << s.to_string();
       auto y = exe->output_f32("y");
       for (size_t i = 0; i < 101; ++i) ASSERT_EQ(y[i], (xs[100 - i] + 1.0f) + 1.0f) << "limit " << limit;
+    }
+  }
+}
+
+TEST(Runtime, PerCoreWorkspaceGivesEveryCoreItsOwnSlice) {
+  auto rt = make_runtime(3);
+  for (int limit : {0, 2}) {
+    for (ExecutionMode m : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
+      Graph g;
+      Tensor x = g.input("x", DType::kF32, {101});
+      Tensor r;
+      {
+        SuperKernelScope scope(g, "s", "feed-sync-all=1");
+        LimitCoreNum lim(g, 0, limit);
+        // 404 bytes per core, rounded up to 448 so that every slice starts on a cache line.
+        r = call_kernel(g, "test.core_scratch.f32", {add1(g, x)}, {{DType::kF32, {101}, ""}}, {}, "scratch")[0];
+      }
+      g.output(add1(g, r), "y");
+      auto exe = rt->compile(g, compile_options_for(m));
+      ASSERT_TRUE(exe.has_value()) << exe.status().to_string();
+      const int cores = limit == 0 ? 3 : limit;
+      EXPECT_GE((*exe)->report().arena_bytes, 448 * cores) << "one slice per core";
+      auto xs = testing::random_floats(101, 5);
+      ASSERT_TRUE((*exe)->set_input("x", xs).is_ok());
+      for (int run = 0; run < 3; ++run) {
+        Status s = (*exe)->run();
+        ASSERT_TRUE(s.is_ok()) << execution_mode_name(m) << " limit " << limit << ": " << s.to_string();
+      }
+      auto y = (*exe)->output_f32("y");
+      for (size_t i = 0; i < 101; ++i) ASSERT_EQ(y[i], xs[i] + 3.0f) << execution_mode_name(m);
     }
   }
 }

@@ -209,6 +209,7 @@ int32_t sample_f32(const sk_kernel_args* args) {
   for (int64_t b = 0; b < logits.shape[0]; ++b) {
     const std::vector<float> l = row_of(logits, b);
     const std::vector<int64_t> order = ranking(l);
+    if (order.empty()) return SK_ERR_INVALID_ARGUMENT;  // V = 0: nothing to sample
     const float lmax = l[order[0]];
     int64_t id = order[0];
     if (a.temperature != 0.0f && lmax > -std::numeric_limits<float>::infinity()) {
