@@ -91,10 +91,10 @@ typedef enum sk_kernel_type {
 
 /* Descriptor flags. */
 enum {
-  SK_FUSIBLE = 1u << 0,      /* may run as a sub-kernel of a super kernel */
-  SK_TILING_SINK = 1u << 1,  /* tiling reads input data: run it on the device side when the
-                                producer of its inputs finishes */
-  SK_USES_SYNC_ALL = 1u << 2, /* run() calls core->sync_all exactly `sync_all_count` times */
+  SK_FUSIBLE = 1u << 0,           /* may run as a sub-kernel of a super kernel */
+  SK_TILING_SINK = 1u << 1,       /* tiling reads input data: run it on the device side when the
+                                     producer of its inputs finishes */
+  SK_USES_SYNC_ALL = 1u << 2,     /* run() calls core->sync_all exactly `sync_all_count` times */
   SK_WORKSPACE_PER_CORE = 1u << 3 /* workspace_size() is per core: see sk_kernel_args.workspace */
 };
 #define SK_KNOWN_FLAGS (SK_FUSIBLE | SK_TILING_SINK | SK_USES_SYNC_ALL | SK_WORKSPACE_PER_CORE)
@@ -159,6 +159,8 @@ typedef int32_t (*sk_prologue_fn)(const sk_kernel_args* args, const sk_core_ctx*
 /* Host tiling: writes at most `capacity` bytes to `tiling` and sets `*size`. Reads only shapes
  * and attributes, unless the kernel has SK_TILING_SINK. */
 typedef int32_t (*sk_tiling_fn)(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+/* Scratch bytes a call needs (per core with SK_WORKSPACE_PER_CORE). Called once at plan time,
+ * before any operand has an address (data pointers are NULL): reads only shapes and attributes. */
 typedef uint64_t (*sk_workspace_fn)(const sk_kernel_args* args);
 /* Writes the ranges core `core_id` of `num_cores` touches. Returns the number of ranges (which
  * may exceed `capacity`: the runtime then calls again with room for all), or a negative error. */

@@ -14,6 +14,7 @@
 #include <superkernel/kernel_abi.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace sk::kernels {
 
@@ -34,6 +35,51 @@ inline ErrorSink sink_of(const sk_core_ctx* core) {
 // Writes the message (truncated, NUL-terminated) and returns false, so checks read
 // `if (bad) return invalid(err, "...")`.
 bool invalid(ErrorSink err, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// Typed arrays carved one after another, each on its own cache line, out of a per-core workspace
+// slice (SK_WORKSPACE_PER_CORE). The same carver sizes the slice: run `workspace_size` with a
+// null base and the same take() calls, then read bytes().
+//
+//   ScratchCarver c(nullptr);  c.take<float>(n);  c.take<uint64_t>(k);  return c.bytes();  // size
+//   ScratchCarver c(core_slice(args, core));
+//   float* scores = c.take<float>(n);  uint64_t* best = c.take<uint64_t>(k);              // run
+class ScratchCarver {
+ public:
+  explicit ScratchCarver(void* base) : base_(static_cast<char*>(base)) {}
+  template <class T>
+  T* take(int64_t n) {
+    T* p = base_ ? reinterpret_cast<T*>(base_ + used_) : nullptr;
+    used_ += (static_cast<uint64_t>(n) * sizeof(T) + 63) / 64 * 64;
+    return p;
+  }
+  uint64_t bytes() const { return used_; }
+
+ private:
+  char* base_;
+  uint64_t used_ = 0;
+};
+
+// Reports a workspace smaller than a kernel needs (a runtime or harness bug): SK_ERR_INTERNAL.
+int32_t workspace_too_small(ErrorSink err, const char* kernel, const sk_kernel_args* args, uint64_t needed);
+
+// workspace_size runs before the runtime has placed any operand, so data pointers are null then.
+// A kernel sizing its scratch with its own plan function (which refuses missing data) plans on
+// this copy instead, whose pointers are placeholders that are never dereferenced.
+class ShapeOnlyArgs {
+ public:
+  explicit ShapeOnlyArgs(const sk_kernel_args* args);
+  const sk_kernel_args* get() const { return &args_; }
+
+ private:
+  std::vector<sk_tensor_arg> inputs_;
+  std::vector<sk_tensor_arg> outputs_;
+  sk_kernel_args args_{};
+};
+
+// This core's slice of a per-core workspace.
+inline void* core_slice(const sk_kernel_args* args, const sk_core_ctx* core) {
+  return static_cast<char*>(args->workspace) + static_cast<uint64_t>(core->core_id) * args->workspace_size;
+}
 
 // "[2, 3, 4]" into buf (always NUL-terminated).
 const char* format_shape(const sk_tensor_arg& t, char* buf, int capacity);

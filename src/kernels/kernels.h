@@ -69,13 +69,16 @@ SK_DECLARE_KERNEL(batched_matmul_f32);
 // ---- MoE and sampling family ----
 // moe_router.cc
 SK_DECLARE_KERNEL(moe_router_f32);
+uint64_t moe_router_f32_workspace(const sk_kernel_args* args);
 // moe_dispatch.cc
 SK_DECLARE_KERNEL(moe_dispatch_f32);
+uint64_t moe_dispatch_f32_workspace(const sk_kernel_args* args);
 SK_DECLARE_KERNEL(moe_combine_f32);
 SK_DECLARE_KERNEL(moe_combine_shared_f32);
 // sampling.cc
 SK_DECLARE_KERNEL(argmax_f32);
 SK_DECLARE_KERNEL(sample_f32);
+uint64_t sample_f32_workspace(const sk_kernel_args* args);
 
 }  // namespace sk::kernels
 

@@ -13,7 +13,6 @@
 // with fewer cores. Every core validates every id before writing, so a bad id fails all cores
 // with the same message and leaves the outputs untouched.
 #include <cstring>
-#include <vector>
 
 #include "kernels/attrs_moe.h"
 #include "kernels/cpu_isa.h"
@@ -123,17 +122,27 @@ bool check_expert_ids(const DispatchPlan& p, ErrorSink err) {
 
 // The routing tables every core derives the same way: counts per real expert, the x_sorted row
 // of each (t, s) (-1 for zero-computation experts) and, per row, its token.
+// They live in the core's workspace slice.
 struct Routing {
-  std::vector<int32_t> counts;
-  std::vector<int32_t> row_of;    // [T*k], (t, s) flattened
-  std::vector<int32_t> token_of;  // [T*k] rows; only the first `total` are used
+  int32_t* counts = nullptr;    // [E]
+  int32_t* row_of = nullptr;    // [T*k], (t, s) flattened
+  int32_t* token_of = nullptr;  // [T*k] rows; only the first `total` are used
   int64_t total = 0;
+  uint64_t bytes = 0;  // of the slice it occupies
 };
 
+Routing carve_routing(const DispatchPlan& p, void* base) {
+  ScratchCarver c(base);
+  Routing r;
+  r.counts = c.take<int32_t>(p.e);
+  r.row_of = c.take<int32_t>(p.t * p.k);
+  r.token_of = c.take<int32_t>(p.t * p.k);
+  r.bytes = c.bytes();
+  return r;
+}
+
 void route(const DispatchPlan& p, Routing* r) {
-  r->counts.assign(static_cast<size_t>(p.e), 0);
-  r->row_of.resize(static_cast<size_t>(p.t * p.k));
-  r->token_of.resize(static_cast<size_t>(p.t * p.k));
+  std::fill(r->counts, r->counts + p.e, 0);
   for (int64_t t = 0; t < p.t; ++t) {
     for (int64_t s = 0; s < p.k; ++s) {
       const int32_t id = p.ids.at(t, s);
@@ -141,7 +150,7 @@ void route(const DispatchPlan& p, Routing* r) {
     }
   }
   // counts becomes the running insert position of each expert.
-  std::vector<int32_t>& next = r->counts;
+  int32_t* next = r->counts;
   int32_t acc = 0;
   for (int64_t e = 0; e < p.e; ++e) {
     const int32_t c = next[static_cast<size_t>(e)];
@@ -398,13 +407,23 @@ int32_t combine_access(const sk_kernel_args* args, int32_t core_id, int32_t num_
 
 }  // namespace
 
+uint64_t moe_dispatch_f32_workspace(const sk_kernel_args* args) {
+  DispatchPlan p;
+  const ShapeOnlyArgs shapes(args);
+  // Invalid arguments need no scratch: run reports them before touching it.
+  return plan_dispatch(shapes.get(), &p, {}) ? carve_routing(p, nullptr).bytes : 0;
+}
+
 int32_t moe_dispatch_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
   const ErrorSink err = sink_of(core);
   DispatchPlan p;
   if (!check_core(core, kDispatch, err) || !plan_dispatch(args, &p, err) || !check_expert_ids(p, err)) {
     return SK_ERR_INVALID_ARGUMENT;
   }
-  thread_local Routing routing;  // per-thread scratch, rebuilt by every call
+  Routing routing = carve_routing(p, core_slice(args, core));
+  if (args->workspace == nullptr || args->workspace_size < routing.bytes) {
+    return workspace_too_small(err, kDispatch, args, routing.bytes);
+  }
   route(p, &routing);
   const DispatchSplit sp = dispatch_split(p, core->core_id, core->num_cores);
   const size_t row_bytes = static_cast<size_t>(p.d) * sizeof(float);

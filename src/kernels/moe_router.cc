@@ -9,7 +9,6 @@
 // choice (load balancing), it never enters the weights.
 #include <cmath>
 #include <limits>
-#include <vector>
 
 #include "kernels/attrs_moe.h"
 #include "kernels/cpu_isa.h"
@@ -221,7 +220,32 @@ bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
   return true;
 }
 
+// One core's scratch: the scores and biased keys of one token, and its top-k keys.
+struct Scratch {
+  float* scores = nullptr;
+  float* keys = nullptr;
+  uint64_t* best = nullptr;
+  uint64_t bytes = 0;
+};
+
+Scratch carve(const Plan& p, void* base) {
+  ScratchCarver c(base);
+  Scratch s;
+  s.scores = c.take<float>(p.n);
+  s.keys = c.take<float>(p.n);
+  s.best = c.take<uint64_t>(p.k);
+  s.bytes = c.bytes();
+  return s;
+}
+
 }  // namespace
+
+uint64_t moe_router_f32_workspace(const sk_kernel_args* args) {
+  Plan p;
+  const ShapeOnlyArgs shapes(args);
+  // Invalid arguments need no scratch: run reports them before touching it.
+  return plan(shapes.get(), &p, {}) ? carve(p, nullptr).bytes : 0;
+}
 
 int32_t moe_router_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
   const ErrorSink err = sink_of(core);
@@ -229,18 +253,18 @@ int32_t moe_router_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) 
   if (!check_core(core, kName, err) || !plan(args, &p, err)) return SK_ERR_INVALID_ARGUMENT;
   const sk_range r = sk_split_range(p.t, core->core_id, core->num_cores, 1);
   if (r.begin >= r.end) return SK_OK;
-  // Per-thread scratch: reused across calls (no allocation once warm); nothing in it outlives
-  // the call that wrote it.
-  thread_local std::vector<float> scores;
-  thread_local std::vector<float> keys;
-  thread_local std::vector<uint64_t> best;
-  scores.resize(static_cast<size_t>(p.n));
-  keys.resize(static_cast<size_t>(p.n));
+  const Scratch sc = carve(p, core_slice(args, core));
+  if (args->workspace == nullptr || args->workspace_size < sc.bytes) {
+    return workspace_too_small(err, kName, args, sc.bytes);
+  }
+  float* scores = sc.scores;
+  float* keys = sc.keys;
+  uint64_t* best = sc.best;
   const ScoreFn score = select_score_fn(p.attrs.scoring);
   for (int64_t t = r.begin; t < r.end; ++t) {
-    score(p.logits.row(t), scores.data(), p.n);
+    score(p.logits.row(t), scores, p.n);
     for (int64_t e = 0; e < p.n; ++e) keys[e] = scores[e] + p.bias[e * p.bias_stride];
-    topk::select(keys.data(), p.n, p.k, &best);
+    topk::select(keys, p.n, p.k, best);
     float sum = 0.0f;
     for (int64_t s = 0; s < p.k; ++s) sum += scores[topk::index_of(best[s])];
     // DeepSeek-V3's guard: a zero sum (every chosen score underflowed) gives zeros, not NaN.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <span>
 
 #include "kernels/cpu_isa.h"
 #include "kernels/simd.h"
@@ -15,7 +16,7 @@ namespace {
 // is NaN and it is not.
 struct Heap {
   const float* v;
-  std::vector<uint64_t>& h;
+  std::span<uint64_t> h;
   float thr = 0.0f;
   bool thr_nan = false;
 
@@ -135,9 +136,8 @@ SK_TARGET_AVX512 int64_t first_equal_avx512(const float* v, int64_t n, float m) 
 
 }  // namespace
 
-void select(const float* v, int64_t n, int64_t k, std::vector<uint64_t>* keys) {
-  std::vector<uint64_t>& h = *keys;
-  h.resize(static_cast<size_t>(k));
+void select(const float* v, int64_t n, int64_t k, uint64_t* keys) {
+  const std::span<uint64_t> h(keys, static_cast<size_t>(k));
   for (int64_t i = 0; i < k; ++i) h[static_cast<size_t>(i)] = pack(v[i], i);
   if (k < n) {
     std::make_heap(h.begin(), h.end(), std::greater<>());

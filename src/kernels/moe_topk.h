@@ -6,15 +6,14 @@
 // so selection never depends on the ISA: the SIMD paths only skip elements that provably cannot
 // enter the current top-k and every decision is taken on the exact key.
 //
-//   std::vector<uint64_t> best;
-//   topk::select(logits, n, 50, &best);           // best[0] is the argmax
+//   uint64_t best[50];
+//   topk::select(logits, n, 50, best);            // best[0] is the argmax
 //   int64_t id = topk::index_of(best[0]);
 #ifndef SUPERKERNEL_KERNELS_MOE_TOPK_H_
 #define SUPERKERNEL_KERNELS_MOE_TOPK_H_
 
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 namespace sk::kernels::topk {
 
@@ -34,8 +33,8 @@ inline uint64_t pack(float v, int64_t index) {
 
 inline int64_t index_of(uint64_t key) { return static_cast<int64_t>(0xFFFFFFFFu - static_cast<uint32_t>(key)); }
 
-// The k best elements of v[0, n) (1 <= k <= n < 2^32), best first, as packed keys in *keys.
-void select(const float* v, int64_t n, int64_t k, std::vector<uint64_t>* keys);
+// The k best elements of v[0, n) (1 <= k <= n < 2^32), best first, as packed keys in keys[0, k).
+void select(const float* v, int64_t n, int64_t k, uint64_t* keys);
 
 // Largest non-NaN value of v[0, n); -inf when there is none. Which zero is returned when the
 // maximum is 0 is unspecified (callers only compare against it).

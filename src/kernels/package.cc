@@ -19,6 +19,14 @@ constexpr sk_kernel_desc kernel(const char* name, int32_t type, sk_run_fn run, s
                         /*sync_all_count=*/0};
 }
 
+// Fusible kernels with private per-core scratch from the memory plan.
+constexpr sk_kernel_desc scratch_kernel(const char* name, int32_t type, sk_run_fn run, sk_access_fn access,
+                                        sk_workspace_fn workspace) {
+  return sk_kernel_desc{
+      SK_KERNEL_ABI_VERSION, name, type, SK_FUSIBLE | SK_WORKSPACE_PER_CORE, run, nullptr, nullptr, workspace, access,
+      /*sync_all_count=*/0};
+}
+
 constexpr sk_kernel_desc kKernels[] = {
     kernel("add.f32", SK_KERNEL_VECTOR, add_f32_run, add_f32_access, nullptr, add_f32_tiling),
     kernel("mul.f32", SK_KERNEL_VECTOR, mul_f32_run, mul_f32_access, nullptr, mul_f32_tiling),
@@ -55,12 +63,14 @@ constexpr sk_kernel_desc kKernels[] = {
     kernel("mla_attention.bf16", SK_KERNEL_VECTOR, mla_attention_bf16_run, mla_attention_bf16_access),
     kernel("batched_matmul.f32", SK_KERNEL_CUBE, batched_matmul_f32_run, batched_matmul_f32_access),
     // ---- MoE and sampling family (router, dispatch, combine, argmax, top-k/top-p) ----
-    kernel("moe_router.f32", SK_KERNEL_VECTOR, moe_router_f32_run, moe_router_f32_access),
-    kernel("moe_dispatch.f32", SK_KERNEL_VECTOR, moe_dispatch_f32_run, moe_dispatch_f32_access),
+    scratch_kernel("moe_router.f32", SK_KERNEL_VECTOR, moe_router_f32_run, moe_router_f32_access,
+                   moe_router_f32_workspace),
+    scratch_kernel("moe_dispatch.f32", SK_KERNEL_VECTOR, moe_dispatch_f32_run, moe_dispatch_f32_access,
+                   moe_dispatch_f32_workspace),
     kernel("moe_combine.f32", SK_KERNEL_VECTOR, moe_combine_f32_run, moe_combine_f32_access),
     kernel("moe_combine_shared.f32", SK_KERNEL_VECTOR, moe_combine_shared_f32_run, moe_combine_shared_f32_access),
     kernel("argmax.f32", SK_KERNEL_VECTOR, argmax_f32_run, argmax_f32_access),
-    kernel("sample.f32", SK_KERNEL_VECTOR, sample_f32_run, sample_f32_access),
+    scratch_kernel("sample.f32", SK_KERNEL_VECTOR, sample_f32_run, sample_f32_access, sample_f32_workspace),
 };
 
 constexpr sk_kernel_package kPackage = {SK_KERNEL_ABI_VERSION, "builtin", sizeof(kKernels) / sizeof(kKernels[0]),

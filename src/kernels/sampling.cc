@@ -17,7 +17,6 @@
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <vector>
 
 #include "kernels/attrs_moe.h"
 #include "kernels/cpu_isa.h"
@@ -362,10 +361,37 @@ double uniform(uint64_t seed, int64_t step, int64_t row) {
 // ---------------------------------------------------------------------------------------------
 // Sampling from a ranked sequence c_0, c_1, ... (best first)
 
+// A fixed-capacity array in the core's workspace slice, with the few vector operations the
+// sampler uses. Capacities come from the vocabulary size, which bounds every length here.
+template <class T>
+class Bounded {
+ public:
+  Bounded() = default;
+  Bounded(T* data, int64_t capacity) : data_(data), capacity_(static_cast<size_t>(capacity)) {}
+  void resize(size_t n) {
+    if (n > capacity_) __builtin_trap();  // a sizing bug in sample_workspace, never input-driven
+    size_ = n;
+  }
+  void assign(size_t n, T value) {
+    resize(n);
+    std::fill(data_, data_ + n, value);
+  }
+  void swap(Bounded& other) { std::swap(*this, other); }
+  T* data() { return data_; }
+  size_t size() const { return size_; }
+  T& operator[](int64_t i) { return data_[i]; }
+  const T& operator[](int64_t i) const { return data_[i]; }
+
+ private:
+  T* data_ = nullptr;
+  size_t capacity_ = 0;
+  size_t size_ = 0;
+};
+
 struct Sequence {
-  std::vector<uint32_t> idx;
-  std::vector<double> w;
-  std::vector<double> cum;
+  Bounded<uint32_t> idx;
+  Bounded<double> w;
+  Bounded<double> cum;
 };
 
 // Weights (from `table` when given, else computed) and running sums of the first n entries.
@@ -404,11 +430,12 @@ int64_t pick(const Sequence& s, int64_t m, double u) {
 // Orders idx[0, n) (increasing on entry) by logit, largest first: a stable LSD radix sort on
 // the order-preserving bits (3 digits of 11 bits), so equal logits keep the lower index first,
 // exactly the ranking of moe_topk.h. Digits in which every key agrees are skipped.
-void rank_indices(const float* l, std::vector<uint32_t>& idx, int64_t n, std::vector<uint64_t>& a,
-                  std::vector<uint64_t>& b, std::vector<int64_t>& count) {
-  constexpr int kDigits = 3;
-  constexpr int kBits = 11;
-  constexpr int kRadix = 1 << kBits;
+constexpr int kDigits = 3;
+constexpr int kBits = 11;
+constexpr int kRadix = 1 << kBits;
+
+void rank_indices(const float* l, Bounded<uint32_t>& idx, int64_t n, Bounded<uint64_t>& a, Bounded<uint64_t>& b,
+                  Bounded<int64_t>& count) {
   if (n <= 1) return;
   a.resize(static_cast<size_t>(n));
   b.resize(static_cast<size_t>(n));
@@ -455,15 +482,36 @@ double refine_c(const double* table, const uint32_t* idx, int64_t n, double tau)
   return std::numeric_limits<double>::infinity();
 }
 
+// One core's scratch for sampling a row of V logits, carved from its workspace slice.
 struct SampleScratch {
   Sequence seq;
-  std::vector<uint64_t> keys;
-  std::vector<double> beta;
-  std::vector<double> w;
-  std::vector<uint64_t> sort_a;
-  std::vector<uint64_t> sort_b;
-  std::vector<int64_t> sort_count;
+  Bounded<uint64_t> keys;
+  Bounded<double> beta;
+  Bounded<double> w;
+  Bounded<uint64_t> sort_a;
+  Bounded<uint64_t> sort_b;
+  Bounded<int64_t> sort_count;
+  uint64_t bytes = 0;  // of the slice it occupies
 };
+
+SampleScratch carve_sample_scratch(int64_t v, int64_t top_k, void* base) {
+  ScratchCarver c(base);
+  SampleScratch s;
+  const int64_t k = std::max<int64_t>(1, std::min(top_k, v));
+  const int64_t blocks = (v + kBlock - 1) / kBlock;
+  const int64_t bins = kDigits * (kRadix + 1);
+  s.seq.idx = Bounded<uint32_t>(c.take<uint32_t>(v), v);
+  s.seq.w = Bounded<double>(c.take<double>(v), v);
+  s.seq.cum = Bounded<double>(c.take<double>(v), v);
+  s.keys = Bounded<uint64_t>(c.take<uint64_t>(k), k);
+  s.beta = Bounded<double>(c.take<double>(blocks), blocks);
+  s.w = Bounded<double>(c.take<double>(v), v);
+  s.sort_a = Bounded<uint64_t>(c.take<uint64_t>(v), v);
+  s.sort_b = Bounded<uint64_t>(c.take<uint64_t>(v), v);
+  s.sort_count = Bounded<int64_t>(c.take<int64_t>(bins), bins);
+  s.bytes = c.bytes();
+  return s;
+}
 
 // Every index [0, V) is a candidate and there is no nucleus: walk the block sums.
 int64_t sample_dense(const float* l, int64_t v, float lmax, double inv_t, double u, SampleScratch& sc) {
@@ -624,7 +672,8 @@ int64_t sample_row(const RowsPlan& p, const float* l, int64_t row, SampleScratch
   const double inv_t = 1.0 / static_cast<double>(a.temperature);
   const bool nucleus = a.top_p < 1.0f;
   if (a.top_k > 0 && a.top_k < p.v) {
-    topk::select(l, p.v, a.top_k, &sc.keys);
+    sc.keys.resize(static_cast<size_t>(a.top_k));
+    topk::select(l, p.v, a.top_k, sc.keys.data());
     sc.seq.idx.resize(sc.keys.size());
     for (size_t j = 0; j < sc.keys.size(); ++j) sc.seq.idx[j] = static_cast<uint32_t>(topk::index_of(sc.keys[j]));
     const float lmax = l[sc.seq.idx[0]];
@@ -649,7 +698,13 @@ int32_t rows_run(const sk_kernel_args* args, const sk_core_ctx* core, bool sampl
   }
   const sk_range r = sk_split_range(p.b, core->core_id, core->num_cores, 1);
   if (r.begin >= r.end) return SK_OK;
-  thread_local SampleScratch scratch;  // reused across calls; rebuilt by every row
+  SampleScratch scratch;  // argmax needs none
+  if (sample) {
+    scratch = carve_sample_scratch(p.v, p.attrs.top_k, core_slice(args, core));
+    if (args->workspace == nullptr || args->workspace_size < scratch.bytes) {
+      return workspace_too_small(err, kSample, args, scratch.bytes);
+    }
+  }
   for (int64_t b = r.begin; b < r.end; ++b) {
     const float* l = p.logits.row(b);
     const int64_t id = sample ? sample_row(p, l, b, scratch) : topk::argmax(l, p.v);
@@ -685,6 +740,12 @@ int32_t argmax_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t n
   return rows_access(args, core_id, num_cores, ranges, capacity, false);
 }
 int32_t sample_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) { return rows_run(args, core, true); }
+uint64_t sample_f32_workspace(const sk_kernel_args* args) {
+  RowsPlan p;
+  const ShapeOnlyArgs shapes(args);
+  // Invalid arguments need no scratch: run reports them before touching it.
+  return plan_rows(shapes.get(), true, &p, {}) ? carve_sample_scratch(p.v, p.attrs.top_k, nullptr).bytes : 0;
+}
 int32_t sample_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
                           int32_t capacity) {
   return rows_access(args, core_id, num_cores, ranges, capacity, true);

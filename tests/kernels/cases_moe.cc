@@ -269,8 +269,17 @@ class Operands {
     std::memcpy(attrs_.data(), &a, sizeof a);
   }
   sk_tensor_arg& input(size_t i) { return in_[i]; }
+  // A per-core workspace for `cores` cores, as the runtime would plan it for kernel `k`.
+  void workspace_for(const sk_kernel_desc* k, int cores) {
+    ws_size_ = (k->workspace_size(&args()) + 63) / 64 * 64;
+    workspace_.assign(static_cast<size_t>(ws_size_ * static_cast<uint64_t>(cores)) + 64, 0xEE);
+    const auto addr = reinterpret_cast<uintptr_t>(workspace_.data());
+    ws_ = workspace_.data() + (64 - addr % 64) % 64;
+  }
   const sk_kernel_args& args() {
     args_ = sk_kernel_args{};
+    args_.workspace = ws_;
+    args_.workspace_size = ws_ != nullptr ? ws_size_ : 0;
     args_.inputs = in_.data();
     args_.outputs = out_.data();
     args_.num_inputs = static_cast<int32_t>(in_.size());
@@ -302,6 +311,9 @@ class Operands {
   std::vector<sk_tensor_arg> in_;
   std::vector<sk_tensor_arg> out_;
   std::vector<unsigned char> attrs_;
+  std::vector<unsigned char> workspace_;
+  unsigned char* ws_ = nullptr;
+  uint64_t ws_size_ = 0;
   sk_kernel_args args_{};
 };
 
@@ -576,6 +588,7 @@ std::vector<int64_t> draw(const std::vector<float>& row, sk_sample_attrs a, int6
   int32_t* ids = ops.out<int32_t>(SK_DTYPE_I32, {batch});
   for (int64_t b = 0; b < batch; ++b) std::copy(row.begin(), row.end(), logits + b * v);
   ops.attrs(a);
+  ops.workspace_for(k, 1);
   for (int64_t s = 0; s < steps; ++s) {
     *step = s;
     char msg[256] = {};
@@ -583,7 +596,9 @@ std::vector<int64_t> draw(const std::vector<float>& row, sk_sample_attrs a, int6
     ctx.num_cores = 1;
     ctx.error_message = msg;
     ctx.error_capacity = sizeof msg;
-    EXPECT_EQ(k->run(&ops.args(), &ctx), SK_OK) << msg;
+    const int32_t rc = k->run(&ops.args(), &ctx);
+    EXPECT_EQ(rc, SK_OK) << msg;
+    if (rc != SK_OK) break;
     for (int64_t b = 0; b < batch; ++b) ++counts[static_cast<size_t>(ids[b])];
   }
   return counts;
@@ -681,6 +696,7 @@ TEST(SamplingStatistics, TokensDependOnlyOnSeedStepAndRow) {
     int32_t* ids = ops.out<int32_t>(SK_DTYPE_I32, {batch});
     for (int64_t b = 0; b < batch; ++b) std::copy(row.begin(), row.end(), logits + b * 64);
     ops.attrs(sampling(2.0f, 0, 1.0f, seed));
+    ops.workspace_for(k, 1);
     sk_core_ctx ctx{};
     ctx.num_cores = 1;
     EXPECT_EQ(k->run(&ops.args(), &ctx), SK_OK);
@@ -691,6 +707,51 @@ TEST(SamplingStatistics, TokensDependOnlyOnSeedStepAndRow) {
   EXPECT_NE(one(2, 3, 16), base);
   EXPECT_NE(one(1, 4, 16), base);
   EXPECT_NE(std::set<int32_t>(base.begin(), base.end()).size(), 1u) << "rows drew the same token";
+}
+
+// Scratch comes from the runtime's per-core workspace, sized from shapes alone (no operand has
+// an address when the runtime asks); a missing or short workspace is reported, never overrun.
+TEST(MoeErrors, RouterSizesItsScratchFromShapesAndRefusesAShortWorkspace) {
+  const sk_kernel_desc* k = moe_kernel("moe_router.f32");
+  ASSERT_NE(k, nullptr);
+  ASSERT_NE(k->flags & SK_WORKSPACE_PER_CORE, 0u);
+  Operands ops;
+  ops.in<float>(SK_DTYPE_F32, {2, 8});
+  ops.in<float>(SK_DTYPE_F32, {8});
+  ops.out<int32_t>(SK_DTYPE_I32, {2, 2});
+  ops.out<float>(SK_DTYPE_F32, {2, 2});
+  ops.attrs(router_attrs(2, 8, SK_MOE_SCORING_SOFTMAX, 1, 1.0f));
+  sk_kernel_args args = ops.args();
+  std::vector<sk_tensor_arg> placeless(args.inputs, args.inputs + args.num_inputs);
+  std::vector<sk_tensor_arg> placeless_out(args.outputs, args.outputs + args.num_outputs);
+  for (sk_tensor_arg& t : placeless) t.data = nullptr;
+  for (sk_tensor_arg& t : placeless_out) t.data = nullptr;
+  sk_kernel_args sizing = args;
+  sizing.inputs = placeless.data();
+  sizing.outputs = placeless_out.data();
+  const uint64_t need = k->workspace_size(&sizing);
+  EXPECT_GT(need, 0u);
+  EXPECT_EQ(need, k->workspace_size(&args));
+
+  alignas(64) static unsigned char slice[4096];
+  ASSERT_LE(need, sizeof slice);
+  for (uint64_t given : {uint64_t{0}, need - 1}) {
+    args.workspace = given == 0 ? nullptr : slice;
+    args.workspace_size = given;
+    char msg[256] = {};
+    sk_core_ctx ctx{};
+    ctx.num_cores = 1;
+    ctx.error_message = msg;
+    ctx.error_capacity = sizeof msg;
+    EXPECT_EQ(k->run(&args, &ctx), SK_ERR_INTERNAL);
+    EXPECT_NE(std::strstr(msg, "per-core workspace of"), nullptr) << msg;
+    EXPECT_NE(std::strstr(msg, std::to_string(need).c_str()), nullptr) << msg;
+  }
+  args.workspace = slice;
+  args.workspace_size = need;
+  sk_core_ctx ctx{};
+  ctx.num_cores = 1;
+  EXPECT_EQ(k->run(&args, &ctx), SK_OK);
 }
 
 }  // namespace sk::kernel_test

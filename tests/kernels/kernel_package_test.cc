@@ -53,6 +53,7 @@ using namespace sk::kernel_test;
 constexpr unsigned char kSentinel = 0xCD;
 constexpr unsigned char kPoison = 0xFF;  // NaN as f32, -1 as i32
 constexpr int kCoreCounts[] = {1, 2, 3, 4, 7};
+constexpr int kMaxCores = 7;  // the most cores any test here runs a call on
 
 // ---------------------------------------------------------------------------------------------
 // The package
@@ -295,6 +296,10 @@ struct Instance {
   std::vector<int> alias;  // per output: the input it is the very view of (in-place), or -1
   // Tiling-sink kernels: their tiling, computed from the filled inputs.
   std::vector<unsigned char> tiling;
+  // The workspace, as the runtime would plan it for kMaxCores cores, filled with a different
+  // byte for every instance: a kernel reading scratch it did not write gives different bits in
+  // the comparisons between instances.
+  std::vector<unsigned char> workspace;
 
   Storage& out_storage(size_t i) { return alias[i] >= 0 ? in[static_cast<size_t>(alias[i])] : out[i]; }
 };
@@ -322,6 +327,17 @@ std::unique_ptr<Instance> instantiate(const Case& c, size_t case_index, int64_t 
   // A tiling sink's tiling reads input data: run it on the filled inputs, as the runtime does
   // once their producers have finished (so before any test poisons bytes a core does not read).
   const sk_kernel_desc* k = find_kernel(c.kernel);
+  if (k != nullptr && k->workspace_size != nullptr) {
+    uint64_t bytes = k->workspace_size(&inst->args);
+    const bool per_core = (k->flags & SK_WORKSPACE_PER_CORE) != 0;
+    if (per_core) bytes = (bytes + 63) / 64 * 64;
+    static unsigned char poison = 0x5A;
+    inst->workspace.assign(static_cast<size_t>(per_core ? bytes * kMaxCores : bytes) + 64, poison++);
+    // 64-byte aligned, like the runtime's arena.
+    const auto addr = reinterpret_cast<uintptr_t>(inst->workspace.data());
+    inst->args.workspace = inst->workspace.data() + ((64 - addr % 64) % 64);
+    inst->args.workspace_size = bytes;
+  }
   if (k != nullptr && k->tiling != nullptr && (k->flags & SK_TILING_SINK) != 0) {
     inst->tiling.assign(64 * 1024, 0);
     uint32_t size = 0;
