@@ -17,6 +17,7 @@
 
 #include "kernel_cases.h"
 #include "kernels/attrs_attention.h"
+#include "manual_args.h"
 
 namespace sk::kernel_test {
 namespace {
@@ -242,80 +243,12 @@ SK_KERNEL_CASES(attention_cases) {
 
 namespace {
 
-const sk_kernel_desc* find(const char* name) {
-  static void* handle = dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) return nullptr;
-  const auto table_fn = reinterpret_cast<sk_kernel_package_table_fn>(dlsym(handle, SK_KERNEL_PACKAGE_SYMBOL));
-  if (table_fn == nullptr) return nullptr;
-  const sk_kernel_package* pkg = table_fn();
-  for (uint32_t i = 0; i < pkg->num_kernels; ++i) {
-    if (std::strcmp(pkg->kernels[i].name, name) == 0) return &pkg->kernels[i];
-  }
-  return nullptr;
-}
-
-// Dense zero-filled operands built by hand.
-class Operands {
- public:
-  Operands& in(int32_t dtype, std::vector<int64_t> shape) {
-    in_.push_back(make(dtype, std::move(shape)));
-    return *this;
-  }
-  Operands& out(int32_t dtype, std::vector<int64_t> shape) {
-    out_.push_back(make(dtype, std::move(shape)));
-    return *this;
-  }
-  template <class T>
-  Operands& attrs(const T& a) {
-    attrs_ = attrs_bytes(a);
-    return *this;
-  }
-  template <class T>
-  T* in_data(size_t i) {
-    return static_cast<T*>(in_[i].data);
-  }
-  sk_tensor_arg& input(size_t i) { return in_[i]; }
-  sk_tensor_arg& output(size_t i) { return out_[i]; }
-  const sk_kernel_args& args() {
-    args_.inputs = in_.data();
-    args_.outputs = out_.data();
-    args_.num_inputs = static_cast<int32_t>(in_.size());
-    args_.num_outputs = static_cast<int32_t>(out_.size());
-    args_.attrs = attrs_.empty() ? nullptr : attrs_.data();
-    args_.attrs_size = static_cast<uint32_t>(attrs_.size());
-    return args_;
-  }
-
- private:
-  sk_tensor_arg make(int32_t dtype, std::vector<int64_t> shape) {
-    sk_tensor_arg t{};
-    t.dtype = dtype;
-    t.rank = static_cast<int32_t>(shape.size());
-    int64_t n = 1;
-    for (size_t d = shape.size(); d-- > 0;) {
-      t.shape[d] = shape[d];
-      t.stride[d] = n;
-      n *= shape[d];
-    }
-    const size_t size = static_cast<size_t>(std::max<int64_t>(1, n) * std::max<int64_t>(1, sk_dtype_size(dtype)));
-    buffers_.push_back(std::make_unique<unsigned char[]>(size));
-    std::memset(buffers_.back().get(), 0, size);
-    t.data = buffers_.back().get();
-    return t;
-  }
-  std::vector<std::unique_ptr<unsigned char[]>> buffers_;
-  std::vector<sk_tensor_arg> in_;
-  std::vector<sk_tensor_arg> out_;
-  std::vector<unsigned char> attrs_;
-  sk_kernel_args args_{};
-};
-
 // Every core of a 1- and a 3-core call fails with a message naming the kernel and containing
 // each of `details`, leaves the outputs untouched, and the access callback refuses the shapes
 // when `access_fails` (data errors are only found by run).
-void expect_invalid(const char* kernel, Operands& ops, std::vector<std::string> details, bool access_fails) {
+void expect_invalid(const char* kernel, ManualArgs& ops, std::vector<std::string> details, bool access_fails) {
   SCOPED_TRACE(kernel);
-  const sk_kernel_desc* k = find(kernel);
+  const sk_kernel_desc* k = builtin_kernel(kernel);
   ASSERT_NE(k, nullptr);
   const sk_kernel_args& args = ops.args();
   std::vector<std::vector<unsigned char>> before;
@@ -351,7 +284,7 @@ void expect_invalid(const char* kernel, Operands& ops, std::vector<std::string> 
 
 TEST(AttentionKernelErrors, RopeRejectsBadPositionsAndAttributes) {
   {
-    Operands o;
+    ManualArgs o;
     o.in(SK_DTYPE_F32, {3, 2, 8}).in(SK_DTYPE_I32, {3}).in(SK_DTYPE_F32, {10, 8}).out(SK_DTYPE_F32, {3, 2, 8});
     o.attrs(sk_rope_attrs{8, 8, 1});
     o.in_data<int32_t>(1)[2] = 10;
@@ -360,19 +293,19 @@ TEST(AttentionKernelErrors, RopeRejectsBadPositionsAndAttributes) {
     expect_invalid("rope.f32", o, {"positions[2] = -1"}, false);
   }
   {
-    Operands o;
+    ManualArgs o;
     o.in(SK_DTYPE_F32, {3, 2, 8}).in(SK_DTYPE_I32, {3}).in(SK_DTYPE_F32, {10, 8}).out(SK_DTYPE_F32, {3, 2, 8});
     o.attrs(sk_rope_attrs{8, 7, 1});
     expect_invalid("rope.f32", o, {"rotary_dim 7"}, true);
   }
   {
-    Operands o;
+    ManualArgs o;
     o.in(SK_DTYPE_F32, {3, 20}).in(SK_DTYPE_I32, {3}).in(SK_DTYPE_F32, {10, 8}).out(SK_DTYPE_F32, {3, 20});
     o.attrs(sk_rope_attrs{8, 8, 0});
     expect_invalid("rope.f32", o, {"head_dim = 8"}, true);
   }
   {
-    Operands o;
+    ManualArgs o;
     o.in(SK_DTYPE_F32, {3, 2, 8}).in(SK_DTYPE_I32, {3}).in(SK_DTYPE_F32, {10, 6}).out(SK_DTYPE_F32, {3, 2, 8});
     o.attrs(sk_rope_attrs{8, 8, 1});
     expect_invalid("rope.f32", o, {"cos_sin_cache shape [10, 6]"}, true);
@@ -380,11 +313,11 @@ TEST(AttentionKernelErrors, RopeRejectsBadPositionsAndAttributes) {
 }
 
 TEST(AttentionKernelErrors, LayerNormShapesAndAttributes) {
-  Operands o;
+  ManualArgs o;
   o.in(SK_DTYPE_F32, {3, 5}).in(SK_DTYPE_F32, {5}).in(SK_DTYPE_F32, {4}).out(SK_DTYPE_F32, {3, 5});
   o.attrs(sk_layer_norm_attrs{1e-5f});
   expect_invalid("layer_norm.f32", o, {"beta shape [4]"}, true);
-  Operands n;
+  ManualArgs n;
   n.in(SK_DTYPE_F32, {3, 5}).in(SK_DTYPE_F32, {5}).in(SK_DTYPE_F32, {5}).out(SK_DTYPE_F32, {3, 5});
   n.attrs(sk_layer_norm_attrs{-1.0f});
   expect_invalid("layer_norm.f32", n, {"eps"}, true);
@@ -393,7 +326,7 @@ TEST(AttentionKernelErrors, LayerNormShapesAndAttributes) {
 TEST(AttentionKernelErrors, KvAppendRejectsSlotsOutsideTheCache) {
   for (const char* kernel : {"kv_append.f32", "kv_append.bf16"}) {
     const int32_t dt = std::strstr(kernel, "bf16") != nullptr ? SK_DTYPE_BF16 : SK_DTYPE_F32;
-    Operands o;
+    ManualArgs o;
     o.in(SK_DTYPE_F32, {3, 2, 4}).in(SK_DTYPE_F32, {3, 2, 4}).in(SK_DTYPE_I32, {3});
     o.in(dt, {2, 4, 2, 4}).in(dt, {2, 4, 2, 4}).out(dt, {2, 4, 2, 4}).out(dt, {2, 4, 2, 4});
     o.in_data<int32_t>(2)[0] = 1;
@@ -403,7 +336,7 @@ TEST(AttentionKernelErrors, KvAppendRejectsSlotsOutsideTheCache) {
     expect_invalid(kernel, o, {"slot_mapping[1] = 8", "8 slots"}, false);
   }
   {
-    Operands o;
+    ManualArgs o;
     o.in(SK_DTYPE_F32, {3, 2, 4}).in(SK_DTYPE_F32, {3, 2, 4}).in(SK_DTYPE_I32, {3});
     o.in(SK_DTYPE_F32, {2, 4, 2, 4}).in(SK_DTYPE_F32, {2, 4, 2, 4});
     o.out(SK_DTYPE_F32, {2, 4, 2, 4}).out(SK_DTYPE_F32, {2, 4, 2, 4});
@@ -411,7 +344,7 @@ TEST(AttentionKernelErrors, KvAppendRejectsSlotsOutsideTheCache) {
     expect_invalid("kv_append.f32", o, {"v_new shape"}, true);
   }
   {
-    Operands o;
+    ManualArgs o;
     o.in(SK_DTYPE_F32, {2, 8}).in(SK_DTYPE_F32, {2, 4}).in(SK_DTYPE_I32, {2});
     o.in(SK_DTYPE_F32, {2, 4, 13}).out(SK_DTYPE_F32, {2, 4, 13});
     expect_invalid("mla_cache_append.f32", o, {"do not split the latent_cache row"}, true);
@@ -420,13 +353,13 @@ TEST(AttentionKernelErrors, KvAppendRejectsSlotsOutsideTheCache) {
 
 TEST(AttentionKernelErrors, PagedAttentionRejectsBadTablesAndShapes) {
   const sk_paged_attention_attrs attrs{0.25f};
-  const auto make_ops = [&](Operands& o, int64_t hq, int64_t hkv) {
+  const auto make_ops = [&](ManualArgs& o, int64_t hq, int64_t hkv) {
     o.in(SK_DTYPE_F32, {2, hq, 16}).in(SK_DTYPE_F32, {4, 8, hkv, 16}).in(SK_DTYPE_F32, {4, 8, hkv, 16});
     o.in(SK_DTYPE_I32, {2, 3}).in(SK_DTYPE_I32, {2}).out(SK_DTYPE_F32, {2, hq, 16});
     o.attrs(attrs);
   };
   {
-    Operands o;
+    ManualArgs o;
     make_ops(o, 4, 2);
     int32_t* bt = o.in_data<int32_t>(3);
     int32_t* cl = o.in_data<int32_t>(4);
@@ -443,18 +376,18 @@ TEST(AttentionKernelErrors, PagedAttentionRejectsBadTablesAndShapes) {
     expect_invalid("paged_attention.f32", o, {"context_lens[1] = -2"}, false);
   }
   {
-    Operands o;
+    ManualArgs o;
     make_ops(o, 6, 4);
     expect_invalid("paged_attention.f32", o, {"Hq = 6", "Hkv = 4"}, true);
   }
   {
-    Operands o;
+    ManualArgs o;
     make_ops(o, 4, 2);
     o.output(0).data = o.input(0).data;
     expect_invalid("paged_attention.f32", o, {"overlap"}, true);
   }
   {
-    Operands o;
+    ManualArgs o;
     o.in(SK_DTYPE_F32, {2, 4, 16}).in(SK_DTYPE_BF16, {4, 8, 2, 16}).in(SK_DTYPE_BF16, {4, 8, 2, 16});
     o.in(SK_DTYPE_I32, {2, 3}).in(SK_DTYPE_I32, {2}).out(SK_DTYPE_F32, {2, 4, 16});
     o.attrs(attrs);
@@ -464,14 +397,14 @@ TEST(AttentionKernelErrors, PagedAttentionRejectsBadTablesAndShapes) {
 
 TEST(AttentionKernelErrors, MlaRejectsMismatchedAttributesAndTables) {
   {
-    Operands o;
+    ManualArgs o;
     o.in(SK_DTYPE_F32, {1, 2, 16}).in(SK_DTYPE_F32, {1, 2, 4}).in(SK_DTYPE_F32, {3, 4, 20});
     o.in(SK_DTYPE_I32, {1, 2}).in(SK_DTYPE_I32, {1}).out(SK_DTYPE_F32, {1, 2, 16});
     o.attrs(sk_mla_attention_attrs{16, 8, 0.1f});
     expect_invalid("mla_attention.f32", o, {"q_pe shape [1, 2, 4]", "rope_dim = 8"}, true);
   }
   {
-    Operands o;
+    ManualArgs o;
     o.in(SK_DTYPE_F32, {1, 2, 16}).in(SK_DTYPE_F32, {1, 2, 4}).in(SK_DTYPE_F32, {3, 4, 20});
     o.in(SK_DTYPE_I32, {1, 2}).in(SK_DTYPE_I32, {1}).out(SK_DTYPE_F32, {1, 2, 16});
     o.attrs(sk_mla_attention_attrs{16, 4, 0.1f});
@@ -482,7 +415,7 @@ TEST(AttentionKernelErrors, MlaRejectsMismatchedAttributesAndTables) {
 }
 
 TEST(AttentionKernelErrors, BatchedMatmulShapes) {
-  Operands o;
+  ManualArgs o;
   o.in(SK_DTYPE_F32, {2, 3, 8}).in(SK_DTYPE_F32, {3, 4, 8}).out(SK_DTYPE_F32, {2, 3, 4});
   expect_invalid("batched_matmul.f32", o, {"[Hb, M, K]"}, true);
 }

@@ -19,6 +19,7 @@
 #include "kernel_cases.h"
 #include "kernels/attrs_moe.h"
 #include "kernels/reference/reference.h"
+#include "manual_args.h"
 
 namespace sk::kernel_test {
 namespace {
@@ -240,89 +241,12 @@ SK_KERNEL_CASES(moe_cases) {
 
 namespace {
 
-const sk_kernel_desc* moe_kernel(const char* name) {
-  static void* handle = dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) return nullptr;
-  const auto table_fn = reinterpret_cast<sk_kernel_package_table_fn>(dlsym(handle, SK_KERNEL_PACKAGE_SYMBOL));
-  if (table_fn == nullptr) return nullptr;
-  const sk_kernel_package* p = table_fn();
-  for (uint32_t i = 0; i < p->num_kernels; ++i) {
-    if (std::string(p->kernels[i].name) == name) return &p->kernels[i];
-  }
-  return nullptr;
-}
-
-// Dense operands over owned buffers.
-class Operands {
- public:
-  template <class T>
-  T* in(int32_t dtype, std::vector<int64_t> shape) {
-    return static_cast<T*>(add(in_, dtype, std::move(shape)).data);
-  }
-  template <class T>
-  T* out(int32_t dtype, std::vector<int64_t> shape) {
-    return static_cast<T*>(add(out_, dtype, std::move(shape)).data);
-  }
-  template <class A>
-  void attrs(const A& a) {
-    attrs_.resize(sizeof a);
-    std::memcpy(attrs_.data(), &a, sizeof a);
-  }
-  sk_tensor_arg& input(size_t i) { return in_[i]; }
-  // A per-core workspace for `cores` cores, as the runtime would plan it for kernel `k`.
-  void workspace_for(const sk_kernel_desc* k, int cores) {
-    ws_size_ = (k->workspace_size(&args()) + 63) / 64 * 64;
-    workspace_.assign(static_cast<size_t>(ws_size_ * static_cast<uint64_t>(cores)) + 64, 0xEE);
-    const auto addr = reinterpret_cast<uintptr_t>(workspace_.data());
-    ws_ = workspace_.data() + (64 - addr % 64) % 64;
-  }
-  const sk_kernel_args& args() {
-    args_ = sk_kernel_args{};
-    args_.workspace = ws_;
-    args_.workspace_size = ws_ != nullptr ? ws_size_ : 0;
-    args_.inputs = in_.data();
-    args_.outputs = out_.data();
-    args_.num_inputs = static_cast<int32_t>(in_.size());
-    args_.num_outputs = static_cast<int32_t>(out_.size());
-    args_.attrs = attrs_.empty() ? nullptr : attrs_.data();
-    args_.attrs_size = static_cast<uint32_t>(attrs_.size());
-    return args_;
-  }
-
- private:
-  sk_tensor_arg& add(std::vector<sk_tensor_arg>& list, int32_t dtype, std::vector<int64_t> shape) {
-    sk_tensor_arg t{};
-    t.dtype = dtype;
-    t.rank = static_cast<int32_t>(shape.size());
-    int64_t n = 1;
-    for (size_t d = shape.size(); d-- > 0;) {
-      t.shape[d] = shape[d];
-      t.stride[d] = n;
-      n *= shape[d];
-    }
-    const size_t bytes = static_cast<size_t>(std::max<int64_t>(1, n) * sk_dtype_size(dtype));
-    buffers_.push_back(std::make_unique<unsigned char[]>(bytes));
-    std::memset(buffers_.back().get(), 0xCD, bytes);
-    t.data = buffers_.back().get();
-    list.push_back(t);
-    return list.back();
-  }
-  std::vector<std::unique_ptr<unsigned char[]>> buffers_;
-  std::vector<sk_tensor_arg> in_;
-  std::vector<sk_tensor_arg> out_;
-  std::vector<unsigned char> attrs_;
-  std::vector<unsigned char> workspace_;
-  unsigned char* ws_ = nullptr;
-  uint64_t ws_size_ = 0;
-  sk_kernel_args args_{};
-};
-
 // Every core of 1-, 2- and 3-core calls fails with a message naming the kernel and containing
 // every `details` string. The access callback refuses too, unless the error is in input data
 // (ids), which access callbacks do not read.
-void expect_invalid(const char* kernel, Operands& ops, std::vector<std::string> details, bool bad_data = false) {
+void expect_invalid(const char* kernel, ManualArgs& ops, std::vector<std::string> details, bool bad_data = false) {
   SCOPED_TRACE(kernel);
-  const sk_kernel_desc* k = moe_kernel(kernel);
+  const sk_kernel_desc* k = builtin_kernel(kernel);
   ASSERT_NE(k, nullptr);
   const sk_kernel_args& args = ops.args();
   for (int n : {1, 2, 3}) {
@@ -356,12 +280,12 @@ bool all_bytes(const void* p, size_t n, unsigned char v) {
 
 TEST(MoeErrors, DispatchNamesTheTokenAndSlotOfABadIdAndWritesNothing) {
   for (int32_t bad : {9, -1}) {
-    Operands ops;
-    ops.in<float>(SK_DTYPE_F32, {3, 8});
-    int32_t* ids = ops.in<int32_t>(SK_DTYPE_I32, {3, 4});
-    float* sorted = ops.out<float>(SK_DTYPE_F32, {12, 8});
-    int32_t* counts = ops.out<int32_t>(SK_DTYPE_I32, {5});
-    int32_t* row_map = ops.out<int32_t>(SK_DTYPE_I32, {3, 4});
+    ManualArgs ops(0xCD);
+    ops.in_ptr<float>(SK_DTYPE_F32, {3, 8});
+    int32_t* ids = ops.in_ptr<int32_t>(SK_DTYPE_I32, {3, 4});
+    float* sorted = ops.out_ptr<float>(SK_DTYPE_F32, {12, 8});
+    int32_t* counts = ops.out_ptr<int32_t>(SK_DTYPE_I32, {5});
+    int32_t* row_map = ops.out_ptr<int32_t>(SK_DTYPE_I32, {3, 4});
     for (int i = 0; i < 12; ++i) ids[i] = i % 9;
     ids[1 * 4 + 2] = bad;
     ops.attrs(sk_moe_dispatch_attrs{5, 4});
@@ -374,32 +298,32 @@ TEST(MoeErrors, DispatchNamesTheTokenAndSlotOfABadIdAndWritesNothing) {
 }
 
 TEST(MoeErrors, DispatchShapesAndAttributes) {
-  const auto base = [](Operands& ops, int64_t sorted_rows, int64_t counts, int64_t d_sorted) {
-    ops.in<float>(SK_DTYPE_F32, {3, 8});
-    std::memset(ops.in<int32_t>(SK_DTYPE_I32, {3, 2}), 0, 24);
-    ops.out<float>(SK_DTYPE_F32, {sorted_rows, d_sorted});
-    ops.out<int32_t>(SK_DTYPE_I32, {counts});
-    ops.out<int32_t>(SK_DTYPE_I32, {3, 2});
+  const auto base = [](ManualArgs& ops, int64_t sorted_rows, int64_t counts, int64_t d_sorted) {
+    ops.in_ptr<float>(SK_DTYPE_F32, {3, 8});
+    std::memset(ops.in_ptr<int32_t>(SK_DTYPE_I32, {3, 2}), 0, 24);
+    ops.out_ptr<float>(SK_DTYPE_F32, {sorted_rows, d_sorted});
+    ops.out_ptr<int32_t>(SK_DTYPE_I32, {counts});
+    ops.out_ptr<int32_t>(SK_DTYPE_I32, {3, 2});
   };
   {
-    Operands ops;
+    ManualArgs ops(0xCD);
     base(ops, 5, 4, 8);
     ops.attrs(sk_moe_dispatch_attrs{4, 0});
     expect_invalid("moe_dispatch.f32", ops, {"x_sorted shape [5, 8]", "[6, 8]"});
   }
   {
-    Operands ops;
+    ManualArgs ops(0xCD);
     base(ops, 6, 3, 8);
     ops.attrs(sk_moe_dispatch_attrs{4, 0});
     expect_invalid("moe_dispatch.f32", ops, {"counts shape [3]"});
   }
   {
-    Operands ops;
+    ManualArgs ops(0xCD);
     base(ops, 6, 4, 8);
     expect_invalid("moe_dispatch.f32", ops, {"sk_moe_dispatch_attrs"});
   }
   {
-    Operands ops;
+    ManualArgs ops(0xCD);
     base(ops, 6, 4, 8);
     ops.attrs(sk_moe_dispatch_attrs{4, -1});
     expect_invalid("moe_dispatch.f32", ops, {"negative"});
@@ -408,93 +332,93 @@ TEST(MoeErrors, DispatchShapesAndAttributes) {
 
 TEST(MoeErrors, CombineRejectsRowsOutsideY) {
   for (int32_t bad : {6, -2}) {
-    Operands ops;
-    ops.in<float>(SK_DTYPE_F32, {6, 8});
-    int32_t* rm = ops.in<int32_t>(SK_DTYPE_I32, {2, 3});
-    ops.in<float>(SK_DTYPE_F32, {2, 3});
-    ops.in<float>(SK_DTYPE_F32, {2, 8});
-    float* out = ops.out<float>(SK_DTYPE_F32, {2, 8});
+    ManualArgs ops(0xCD);
+    ops.in_ptr<float>(SK_DTYPE_F32, {6, 8});
+    int32_t* rm = ops.in_ptr<int32_t>(SK_DTYPE_I32, {2, 3});
+    ops.in_ptr<float>(SK_DTYPE_F32, {2, 3});
+    ops.in_ptr<float>(SK_DTYPE_F32, {2, 8});
+    float* out = ops.out_ptr<float>(SK_DTYPE_F32, {2, 8});
     for (int i = 0; i < 6; ++i) rm[i] = i - 1;
     rm[4] = bad;
     expect_invalid("moe_combine.f32", ops, {"row_map[1, 1]", "token 1, slot 1", std::to_string(bad), "[-1, 6)"}, true);
     EXPECT_TRUE(all_bytes(out, 2 * 8 * 4, 0xCD));
   }
   {
-    Operands ops;
-    ops.in<float>(SK_DTYPE_F32, {6, 7});
-    std::memset(ops.in<int32_t>(SK_DTYPE_I32, {2, 3}), 0, 24);
-    ops.in<float>(SK_DTYPE_F32, {2, 3});
-    ops.in<float>(SK_DTYPE_F32, {2, 8});
-    ops.out<float>(SK_DTYPE_F32, {2, 8});
+    ManualArgs ops(0xCD);
+    ops.in_ptr<float>(SK_DTYPE_F32, {6, 7});
+    std::memset(ops.in_ptr<int32_t>(SK_DTYPE_I32, {2, 3}), 0, 24);
+    ops.in_ptr<float>(SK_DTYPE_F32, {2, 3});
+    ops.in_ptr<float>(SK_DTYPE_F32, {2, 8});
+    ops.out_ptr<float>(SK_DTYPE_F32, {2, 8});
     expect_invalid("moe_combine.f32", ops, {"y shape [6, 7]"});
   }
   {
-    Operands ops;
-    ops.in<float>(SK_DTYPE_F32, {6, 8});
-    std::memset(ops.in<int32_t>(SK_DTYPE_I32, {2, 3}), 0, 24);
-    ops.in<float>(SK_DTYPE_F32, {2, 3});
-    ops.in<float>(SK_DTYPE_F32, {2, 8});
-    ops.in<float>(SK_DTYPE_F32, {3, 8});
-    ops.out<float>(SK_DTYPE_F32, {2, 8});
+    ManualArgs ops(0xCD);
+    ops.in_ptr<float>(SK_DTYPE_F32, {6, 8});
+    std::memset(ops.in_ptr<int32_t>(SK_DTYPE_I32, {2, 3}), 0, 24);
+    ops.in_ptr<float>(SK_DTYPE_F32, {2, 3});
+    ops.in_ptr<float>(SK_DTYPE_F32, {2, 8});
+    ops.in_ptr<float>(SK_DTYPE_F32, {3, 8});
+    ops.out_ptr<float>(SK_DTYPE_F32, {2, 8});
     expect_invalid("moe_combine_shared.f32", ops, {"shared shape [3, 8]"});
   }
 }
 
 TEST(MoeErrors, RouterAttributesAndShapes) {
-  const auto base = [](Operands& ops, int64_t n, int64_t bias_n, int64_t k) {
-    ops.in<float>(SK_DTYPE_F32, {2, n});
-    ops.in<float>(SK_DTYPE_F32, {bias_n});
-    ops.out<int32_t>(SK_DTYPE_I32, {2, k});
-    ops.out<float>(SK_DTYPE_F32, {2, k});
+  const auto base = [](ManualArgs& ops, int64_t n, int64_t bias_n, int64_t k) {
+    ops.in_ptr<float>(SK_DTYPE_F32, {2, n});
+    ops.in_ptr<float>(SK_DTYPE_F32, {bias_n});
+    ops.out_ptr<int32_t>(SK_DTYPE_I32, {2, k});
+    ops.out_ptr<float>(SK_DTYPE_F32, {2, k});
   };
   {
-    Operands ops;
+    ManualArgs ops(0xCD);
     base(ops, 8, 8, 9);
     ops.attrs(router_attrs(9, 8, SK_MOE_SCORING_SOFTMAX, 1, 1.0f));
     expect_invalid("moe_router.f32", ops, {"top_k = 9", "[1, 8]"});
   }
   {
-    Operands ops;
+    ManualArgs ops(0xCD);
     base(ops, 8, 8, 2);
     ops.attrs(router_attrs(2, 8, 2, 1, 1.0f));
     expect_invalid("moe_router.f32", ops, {"scoring = 2"});
   }
   {
-    Operands ops;
+    ManualArgs ops(0xCD);
     base(ops, 8, 8, 2);
     ops.attrs(router_attrs(2, 9, SK_MOE_SCORING_SOFTMAX, 1, 1.0f));
     expect_invalid("moe_router.f32", ops, {"num_real_experts = 9"});
   }
   {
-    Operands ops;
+    ManualArgs ops(0xCD);
     base(ops, 8, 8, 2);
     ops.attrs(router_attrs(2, 8, SK_MOE_SCORING_SOFTMAX, 1, std::numeric_limits<float>::infinity()));
     expect_invalid("moe_router.f32", ops, {"routed_scaling_factor"});
   }
   {
-    Operands ops;
+    ManualArgs ops(0xCD);
     base(ops, 8, 7, 2);
     ops.attrs(router_attrs(2, 8, SK_MOE_SCORING_SOFTMAX, 1, 1.0f));
     expect_invalid("moe_router.f32", ops, {"bias shape [7]"});
   }
   {
-    Operands ops;
+    ManualArgs ops(0xCD);
     base(ops, 8, 8, 3);
     ops.attrs(router_attrs(2, 8, SK_MOE_SCORING_SOFTMAX, 1, 1.0f));
     expect_invalid("moe_router.f32", ops, {"topk_ids shape [2, 3]"});
   }
   {
-    Operands ops;
+    ManualArgs ops(0xCD);
     base(ops, 8, 8, 2);
     expect_invalid("moe_router.f32", ops, {"sk_moe_router_attrs"});
   }
 }
 
 TEST(MoeErrors, SamplingAttributesAndShapes) {
-  const auto base = [](Operands& ops, int32_t step_dtype) {
-    ops.in<float>(SK_DTYPE_F32, {2, 50});
-    std::memset(ops.in<unsigned char>(step_dtype, {1}), 0, static_cast<size_t>(sk_dtype_size(step_dtype)));
-    ops.out<int32_t>(SK_DTYPE_I32, {2});
+  const auto base = [](ManualArgs& ops, int32_t step_dtype) {
+    ops.in_ptr<float>(SK_DTYPE_F32, {2, 50});
+    std::memset(ops.in_ptr<unsigned char>(step_dtype, {1}), 0, static_cast<size_t>(sk_dtype_size(step_dtype)));
+    ops.out_ptr<int32_t>(SK_DTYPE_I32, {2});
   };
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::pair<sk_sample_attrs, const char*> bad[] = {
@@ -507,33 +431,33 @@ TEST(MoeErrors, SamplingAttributesAndShapes) {
       {sk_sample_attrs{1, 1.0f, 1.0f, 0, 3}, "reserved"},
   };
   for (const auto& [a, detail] : bad) {
-    Operands ops;
+    ManualArgs ops(0xCD);
     base(ops, SK_DTYPE_I64);
     ops.attrs(a);
     expect_invalid("sample.f32", ops, {detail});
   }
   {
-    Operands ops;
+    ManualArgs ops(0xCD);
     base(ops, SK_DTYPE_I32);
     ops.attrs(sampling(1.0f, 0, 1.0f));
     expect_invalid("sample.f32", ops, {"step", "dtype"});
   }
   {
-    Operands ops;
-    ops.in<float>(SK_DTYPE_F32, {2, 0});
-    ops.out<int32_t>(SK_DTYPE_I32, {2});
+    ManualArgs ops(0xCD);
+    ops.in_ptr<float>(SK_DTYPE_F32, {2, 0});
+    ops.out_ptr<int32_t>(SK_DTYPE_I32, {2});
     expect_invalid("argmax.f32", ops, {"V = 0"});
   }
   {
-    Operands ops;
-    ops.in<float>(SK_DTYPE_F32, {2, 10});
-    ops.out<int32_t>(SK_DTYPE_I32, {3});
+    ManualArgs ops(0xCD);
+    ops.in_ptr<float>(SK_DTYPE_F32, {2, 10});
+    ops.out_ptr<int32_t>(SK_DTYPE_I32, {3});
     expect_invalid("argmax.f32", ops, {"ids shape [3]"});
   }
   {
-    Operands ops;
-    ops.in<float>(SK_DTYPE_F32, {2, 10});
-    ops.out<int32_t>(SK_DTYPE_I32, {2});
+    ManualArgs ops(0xCD);
+    ops.in_ptr<float>(SK_DTYPE_F32, {2, 10});
+    ops.out_ptr<int32_t>(SK_DTYPE_I32, {2});
     ops.input(0).stride[1] = 2;
     ops.input(0).stride[0] = 20;
     expect_invalid("argmax.f32", ops, {"stride 1"});
@@ -579,13 +503,13 @@ namespace {
 // Samples one logits row `draws` times (rows of one call, over several steps) and returns the
 // count per token.
 std::vector<int64_t> draw(const std::vector<float>& row, sk_sample_attrs a, int64_t batch, int64_t steps) {
-  const sk_kernel_desc* k = moe_kernel("sample.f32");
+  const sk_kernel_desc* k = builtin_kernel("sample.f32");
   const auto v = static_cast<int64_t>(row.size());
   std::vector<int64_t> counts(row.size(), 0);
-  Operands ops;
-  float* logits = ops.in<float>(SK_DTYPE_F32, {batch, v});
-  auto* step = ops.in<int64_t>(SK_DTYPE_I64, {1});
-  int32_t* ids = ops.out<int32_t>(SK_DTYPE_I32, {batch});
+  ManualArgs ops(0xCD);
+  float* logits = ops.in_ptr<float>(SK_DTYPE_F32, {batch, v});
+  auto* step = ops.in_ptr<int64_t>(SK_DTYPE_I64, {1});
+  int32_t* ids = ops.out_ptr<int32_t>(SK_DTYPE_I32, {batch});
   for (int64_t b = 0; b < batch; ++b) std::copy(row.begin(), row.end(), logits + b * v);
   ops.attrs(a);
   ops.workspace_for(k, 1);
@@ -689,11 +613,11 @@ TEST(SamplingStatistics, FrequenciesMatchTheFilteredSoftmax) {
 TEST(SamplingStatistics, TokensDependOnlyOnSeedStepAndRow) {
   const std::vector<float> row = statistical_row(64, 5);
   const auto one = [&](uint64_t seed, int64_t step, int64_t batch) {
-    const sk_kernel_desc* k = moe_kernel("sample.f32");
-    Operands ops;
-    float* logits = ops.in<float>(SK_DTYPE_F32, {batch, 64});
-    *ops.in<int64_t>(SK_DTYPE_I64, {1}) = step;
-    int32_t* ids = ops.out<int32_t>(SK_DTYPE_I32, {batch});
+    const sk_kernel_desc* k = builtin_kernel("sample.f32");
+    ManualArgs ops(0xCD);
+    float* logits = ops.in_ptr<float>(SK_DTYPE_F32, {batch, 64});
+    *ops.in_ptr<int64_t>(SK_DTYPE_I64, {1}) = step;
+    int32_t* ids = ops.out_ptr<int32_t>(SK_DTYPE_I32, {batch});
     for (int64_t b = 0; b < batch; ++b) std::copy(row.begin(), row.end(), logits + b * 64);
     ops.attrs(sampling(2.0f, 0, 1.0f, seed));
     ops.workspace_for(k, 1);
@@ -712,14 +636,14 @@ TEST(SamplingStatistics, TokensDependOnlyOnSeedStepAndRow) {
 // Scratch comes from the runtime's per-core workspace, sized from shapes alone (no operand has
 // an address when the runtime asks); a missing or short workspace is reported, never overrun.
 TEST(MoeErrors, RouterSizesItsScratchFromShapesAndRefusesAShortWorkspace) {
-  const sk_kernel_desc* k = moe_kernel("moe_router.f32");
+  const sk_kernel_desc* k = builtin_kernel("moe_router.f32");
   ASSERT_NE(k, nullptr);
   ASSERT_NE(k->flags & SK_WORKSPACE_PER_CORE, 0u);
-  Operands ops;
-  ops.in<float>(SK_DTYPE_F32, {2, 8});
-  ops.in<float>(SK_DTYPE_F32, {8});
-  ops.out<int32_t>(SK_DTYPE_I32, {2, 2});
-  ops.out<float>(SK_DTYPE_F32, {2, 2});
+  ManualArgs ops(0xCD);
+  ops.in_ptr<float>(SK_DTYPE_F32, {2, 8});
+  ops.in_ptr<float>(SK_DTYPE_F32, {8});
+  ops.out_ptr<int32_t>(SK_DTYPE_I32, {2, 2});
+  ops.out_ptr<float>(SK_DTYPE_F32, {2, 2});
   ops.attrs(router_attrs(2, 8, SK_MOE_SCORING_SOFTMAX, 1, 1.0f));
   sk_kernel_args args = ops.args();
   std::vector<sk_tensor_arg> placeless(args.inputs, args.inputs + args.num_inputs);

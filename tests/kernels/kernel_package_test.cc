@@ -33,6 +33,7 @@
 #include "kernel_cases.h"
 #include "kernels/builtin_attrs.h"
 #include "kernels/reference/reference.h"
+#include "manual_args.h"
 #include "util/half.h"
 
 #ifndef SK_BUILTIN_PACKAGE_PATH
@@ -701,63 +702,6 @@ INSTANTIATE_TEST_SUITE_P(Kernels, KernelCaseTest,
 // ---------------------------------------------------------------------------------------------
 // Error paths
 
-// Contiguous operands over zero-filled buffers, built by hand.
-class ManualArgs {
- public:
-  ManualArgs& in(int32_t dtype, std::vector<int64_t> shape) {
-    in_.push_back(make(dtype, std::move(shape)));
-    return *this;
-  }
-  ManualArgs& out(int32_t dtype, std::vector<int64_t> shape) {
-    out_.push_back(make(dtype, std::move(shape)));
-    return *this;
-  }
-  ManualArgs& attrs(const void* a, uint32_t size) {
-    attrs_ = a;
-    attrs_size_ = size;
-    return *this;
-  }
-  sk_tensor_arg& input(size_t i) { return in_[i]; }
-  sk_tensor_arg& output(size_t i) { return out_[i]; }
-  template <class T>
-  T* input_data(size_t i) {
-    return static_cast<T*>(in_[i].data);
-  }
-  const sk_kernel_args& args() {
-    args_.inputs = in_.data();
-    args_.outputs = out_.data();
-    args_.num_inputs = static_cast<int32_t>(in_.size());
-    args_.num_outputs = static_cast<int32_t>(out_.size());
-    args_.attrs = attrs_;
-    args_.attrs_size = attrs_size_;
-    return args_;
-  }
-
- private:
-  sk_tensor_arg make(int32_t dtype, std::vector<int64_t> shape) {
-    sk_tensor_arg t{};
-    t.dtype = dtype;
-    t.rank = static_cast<int32_t>(shape.size());
-    int64_t n = 1;
-    for (size_t d = shape.size(); d-- > 0;) {
-      t.shape[d] = shape[d];
-      t.stride[d] = n;
-      n *= shape[d];
-    }
-    const int64_t size = std::max<int64_t>(1, sk_dtype_size(dtype)) * std::max<int64_t>(n, 1);
-    buffers_.push_back(std::make_unique<unsigned char[]>(static_cast<size_t>(size)));
-    std::memset(buffers_.back().get(), 0, static_cast<size_t>(size));
-    t.data = buffers_.back().get();
-    return t;
-  }
-  std::vector<std::unique_ptr<unsigned char[]>> buffers_;
-  std::vector<sk_tensor_arg> in_;
-  std::vector<sk_tensor_arg> out_;
-  const void* attrs_ = nullptr;
-  uint32_t attrs_size_ = 0;
-  sk_kernel_args args_{};
-};
-
 // Every core of a 1- and a 3-core call fails with a message naming the kernel and containing
 // `detail`; access and prologue refuse too.
 void expect_invalid(const char* kernel, ManualArgs& m, const char* detail) {
@@ -790,7 +734,7 @@ TEST(KernelErrors, EmbeddingRejectsOutOfRangeIdsOnEveryCore) {
   for (int32_t bad : {50, -1}) {
     ManualArgs m;
     m.in(SK_DTYPE_I32, {2, 3}).in(SK_DTYPE_F32, {50, 8}).out(SK_DTYPE_F32, {2, 3, 8});
-    int32_t* id = m.input_data<int32_t>(0);
+    int32_t* id = m.in_data<int32_t>(0);
     for (int i = 0; i < 6; ++i) id[i] = i;
     id[5] = bad;  // position [1, 2]
     std::memset(m.output(0).data, kSentinel, 2 * 3 * 8 * sizeof(float));
@@ -867,7 +811,7 @@ TEST(KernelErrors, RowKernelMismatches) {
   {
     ManualArgs m;
     m.in(SK_DTYPE_F32, {3, 5}).in(SK_DTYPE_F32, {4}).out(SK_DTYPE_F32, {3, 5});
-    m.attrs(&attrs, sizeof attrs);
+    m.attrs(attrs);
     expect_invalid("rms_norm.f32", m, "weight shape");
   }
   {
@@ -879,13 +823,13 @@ TEST(KernelErrors, RowKernelMismatches) {
     const sk_rms_norm_attrs negative{-1.0f};
     ManualArgs m;
     m.in(SK_DTYPE_F32, {3, 5}).in(SK_DTYPE_F32, {5}).out(SK_DTYPE_F32, {3, 5});
-    m.attrs(&negative, sizeof negative);
+    m.attrs(negative);
     expect_invalid("rms_norm.f32", m, "eps");
   }
   {
     ManualArgs m;
     m.in(SK_DTYPE_F32, {3, 5}).in(SK_DTYPE_F32, {5}).out(SK_DTYPE_F32, {3, 5});
-    m.attrs(&attrs, sizeof attrs);
+    m.attrs(attrs);
     m.input(0).stride[1] = 2;
     m.input(0).stride[0] = 10;
     expect_invalid("rms_norm.f32", m, "stride 1");
