@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 BUILD ?= build
 
-.PHONY: all deps configure build demo test bench asan tsan format tidy clean
+.PHONY: all deps configure build demo test bench asan tsan isa-emulation format tidy clean
 
 all: build
 
@@ -30,6 +30,11 @@ asan: deps
 
 tsan: deps
 	@cmake --preset tsan >/dev/null && cmake --build build-tsan -j $(JOBS) && ctest --preset tsan -j $(JOBS)
+
+# The AVX-512 kernel paths under a CPU emulator, for machines without AVX-512 (needs Python 3,
+# python3-venv and PyPI access): tools/isa_emulation/README.md.
+isa-emulation: build
+	@./tools/isa_emulation/run.sh $(BUILD)
 
 format:
 	@git ls-files '*.cc' '*.h' '*.c' | xargs clang-format -i
