@@ -85,6 +85,26 @@ std::vector<CaseDef> defs() {
                  a.out(SK_DTYPE_I32, {3, 8}).out(SK_DTYPE_F32, {3, 8});
                  a.attrs(sk_moe_router_attrs{8, 200, SK_MOE_SCORING_SIGMOID, 1, 1.0f});
                }});
+  d.push_back({"batched_matmul_3x5x37_n11", "batched_matmul.f32", [](ManualArgs& a) {
+                 a.in(SK_DTYPE_F32, {3, 5, 37}).in(SK_DTYPE_F32, {3, 11, 37}).out(SK_DTYPE_F32, {3, 5, 11});
+               }});
+  d.push_back({"kv_append_bf16_t3_dh40", "kv_append.bf16",
+               [](ManualArgs& a) {
+                 a.in(SK_DTYPE_F32, {3, 2, 40}).in(SK_DTYPE_F32, {3, 2, 40}).in(SK_DTYPE_I32, {3});
+                 a.in(SK_DTYPE_BF16, {4, 4, 2, 40}).in(SK_DTYPE_BF16, {4, 4, 2, 40});
+                 a.out(SK_DTYPE_BF16, {4, 4, 2, 40}).out(SK_DTYPE_BF16, {4, 4, 2, 40});
+               },
+               [](ManualArgs& a) {
+                 set_ints<int32_t>(a, 2, {5, -1, 9});
+               }});
+  d.push_back({"mla_cache_append_bf16_t3", "mla_cache_append.bf16",
+               [](ManualArgs& a) {
+                 a.in(SK_DTYPE_F32, {3, 32}).in(SK_DTYPE_F32, {3, 8}).in(SK_DTYPE_I32, {3});
+                 a.in(SK_DTYPE_BF16, {4, 4, 40}).out(SK_DTYPE_BF16, {4, 4, 40});
+               },
+               [](ManualArgs& a) {
+                 set_ints<int32_t>(a, 2, {0, 13, 6});
+               }});
   d.push_back({"quantize_3x70", "quantize.i8", [](ManualArgs& a) {
                  a.in(SK_DTYPE_F32, {3, 70}).out(SK_DTYPE_I8, {3, 70}).out(SK_DTYPE_F32, {3});
                }});
@@ -294,6 +314,10 @@ int emu_check(int i, char* msg, int capacity) {
         gv = static_cast<const float*>(g.data)[e];
         wv = static_cast<const float*>(w.data)[e];
         ok = std::fabs(gv - wv) <= ref->abs_tol + ref->rel_tol * std::fabs(wv) || (std::isnan(gv) && std::isnan(wv));
+      } else if (g.dtype == SK_DTYPE_BF16) {  // stored bits, exactly
+        gv = static_cast<const uint16_t*>(g.data)[e];
+        wv = static_cast<const uint16_t*>(w.data)[e];
+        ok = gv == wv;
       } else if (g.dtype == SK_DTYPE_I8) {
         gv = static_cast<const int8_t*>(g.data)[e];
         wv = static_cast<const int8_t*>(w.data)[e];
