@@ -73,6 +73,16 @@ class ManualArgs {
     return *this;
   }
 
+  // Runs kernel `k`'s tiling on the operands as they are now (a tiling sink reads input data, so
+  // fill the inputs first) and passes its result to every later call.
+  bool tiling_from(const sk_kernel_desc* k) {
+    tiling_.assign(64 * 1024, 0);
+    uint32_t size = 0;
+    if (k->tiling(&args(), tiling_.data(), static_cast<uint32_t>(tiling_.size()), &size) != SK_OK) return false;
+    tiling_.resize(size);
+    has_tiling_ = true;
+    return true;
+  }
   sk_tensor_arg& input(size_t i) { return in_[i]; }
   sk_tensor_arg& output(size_t i) { return out_[i]; }
   template <class T>
@@ -92,6 +102,8 @@ class ManualArgs {
     args_.num_outputs = static_cast<int32_t>(out_.size());
     args_.attrs = attrs_.empty() ? nullptr : attrs_.data();
     args_.attrs_size = static_cast<uint32_t>(attrs_.size());
+    args_.tiling = has_tiling_ ? tiling_.data() : nullptr;
+    args_.tiling_size = has_tiling_ ? static_cast<uint32_t>(tiling_.size()) : 0;
     args_.workspace = ws_;
     args_.workspace_size = ws_ != nullptr ? ws_size_ : 0;
     return args_;
@@ -120,6 +132,8 @@ class ManualArgs {
   std::vector<sk_tensor_arg> in_;
   std::vector<sk_tensor_arg> out_;
   std::vector<unsigned char> attrs_;
+  std::vector<unsigned char> tiling_;
+  bool has_tiling_ = false;
   std::vector<unsigned char> workspace_;
   unsigned char* ws_ = nullptr;
   uint64_t ws_size_ = 0;

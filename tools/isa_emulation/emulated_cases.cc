@@ -105,6 +105,30 @@ std::vector<CaseDef> defs() {
                [](ManualArgs& a) {
                  set_ints<int32_t>(a, 2, {0, 13, 6});
                }});
+  // Tiling sinks: emu_build runs the tiling natively on the filled counts, as the runtime would.
+  const std::vector<int32_t> counts = {4, 4, 0, 8, 2, 6, 3, 5};
+  const auto set_counts = [counts](ManualArgs& a) { set_ints<int32_t>(a, 1, counts); };
+  d.push_back({"grouped_matmul_f32_e8_32x64_n48", "grouped_matmul.f32",
+               [](ManualArgs& a) {
+                 a.in(SK_DTYPE_F32, {32, 64}).in(SK_DTYPE_I32, {8}).in(SK_DTYPE_F32, {8, 48, 64});
+                 a.out(SK_DTYPE_F32, {32, 48});
+               },
+               set_counts});
+  d.push_back({"grouped_matmul_bf16_e8_32x64_n48", "grouped_matmul.bf16",
+               [](ManualArgs& a) {
+                 a.in(SK_DTYPE_F32, {32, 64}).in(SK_DTYPE_I32, {8}).in(SK_DTYPE_BF16, {8, 48, 64});
+                 a.out(SK_DTYPE_F32, {32, 48});
+               },
+               set_counts});
+  d.push_back({"grouped_matmul_w8a8_dyn_e8_32x64_n48", "grouped_matmul.w8a8_dyn",
+               [](ManualArgs& a) {
+                 a.in(SK_DTYPE_F32, {32, 64}).in(SK_DTYPE_I32, {8}).in(SK_DTYPE_I8, {8, 48, 64});
+                 a.in(SK_DTYPE_F32, {8, 48}).out(SK_DTYPE_F32, {32, 48});
+               },
+               [set_counts](ManualArgs& a) {
+                 set_counts(a);
+                 make_positive(a, 3);
+               }});
   d.push_back({"quantize_3x70", "quantize.i8", [](ManualArgs& a) {
                  a.in(SK_DTYPE_F32, {3, 70}).out(SK_DTYPE_I8, {3, 70}).out(SK_DTYPE_F32, {3});
                }});
@@ -250,6 +274,8 @@ int emu_build(int i, int cores) {
   if (b.kernel->workspace_size != nullptr) b.args->workspace_for(b.kernel, cores);
   fill(*b.args, b.args->args(), 1234u + static_cast<uint32_t>(i));
   if (cases()[i].set_inputs) cases()[i].set_inputs(*b.args);
+  if ((b.kernel->flags & SK_TILING_SINK) != 0 && !b.args->tiling_from(b.kernel)) return -2;
+  b.args->args();  // final: run.py copies memory before it asks for the args' address
   b.messages.assign(cores, std::vector<char>(256, 0));
   for (int c = 0; c < cores; ++c) {
     sk_core_ctx ctx{};

@@ -175,8 +175,7 @@ def main():
     lib = ctypes.CDLL(os.path.abspath(cases_lib))
     lib.emu_case_name.restype = ctypes.c_char_p
     lib.emu_case_kernel.restype = ctypes.c_char_p
-    lib.emu_message.restype = ctypes.c_char_p
-    for f in ("emu_run_fn", "emu_args", "emu_ctx", "emu_output"):
+    for f in ("emu_run_fn", "emu_args", "emu_ctx", "emu_output", "emu_message"):
         getattr(lib, f).restype = ctypes.c_void_p
     lib.emu_output_bytes.restype = ctypes.c_uint64
 
@@ -221,7 +220,9 @@ def main():
                 failures += 1
                 break
             if rc != 0:
-                print(f"FAIL {name}: core {core} returned {rc}: {lib.emu_message(i, core).decode()}")
+                # The kernel wrote its message into the emulator's copy of the buffer.
+                text = emu.read(lib.emu_message(i, core), 256).split(b"\0")[0].decode(errors="replace")
+                print(f"FAIL {name}: core {core} returned {rc}: {text}")
                 failures += 1
                 break
         else:
