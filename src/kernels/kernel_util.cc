@@ -87,18 +87,6 @@ bool invalid(ErrorSink err, const char* fmt, ...) {
   return false;
 }
 
-ShapeOnlyArgs::ShapeOnlyArgs(const sk_kernel_args* args) : args_(*args) {
-  alignas(64) static unsigned char placeholder[64];
-  if (args->inputs != nullptr && args->num_inputs > 0) inputs_.assign(args->inputs, args->inputs + args->num_inputs);
-  if (args->outputs != nullptr && args->num_outputs > 0) {
-    outputs_.assign(args->outputs, args->outputs + args->num_outputs);
-  }
-  for (sk_tensor_arg& t : inputs_) t.data = placeholder;
-  for (sk_tensor_arg& t : outputs_) t.data = placeholder;
-  args_.inputs = inputs_.empty() ? args->inputs : inputs_.data();
-  args_.outputs = outputs_.empty() ? args->outputs : outputs_.data();
-}
-
 int32_t workspace_too_small(ErrorSink err, const char* kernel, const sk_kernel_args* args, uint64_t needed) {
   invalid(err, "%s: per-core workspace of %llu bytes is smaller than the %llu it needs", kernel,
           static_cast<unsigned long long>(args->workspace == nullptr ? 0 : args->workspace_size),

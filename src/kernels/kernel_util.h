@@ -14,7 +14,6 @@
 #include <superkernel/kernel_abi.h>
 
 #include <cstdint>
-#include <vector>
 
 namespace sk::kernels {
 
@@ -61,20 +60,6 @@ class ScratchCarver {
 
 // Reports a workspace smaller than a kernel needs (a runtime or harness bug): SK_ERR_INTERNAL.
 int32_t workspace_too_small(ErrorSink err, const char* kernel, const sk_kernel_args* args, uint64_t needed);
-
-// workspace_size runs before the runtime has placed any operand, so data pointers are null then.
-// A kernel sizing its scratch with its own plan function (which refuses missing data) plans on
-// this copy instead, whose pointers are placeholders that are never dereferenced.
-class ShapeOnlyArgs {
- public:
-  explicit ShapeOnlyArgs(const sk_kernel_args* args);
-  const sk_kernel_args* get() const { return &args_; }
-
- private:
-  std::vector<sk_tensor_arg> inputs_;
-  std::vector<sk_tensor_arg> outputs_;
-  sk_kernel_args args_{};
-};
 
 // This core's slice of a per-core workspace.
 inline void* core_slice(const sk_kernel_args* args, const sk_core_ctx* core) {

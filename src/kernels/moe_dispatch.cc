@@ -131,12 +131,13 @@ struct Routing {
   uint64_t bytes = 0;  // of the slice it occupies
 };
 
-Routing carve_routing(const DispatchPlan& p, void* base) {
+// For `experts` real experts and `entries` = T * k routing slots.
+Routing carve_routing(int64_t experts, int64_t entries, void* base) {
   ScratchCarver c(base);
   Routing r;
-  r.counts = c.take<int32_t>(p.e);
-  r.row_of = c.take<int32_t>(p.t * p.k);
-  r.token_of = c.take<int32_t>(p.t * p.k);
+  r.counts = c.take<int32_t>(experts);
+  r.row_of = c.take<int32_t>(entries);
+  r.token_of = c.take<int32_t>(entries);
   r.bytes = c.bytes();
   return r;
 }
@@ -407,11 +408,16 @@ int32_t combine_access(const sk_kernel_args* args, int32_t core_id, int32_t num_
 
 }  // namespace
 
+// From shapes and attributes only (operands have no address yet). Arguments run will reject need
+// no scratch: it reports them before touching any.
 uint64_t moe_dispatch_f32_workspace(const sk_kernel_args* args) {
-  DispatchPlan p;
-  const ShapeOnlyArgs shapes(args);
-  // Invalid arguments need no scratch: run reports them before touching it.
-  return plan_dispatch(shapes.get(), &p, {}) ? carve_routing(p, nullptr).bytes : 0;
+  sk_moe_dispatch_attrs a{};
+  if (args->num_inputs <= kDIds || args->inputs[kDIds].rank != 2 || !moe::read_attrs(args, &a) ||
+      a.num_real_experts < 0) {
+    return 0;
+  }
+  const sk_tensor_arg& ids = args->inputs[kDIds];
+  return carve_routing(a.num_real_experts, ids.shape[0] * ids.shape[1], nullptr).bytes;
 }
 
 int32_t moe_dispatch_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
@@ -420,7 +426,7 @@ int32_t moe_dispatch_f32_run(const sk_kernel_args* args, const sk_core_ctx* core
   if (!check_core(core, kDispatch, err) || !plan_dispatch(args, &p, err) || !check_expert_ids(p, err)) {
     return SK_ERR_INVALID_ARGUMENT;
   }
-  Routing routing = carve_routing(p, core_slice(args, core));
+  Routing routing = carve_routing(p.e, p.t * p.k, core_slice(args, core));
   if (args->workspace == nullptr || args->workspace_size < routing.bytes) {
     return workspace_too_small(err, kDispatch, args, routing.bytes);
   }

@@ -228,23 +228,27 @@ struct Scratch {
   uint64_t bytes = 0;
 };
 
-Scratch carve(const Plan& p, void* base) {
+// For n experts (real and zero-computation) and top_k = k.
+Scratch carve(int64_t n, int64_t k, void* base) {
   ScratchCarver c(base);
   Scratch s;
-  s.scores = c.take<float>(p.n);
-  s.keys = c.take<float>(p.n);
-  s.best = c.take<uint64_t>(p.k);
+  s.scores = c.take<float>(n);
+  s.keys = c.take<float>(n);
+  s.best = c.take<uint64_t>(k);
   s.bytes = c.bytes();
   return s;
 }
 
 }  // namespace
 
+// From shapes and attributes only (operands have no address yet). Arguments run will reject need
+// no scratch: it reports them before touching any.
 uint64_t moe_router_f32_workspace(const sk_kernel_args* args) {
-  Plan p;
-  const ShapeOnlyArgs shapes(args);
-  // Invalid arguments need no scratch: run reports them before touching it.
-  return plan(shapes.get(), &p, {}) ? carve(p, nullptr).bytes : 0;
+  sk_moe_router_attrs a{};
+  if (args->num_inputs <= kOpLogits || args->inputs[kOpLogits].rank != 2 || !moe::read_attrs(args, &a) || a.top_k < 0) {
+    return 0;
+  }
+  return carve(args->inputs[kOpLogits].shape[1], a.top_k, nullptr).bytes;
 }
 
 int32_t moe_router_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
@@ -253,7 +257,7 @@ int32_t moe_router_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) 
   if (!check_core(core, kName, err) || !plan(args, &p, err)) return SK_ERR_INVALID_ARGUMENT;
   const sk_range r = sk_split_range(p.t, core->core_id, core->num_cores, 1);
   if (r.begin >= r.end) return SK_OK;
-  const Scratch sc = carve(p, core_slice(args, core));
+  const Scratch sc = carve(p.n, p.k, core_slice(args, core));
   if (args->workspace == nullptr || args->workspace_size < sc.bytes) {
     return workspace_too_small(err, kName, args, sc.bytes);
   }

@@ -740,11 +740,12 @@ int32_t argmax_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t n
   return rows_access(args, core_id, num_cores, ranges, capacity, false);
 }
 int32_t sample_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) { return rows_run(args, core, true); }
+// From shapes and attributes only (operands have no address yet). Arguments run will reject need
+// no scratch: it reports them before touching any.
 uint64_t sample_f32_workspace(const sk_kernel_args* args) {
-  RowsPlan p;
-  const ShapeOnlyArgs shapes(args);
-  // Invalid arguments need no scratch: run reports them before touching it.
-  return plan_rows(shapes.get(), true, &p, {}) ? carve_sample_scratch(p.v, p.attrs.top_k, nullptr).bytes : 0;
+  sk_sample_attrs a{};
+  if (args->num_inputs < 1 || args->inputs[0].rank != 2 || !moe::read_attrs(args, &a) || a.top_k < 0) return 0;
+  return carve_sample_scratch(args->inputs[0].shape[1], a.top_k, nullptr).bytes;
 }
 int32_t sample_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
                           int32_t capacity) {
