@@ -72,7 +72,7 @@ struct KernelBenchRegistrar {
   static ::sk::bench::KernelBenchRegistrar fn##_registrar_{&fn}; \
   static std::vector<::sk::bench::KernelBenchCase> fn()
 
-// oneDNN comparison (onednn_matmul.cc when oneDNN is found, a stub saying so otherwise):
+// oneDNN comparison (onednn_matmul.cc when oneDNN is found, onednn_absent.cc otherwise):
 // seconds per matmul of the given shape on `threads` threads, or a negative value with `why`.
 double onednn_matmul_seconds(const OneDnnShape& shape, int threads, int runs, std::string* why);
 

@@ -1,5 +1,5 @@
 // oneDNN's matmul on the shape of a benchmark case, for the comparison column of
-// sk_bench_kernels (built instead of onednn_stub.cc when CMake finds oneDNN).
+// sk_bench_kernels (built instead of onednn_absent.cc when CMake finds oneDNN).
 //
 // The comparison is set up the way oneDNN is meant to be used for inference: the weights are
 // reordered once, outside the timing, into the layout the primitive asks for (format_tag::any),
