@@ -16,7 +16,7 @@
 #include "bench_common.h"
 #include "kernel_bench.h"
 #include "superkernel/ops.h"
-#include "util/half.h"
+#include "util/element.h"
 
 namespace sk::bench {
 
@@ -26,39 +26,6 @@ std::vector<KernelBenchCase>& kernel_bench_registry() {
 }
 
 namespace {
-
-void store(DType d, uint8_t* p, double v) {
-  switch (d) {
-    case DType::kF32: {
-      float f = static_cast<float>(v);
-      std::memcpy(p, &f, 4);
-      break;
-    }
-    case DType::kBF16: {
-      uint16_t h = f32_to_bf16(static_cast<float>(v));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case DType::kF16: {
-      uint16_t h = f32_to_f16(static_cast<float>(v));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case DType::kI8:
-      *reinterpret_cast<int8_t*>(p) = static_cast<int8_t>(std::clamp(v, -128.0, 127.0));
-      break;
-    case DType::kI32: {
-      auto q = static_cast<int32_t>(v);
-      std::memcpy(p, &q, 4);
-      break;
-    }
-    case DType::kI64: {
-      auto q = static_cast<int64_t>(v);
-      std::memcpy(p, &q, 8);
-      break;
-    }
-  }
-}
 
 std::vector<uint8_t> make_data(const BenchInput& in, uint32_t seed) {
   const size_t n = static_cast<size_t>(shape_numel(in.shape)), elem = dtype_size(in.dtype);
@@ -70,7 +37,7 @@ std::vector<uint8_t> make_data(const BenchInput& in, uint32_t seed) {
                : integer ? static_cast<double>(std::uniform_int_distribution<int64_t>(static_cast<int64_t>(in.lo),
                                                                                       static_cast<int64_t>(in.hi))(rng))
                          : std::uniform_real_distribution<double>(in.lo, in.hi)(rng);
-    store(in.dtype, b.data() + i * elem, v);
+    store_element(static_cast<int32_t>(in.dtype), b.data() + i * elem, v);
   }
   return b;
 }

@@ -15,7 +15,7 @@
 #include "kernels/reference/reference.h"
 #include "superkernel/ops.h"
 #include "superkernel/runtime.h"
-#include "util/half.h"
+#include "util/element.h"
 
 namespace sk::conformance {
 
@@ -27,74 +27,6 @@ std::vector<Case>& registry() {
 namespace {
 
 // ---- Element conversions -------------------------------------------------------------------------
-
-void store(DType d, uint8_t* p, double v) {
-  switch (d) {
-    case DType::kF32: {
-      float f = static_cast<float>(v);
-      std::memcpy(p, &f, 4);
-      break;
-    }
-    case DType::kBF16: {
-      uint16_t h = f32_to_bf16(static_cast<float>(v));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case DType::kF16: {
-      uint16_t h = f32_to_f16(static_cast<float>(v));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case DType::kI8: {
-      auto q = static_cast<int8_t>(std::lround(std::clamp(v, -128.0, 127.0)));
-      std::memcpy(p, &q, 1);
-      break;
-    }
-    case DType::kI32: {
-      auto q = static_cast<int32_t>(std::llround(v));
-      std::memcpy(p, &q, 4);
-      break;
-    }
-    case DType::kI64: {
-      auto q = static_cast<int64_t>(std::llround(v));
-      std::memcpy(p, &q, 8);
-      break;
-    }
-  }
-}
-
-double load(DType d, const uint8_t* p) {
-  switch (d) {
-    case DType::kF32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    case DType::kBF16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return bf16_to_f32(h);
-    }
-    case DType::kF16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return f16_to_f32(h);
-    }
-    case DType::kI8:
-      return static_cast<int8_t>(*p);
-    case DType::kI32: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case DType::kI64: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return static_cast<double>(v);
-    }
-  }
-  return 0;
-}
 
 bool is_float(DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16; }
 
@@ -115,7 +47,7 @@ Bytes make_data(const Input& in, uint32_t seed) {
       v = static_cast<double>(
           std::uniform_int_distribution<int64_t>(static_cast<int64_t>(in.lo), static_cast<int64_t>(in.hi))(rng));
     }
-    store(in.dtype, b.data() + i * elem, v);
+    store_element(static_cast<int32_t>(in.dtype), b.data() + i * elem, v);
   }
   return b;
 }
@@ -252,7 +184,8 @@ TEST_P(Conformance, MatchesReferenceInEveryModeAndCoreCount) {
     const size_t n = first[o].size() / elem;
     int reported = 0;
     for (size_t k = 0; k < n && reported < 5; ++k) {
-      const double g = load(d, first[o].data() + k * elem), w = load(d, want[o].data() + k * elem);
+      const double g = load_element(static_cast<int32_t>(d), first[o].data() + k * elem),
+                   w = load_element(static_cast<int32_t>(d), want[o].data() + k * elem);
       const bool ok = is_float(d) ? (std::isnan(g) && std::isnan(w)) || g == w ||
                                         std::fabs(g - w) <= r->abs_tol + r->rel_tol * std::fabs(w)
                                   : g == w;

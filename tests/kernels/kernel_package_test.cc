@@ -34,6 +34,7 @@
 #include "kernels/builtin_attrs.h"
 #include "kernels/reference/reference.h"
 #include "manual_args.h"
+#include "util/element.h"
 #include "util/half.h"
 
 #ifndef SK_BUILTIN_PACKAGE_PATH
@@ -181,45 +182,6 @@ Storage make_storage(const TensorDesc& d, int64_t shift) {
   return s;
 }
 
-// Stores `v` converted to `dtype` (bf16/f16 rounded to nearest even, integers rounded and
-// saturated).
-void store_value(int32_t dtype, unsigned char* p, double v) {
-  switch (dtype) {
-    case SK_DTYPE_F32: {
-      const float f = static_cast<float>(v);
-      std::memcpy(p, &f, 4);
-      break;
-    }
-    case SK_DTYPE_BF16: {
-      const uint16_t h = sk::f32_to_bf16(static_cast<float>(v));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case SK_DTYPE_F16: {
-      const uint16_t h = sk::f32_to_f16(static_cast<float>(v));
-      std::memcpy(p, &h, 2);
-      break;
-    }
-    case SK_DTYPE_I8: {
-      const auto q = static_cast<int8_t>(std::lround(std::clamp(v, -128.0, 127.0)));
-      std::memcpy(p, &q, 1);
-      break;
-    }
-    case SK_DTYPE_I32: {
-      const auto q = static_cast<int32_t>(std::llround(v));
-      std::memcpy(p, &q, 4);
-      break;
-    }
-    case SK_DTYPE_I64: {
-      const auto q = static_cast<int64_t>(std::llround(v));
-      std::memcpy(p, &q, 8);
-      break;
-    }
-    default:
-      break;
-  }
-}
-
 // Fills the view's elements in logical order, so the values do not depend on the layout.
 void fill_storage(Storage& s, const TensorDesc& d, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -232,11 +194,11 @@ void fill_storage(Storage& s, const TensorDesc& d, uint64_t seed) {
       case Fill::kMaskedLogits: {
         float v = static_cast<float>(uniform(rng));
         if (d.fill == Fill::kMaskedLogits && n % 5 == 3) v = -std::numeric_limits<float>::infinity();
-        store_value(d.dtype, p, v);
+        sk::store_element(d.dtype, p, v);
         break;
       }
       case Fill::kValues:
-        store_value(d.dtype, p, d.values[static_cast<size_t>(n) % d.values.size()]);
+        sk::store_element(d.dtype, p, d.values[static_cast<size_t>(n) % d.values.size()]);
         break;
       case Fill::kIds: {
         const auto v = static_cast<int32_t>(rng() % static_cast<uint64_t>(d.hi));
