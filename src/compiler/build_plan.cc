@@ -4,16 +4,18 @@
 
 namespace sk {
 
-Status run_tiling(PlanOp& op) {
+Status run_tiling(PlanOp& op, uint32_t max_bytes) {
   const sk_kernel_desc* d = op.kernel->desc;
   op.tiling.clear();
   if (!d->tiling) return Status::ok();
   op.bind_args();
-  for (uint32_t capacity : {512u, 64u * 1024u, 1u << 20}) {
+  for (uint32_t capacity : {512u, 64u * 1024u, kMaxHostTilingBytes}) {
+    capacity = std::min(capacity, max_bytes);
     op.tiling.assign(capacity, 0);
     uint32_t size = 0;
     int32_t rc = d->tiling(&op.args, op.tiling.data(), capacity, &size);
-    if (rc == SK_ERR_CAPACITY) continue;
+    if (rc == SK_ERR_CAPACITY && capacity < max_bytes) continue;
+    if (rc == SK_ERR_CAPACITY) break;
     if (rc != SK_OK)
       return Status::kernel_error("op '" + op.name + "': tiling of kernel '" + d->name + "' failed with code " +
                                   std::to_string(rc));
@@ -24,7 +26,9 @@ Status run_tiling(PlanOp& op) {
     op.bind_args();
     return Status::ok();
   }
-  return Status::kernel_error("op '" + op.name + "': tiling of kernel '" + d->name + "' needs more than 1 MiB");
+  return Status::kernel_error("op '" + op.name + "': tiling of kernel '" + d->name + "' needs more than " +
+                              std::to_string(max_bytes) + " bytes (the limit for " +
+                              (op.tiling_sink ? "tiling-sink kernels" : "host tiling") + ")");
 }
 
 Status build_plan(CompileContext& ctx) {
@@ -68,12 +72,12 @@ Status build_plan(CompileContext& ctx) {
                                ")");
     }
     op.kernel = k;
+    op.bind_args();  // workspace_size below reads the shapes
     if (k->desc->flags & SK_TILING_SINK) {
       // The tiling reads input data, so it runs on the device side once the inputs are ready.
       op.tiling_sink = true;
       op.tiling.assign(kTilingSinkCapacity, 0);
     } else {
-      op.bind_args();
       SK_RETURN_IF_ERROR(run_tiling(op));
     }
     if (k->desc->workspace_size) {

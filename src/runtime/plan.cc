@@ -28,7 +28,7 @@ void PlanOp::bind_args() {
   args.attrs = attrs.empty() ? nullptr : attrs.data();
   args.attrs_size = static_cast<uint32_t>(attrs.size());
   args.tiling = tiling.empty() ? nullptr : tiling.data();
-  // A sink op's tiling is empty until its TILING instruction has run in this launch.
+  // A sink op's tiling is empty until a TILING step has computed it.
   args.tiling_size = tiling_sink ? 0 : static_cast<uint32_t>(tiling.size());
   args.workspace_size = workspace_bytes;
   args.workspace = nullptr;

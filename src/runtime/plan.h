@@ -44,13 +44,13 @@ struct PlanOp {
   void bind_args();
 };
 
-// Where every tensor's bytes live.
 // Tiling-sink kernels write their tiling at run time into a buffer of this size.
 inline constexpr uint32_t kTilingSinkCapacity = 64 * 1024;
 
 // Runs `op`'s tiling-sink function now (its inputs must be ready). Used by every mode.
 int32_t run_sink_tiling(PlanOp& op);
 
+// Where every tensor's bytes live.
 struct MemoryPlan {
   std::vector<int64_t> offset;  // per tensor id: arena offset of non-view, non-constant tensors
   int64_t arena_bytes = 0;

@@ -94,7 +94,9 @@ Status run_eager(Executable::Impl& exe) {
     op.workspace_bytes = planned.workspace_bytes;
     op.cores = planned.cores;
     // Eager runs every tiling on the host, sink or not: the inputs are ready by now.
-    SK_RETURN_IF_ERROR(run_tiling(op));
+    op.tiling_sink = planned.tiling_sink;  // for the limit and the message only
+    SK_RETURN_IF_ERROR(run_tiling(op, planned.tiling_sink ? kTilingSinkCapacity : kMaxHostTilingBytes));
+    op.tiling_sink = false;  // its tiling is computed: eager binds it like any other
     op.bind_args();
     if (planned.workspace_offset >= 0) op.args.workspace = plan.arena.data.get() + planned.workspace_offset;
 

@@ -128,6 +128,29 @@ static int32_t scale_first_run(const sk_kernel_args* a, const sk_core_ctx* c) {
   return SK_OK;
 }
 
+/* A tiling sink with per-core scratch sized from the output's shape: the runtime must describe the
+ * operands to workspace_size although the tiling runs only later. y[i] = x[i] * x[0] through the
+ * scratch. */
+static uint64_t scale_first_ws(const sk_kernel_args* a) {
+  if (a->num_outputs != 1 || a->outputs == NULL) return 0; /* run then fails: no scratch */
+  return (uint64_t)numel(&a->outputs[0]) * 4u;
+}
+static int32_t scale_first_scratch_run(const sk_kernel_args* a, const sk_core_ctx* c) {
+  const float* x = (const float*)a->inputs[0].data;
+  float* y = (float*)a->outputs[0].data;
+  float* scratch = (float*)((char*)a->workspace + (uint64_t)c->core_id * a->workspace_size);
+  float scale;
+  sk_range s = sk_split_range(numel(&a->outputs[0]), c->core_id, c->num_cores, 16);
+  if (a->tiling_size != sizeof(float) || a->workspace_size < (uint64_t)numel(&a->outputs[0]) * 4u) {
+    if (c->error_message) snprintf(c->error_message, c->error_capacity, "no tiling or scratch too small");
+    return SK_ERR_INTERNAL;
+  }
+  memcpy(&scale, a->tiling, sizeof(float));
+  for (int64_t i = s.begin; i < s.end; ++i) scratch[i] = x[i] * scale;
+  for (int64_t i = s.begin; i < s.end; ++i) y[i] = scratch[i];
+  return SK_OK;
+}
+
 static const sk_kernel_desc kKernels[] = {
     {SK_KERNEL_ABI_VERSION, "test.add1.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, add1_run, NULL, NULL, NULL,
      access_elementwise, 0},
@@ -145,6 +168,9 @@ static const sk_kernel_desc kKernels[] = {
      access_elementwise, 0},
     {SK_KERNEL_ABI_VERSION, "test.scale_by_first.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | SK_TILING_SINK, scale_first_run,
      NULL, scale_first_tiling, NULL, access_elementwise, 0},
+    {SK_KERNEL_ABI_VERSION, "test.scale_by_first_scratch.f32", SK_KERNEL_VECTOR,
+     SK_FUSIBLE | SK_TILING_SINK | SK_WORKSPACE_PER_CORE, scale_first_scratch_run, NULL, scale_first_tiling,
+     scale_first_ws, access_elementwise, 0},
 };
 
 static const sk_kernel_package kPackage = {SK_KERNEL_ABI_VERSION, "test", sizeof(kKernels) / sizeof(kKernels[0]),

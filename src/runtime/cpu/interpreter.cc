@@ -143,9 +143,11 @@ void run_core(void* raw, int core) {
         if (ls.abort.load(std::memory_order_relaxed)) return;
         PlanOp& op = ls.ops[in.a];
         if (int32_t rc = run_sink_tiling(op); rc != SK_OK) {
-          fail(ls,
-               Status::kernel_error(std::string("tiling of kernel '") + op.kernel->desc->name + "' (op '" + op.name +
-                                    "') failed on core " + std::to_string(core) + " with code " + std::to_string(rc)));
+          std::string why = "with code " + std::to_string(rc);
+          if (rc == SK_ERR_CAPACITY)
+            why = "needing more than " + std::to_string(kTilingSinkCapacity) + " bytes (the tiling-sink limit)";
+          fail(ls, Status::kernel_error(std::string("tiling of kernel '") + op.kernel->desc->name + "' (op '" +
+                                        op.name + "') failed on core " + std::to_string(core) + " " + why));
           return;
         }
         break;
