@@ -413,7 +413,7 @@ int32_t combine_access(const sk_kernel_args* args, int32_t core_id, int32_t num_
 uint64_t moe_dispatch_f32_workspace(const sk_kernel_args* args) {
   sk_moe_dispatch_attrs a{};
   if (args->num_inputs <= kDIds || args->inputs[kDIds].rank != 2 || !moe::read_attrs(args, &a) ||
-      a.num_real_experts < 0) {
+      a.num_real_experts < 0 || args->inputs[kDIds].shape[0] < 0 || args->inputs[kDIds].shape[1] < 0) {
     return 0;
   }
   const sk_tensor_arg& ids = args->inputs[kDIds];
@@ -427,7 +427,7 @@ int32_t moe_dispatch_f32_run(const sk_kernel_args* args, const sk_core_ctx* core
     return SK_ERR_INVALID_ARGUMENT;
   }
   Routing routing = carve_routing(p.e, p.t * p.k, core_slice(args, core));
-  if (args->workspace == nullptr || args->workspace_size < routing.bytes) {
+  if (routing.bytes > 0 && (args->workspace == nullptr || args->workspace_size < routing.bytes)) {
     return workspace_too_small(err, kDispatch, args, routing.bytes);
   }
   route(p, &routing);

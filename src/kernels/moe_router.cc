@@ -245,7 +245,8 @@ Scratch carve(int64_t n, int64_t k, void* base) {
 // no scratch: it reports them before touching any.
 uint64_t moe_router_f32_workspace(const sk_kernel_args* args) {
   sk_moe_router_attrs a{};
-  if (args->num_inputs <= kOpLogits || args->inputs[kOpLogits].rank != 2 || !moe::read_attrs(args, &a) || a.top_k < 0) {
+  if (args->num_inputs <= kOpLogits || args->inputs[kOpLogits].rank != 2 || !moe::read_attrs(args, &a) || a.top_k < 0 ||
+      args->inputs[kOpLogits].shape[1] < 0) {
     return 0;
   }
   return carve(args->inputs[kOpLogits].shape[1], a.top_k, nullptr).bytes;
@@ -258,7 +259,7 @@ int32_t moe_router_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) 
   const sk_range r = sk_split_range(p.t, core->core_id, core->num_cores, 1);
   if (r.begin >= r.end) return SK_OK;
   const Scratch sc = carve(p.n, p.k, core_slice(args, core));
-  if (args->workspace == nullptr || args->workspace_size < sc.bytes) {
+  if (sc.bytes > 0 && (args->workspace == nullptr || args->workspace_size < sc.bytes)) {
     return workspace_too_small(err, kName, args, sc.bytes);
   }
   float* scores = sc.scores;

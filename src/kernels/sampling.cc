@@ -494,20 +494,28 @@ struct SampleScratch {
   uint64_t bytes = 0;  // of the slice it occupies
 };
 
-SampleScratch carve_sample_scratch(int64_t v, int64_t top_k, void* base) {
+// Sized for the one path sample_row takes with these attributes: nothing for temperature 0
+// (argmax), k entries for top-k, the block sums for the dense walk, and V-long ranking, weight
+// and radix-sort buffers only for top-p over the whole vocabulary.
+SampleScratch carve_sample_scratch(int64_t v, const sk_sample_attrs& a, void* base) {
+  const bool argmax = a.temperature == 0.0f;
+  const bool top_k = !argmax && a.top_k > 0 && a.top_k < v;
+  const bool nucleus_all = !argmax && !top_k && a.top_p < 1.0f;
+  const int64_t k = top_k ? a.top_k : 0;
+  const int64_t seq = top_k ? k : nucleus_all ? v : 0;
+  const int64_t blocks = argmax || top_k ? 0 : (v + kBlock - 1) / kBlock;
+  const int64_t full = nucleus_all ? v : 0;
+  const int64_t bins = nucleus_all ? kDigits * (kRadix + 1) : 0;
   ScratchCarver c(base);
   SampleScratch s;
-  const int64_t k = std::max<int64_t>(1, std::min(top_k, v));
-  const int64_t blocks = (v + kBlock - 1) / kBlock;
-  const int64_t bins = kDigits * (kRadix + 1);
-  s.seq.idx = Bounded<uint32_t>(c.take<uint32_t>(v), v);
-  s.seq.w = Bounded<double>(c.take<double>(v), v);
-  s.seq.cum = Bounded<double>(c.take<double>(v), v);
+  s.seq.idx = Bounded<uint32_t>(c.take<uint32_t>(seq), seq);
+  s.seq.w = Bounded<double>(c.take<double>(seq), seq);
+  s.seq.cum = Bounded<double>(c.take<double>(seq), seq);
   s.keys = Bounded<uint64_t>(c.take<uint64_t>(k), k);
   s.beta = Bounded<double>(c.take<double>(blocks), blocks);
-  s.w = Bounded<double>(c.take<double>(v), v);
-  s.sort_a = Bounded<uint64_t>(c.take<uint64_t>(v), v);
-  s.sort_b = Bounded<uint64_t>(c.take<uint64_t>(v), v);
+  s.w = Bounded<double>(c.take<double>(full), full);
+  s.sort_a = Bounded<uint64_t>(c.take<uint64_t>(full), full);
+  s.sort_b = Bounded<uint64_t>(c.take<uint64_t>(full), full);
   s.sort_count = Bounded<int64_t>(c.take<int64_t>(bins), bins);
   s.bytes = c.bytes();
   return s;
@@ -700,8 +708,8 @@ int32_t rows_run(const sk_kernel_args* args, const sk_core_ctx* core, bool sampl
   if (r.begin >= r.end) return SK_OK;
   SampleScratch scratch;  // argmax needs none
   if (sample) {
-    scratch = carve_sample_scratch(p.v, p.attrs.top_k, core_slice(args, core));
-    if (args->workspace == nullptr || args->workspace_size < scratch.bytes) {
+    scratch = carve_sample_scratch(p.v, p.attrs, core_slice(args, core));
+    if (scratch.bytes > 0 && (args->workspace == nullptr || args->workspace_size < scratch.bytes)) {
       return workspace_too_small(err, kSample, args, scratch.bytes);
     }
   }
@@ -744,8 +752,11 @@ int32_t sample_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) { re
 // no scratch: it reports them before touching any.
 uint64_t sample_f32_workspace(const sk_kernel_args* args) {
   sk_sample_attrs a{};
-  if (args->num_inputs < 1 || args->inputs[0].rank != 2 || !moe::read_attrs(args, &a) || a.top_k < 0) return 0;
-  return carve_sample_scratch(args->inputs[0].shape[1], a.top_k, nullptr).bytes;
+  if (args->num_inputs < 1 || args->inputs[0].rank != 2 || !moe::read_attrs(args, &a) || a.top_k < 0 ||
+      args->inputs[0].shape[1] < 0) {
+    return 0;
+  }
+  return carve_sample_scratch(args->inputs[0].shape[1], a, nullptr).bytes;
 }
 int32_t sample_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges,
                           int32_t capacity) {

@@ -289,6 +289,8 @@ TEST(MoeErrors, DispatchNamesTheTokenAndSlotOfABadIdAndWritesNothing) {
     for (int i = 0; i < 12; ++i) ids[i] = i % 9;
     ids[1 * 4 + 2] = bad;
     ops.attrs(sk_moe_dispatch_attrs{5, 4});
+    // With the scratch it needs, so that only the id check stands between the call and writes.
+    ops.workspace_for(builtin_kernel("moe_dispatch.f32"), 3);
     expect_invalid("moe_dispatch.f32", ops,
                    {"topk_ids[1, 2]", "token 1, slot 2", "= " + std::to_string(bad), "5 real + 4 zero"}, true);
     EXPECT_TRUE(all_bytes(sorted, 12 * 8 * 4, 0xCD));
@@ -676,6 +678,48 @@ TEST(MoeErrors, RouterSizesItsScratchFromShapesAndRefusesAShortWorkspace) {
   sk_core_ctx ctx{};
   ctx.num_cores = 1;
   EXPECT_EQ(k->run(&args, &ctx), SK_OK);
+}
+
+// A call that needs no scratch gets none (the runtime plans no zero-byte workspace) and must work
+// without it: no tokens and no real experts.
+TEST(MoeErrors, DispatchWithNothingToRouteNeedsNoWorkspace) {
+  const sk_kernel_desc* k = builtin_kernel("moe_dispatch.f32");
+  ASSERT_NE(k, nullptr);
+  ManualArgs ops;
+  ops.in(SK_DTYPE_F32, {0, 8}).in(SK_DTYPE_I32, {0, 2});
+  ops.out(SK_DTYPE_F32, {0, 8}).out(SK_DTYPE_I32, {0}).out(SK_DTYPE_I32, {0, 2});
+  ops.attrs(sk_moe_dispatch_attrs{0, 2});
+  EXPECT_EQ(k->workspace_size(&ops.args()), 0u);
+  for (int core = 0; core < 2; ++core) {
+    char msg[256] = {};
+    sk_core_ctx ctx{};
+    ctx.core_id = core;
+    ctx.num_cores = 2;
+    ctx.error_message = msg;
+    ctx.error_capacity = sizeof msg;
+    EXPECT_EQ(k->run(&ops.args(), &ctx), SK_OK) << msg;
+  }
+}
+
+// The sampler reserves scratch only for the path its attributes select: none for the argmax
+// (temperature 0), k entries for top-k, and the V-long buffers only for top-p over everything.
+TEST(MoeErrors, SamplerWorkspaceFollowsItsPath) {
+  const sk_kernel_desc* k = builtin_kernel("sample.f32");
+  ASSERT_NE(k, nullptr);
+  const auto size = [&](sk_sample_attrs a) {
+    ManualArgs ops;
+    ops.in(SK_DTYPE_F32, {2, 4096}).in(SK_DTYPE_I64, {1}).out(SK_DTYPE_I32, {2});
+    ops.attrs(a);
+    return k->workspace_size(&ops.args());
+  };
+  const uint64_t argmax = size(sampling(0.0f, 0, 1.0f));
+  const uint64_t top_k = size(sampling(1.0f, 50, 0.9f));
+  const uint64_t dense = size(sampling(1.0f, 0, 1.0f));
+  const uint64_t nucleus = size(sampling(1.0f, 0, 0.9f));
+  EXPECT_EQ(argmax, 0u);
+  EXPECT_LE(top_k, 50u * 40 + 4 * 64);
+  EXPECT_LE(dense, 4096u / 8 * 8 + 64);
+  EXPECT_GE(nucleus, 4096u * 44);
 }
 
 }  // namespace sk::kernel_test

@@ -123,22 +123,29 @@ TEST(Runtime, SyncAllKernelWorksWithFewerCoresThanTheLaunch) {
 
 TEST(Runtime, PerCoreWorkspaceGivesEveryCoreItsOwnSlice) {
   auto rt = make_runtime(3);
+  const auto build = [](int limit) {
+    Graph g;
+    Tensor x = g.input("x", DType::kF32, {101});
+    Tensor r;
+    {
+      SuperKernelScope scope(g, "s", "feed-sync-all=1");
+      LimitCoreNum lim(g, 0, limit);
+      // 404 bytes per core, rounded up to 448 so that every slice starts on a cache line.
+      r = call_kernel(g, "test.core_scratch.f32", {add1(g, x)}, {{DType::kF32, {101}, ""}}, {}, "scratch")[0];
+    }
+    g.output(add1(g, r), "y");
+    return g;
+  };
+  // The scratch op is where the most bytes are live, so each extra core adds one slice there.
+  auto one_core = rt->compile(build(1), compile_options_for(ExecutionMode::kGraph));
+  ASSERT_TRUE(one_core.has_value()) << one_core.status().to_string();
+  const int64_t peak_one_core = (*one_core)->report().peak_live_bytes;
   for (int limit : {0, 2}) {
     for (ExecutionMode m : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
-      Graph g;
-      Tensor x = g.input("x", DType::kF32, {101});
-      Tensor r;
-      {
-        SuperKernelScope scope(g, "s", "feed-sync-all=1");
-        LimitCoreNum lim(g, 0, limit);
-        // 404 bytes per core, rounded up to 448 so that every slice starts on a cache line.
-        r = call_kernel(g, "test.core_scratch.f32", {add1(g, x)}, {{DType::kF32, {101}, ""}}, {}, "scratch")[0];
-      }
-      g.output(add1(g, r), "y");
-      auto exe = rt->compile(g, compile_options_for(m));
+      auto exe = rt->compile(build(limit), compile_options_for(m));
       ASSERT_TRUE(exe.has_value()) << exe.status().to_string();
       const int cores = limit == 0 ? 3 : limit;
-      EXPECT_GE((*exe)->report().arena_bytes, 448 * cores) << "one slice per core";
+      EXPECT_EQ((*exe)->report().peak_live_bytes - peak_one_core, 448 * (cores - 1)) << "one slice per core";
       auto xs = testing::random_floats(101, 5);
       ASSERT_TRUE((*exe)->set_input("x", xs).is_ok());
       for (int run = 0; run < 3; ++run) {
@@ -148,6 +155,25 @@ TEST(Runtime, PerCoreWorkspaceGivesEveryCoreItsOwnSlice) {
       auto y = (*exe)->output_f32("y");
       for (size_t i = 0; i < 101; ++i) ASSERT_EQ(y[i], xs[i] + 3.0f) << execution_mode_name(m);
     }
+  }
+}
+
+// workspace_size sees the operands' shapes even for a tiling sink, whose tiling runs only later.
+TEST(Runtime, TilingSinkWithAPerCoreWorkspace) {
+  auto rt = make_runtime(2);
+  for (ExecutionMode m : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
+    Graph g;
+    Tensor x = g.input("x", DType::kF32, {300});
+    Tensor t =
+        call_kernel(g, "test.scale_by_first_scratch.f32", {add1(g, x)}, {{DType::kF32, {300}, ""}}, {}, "scaled")[0];
+    g.output(t, "y");
+    auto exe = compile_or_die(*rt, g, m);
+    auto xs = testing::random_floats(300, 9);
+    ASSERT_TRUE(exe->set_input("x", xs).is_ok());
+    Status s = exe->run();
+    ASSERT_TRUE(s.is_ok()) << execution_mode_name(m) << ": " << s.to_string();
+    auto y = exe->output_f32("y");
+    for (size_t i = 0; i < 300; ++i) ASSERT_EQ(y[i], (xs[i] + 1.0f) * (xs[0] + 1.0f)) << execution_mode_name(m);
   }
 }
 
