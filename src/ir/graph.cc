@@ -356,7 +356,7 @@ std::vector<Tensor> Graph::add_op(OpSpec spec) {
                                          tensor_kind_name(root.kind) + " '" + root.name +
                                          "'; only variables and intermediates can be written"));
       }
-      if (i < outs.size() && (outs[i].dtype != info.dtype || outs[i].shape != info.shape)) {
+      if (outs[i].dtype != info.dtype || outs[i].shape != info.shape) {
         g.error(Status::invalid_argument(where + " output " + std::to_string(i) + ": result " +
                                          dtype_name(outs[i].dtype) + shape_to_string(outs[i].shape) +
                                          " does not match target '" + info.name + "' " + dtype_name(info.dtype) +

@@ -37,7 +37,8 @@ struct W8Rows {
   int64_t scale_stride = 0;
 };
 // y[m][n] = float(sum_k q[m][k] * w[n][k]) * (row_scale[m] * w_scale[n]), the sum exact in int32
-// (so any order gives the same bits) and q values of -128 read as -127.
+// (so any order gives the same bits) and q values of -128 read as -127. k <= kW8MaxK (callers
+// check it with their operand names); k = 0 gives zeros.
 void gemm_w8a8(const W8Rows& rows, const int8_t* w, int64_t sw, const float* w_scale, int64_t sws, float* y, int64_t sy,
                int64_t m, int64_t n, int64_t k);
 

@@ -331,6 +331,10 @@ void block(const W8Isa& g, const int8_t* q, int64_t sq, const float* rs, int64_t
 // Row blocks of q (copied, clamped) or x (quantised) into the buffer, then every n of [0, N).
 void gemm_rows(const W8Isa& g, const W8Rows& rows, const int8_t* w, int64_t sw, const float* ws, int64_t sws, float* y,
                int64_t sy, int64_t M, int64_t N, int64_t K) {
+  if (K <= 0) {  // empty dot products (and no row of q to size the buffer by)
+    for (int64_t m = 0; m < M; ++m) std::fill(y + m * sy, y + m * sy + N, 0.0f);
+    return;
+  }
   alignas(64) int8_t qbuf[kQBufBytes];
   float rs[kMBlock];
   const int64_t ldq = (K + 63) / 64 * 64;
