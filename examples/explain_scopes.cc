@@ -2,7 +2,7 @@
 // programs, for a small decoder-like block with two scopes and a non-fusible host op between
 // them. Then runs the block in every mode and checks the outputs are bit-identical.
 //
-//   build/examples/sk_example_explain [--cores N]
+//   build/examples/sk_example_explain_scopes [--cores N]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

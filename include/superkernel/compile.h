@@ -64,7 +64,8 @@ struct CompileReport {
   std::string pass_dumps;    // CompileOptions::print_after: state after the named pass(es)
 };
 
-// Segments, cut reasons and per-core programs for `graph` under `options`, as text.
+// Segments, cut reasons and per-core programs for `graph` under `options`, as text that is the
+// same for the same graph, options and core count (pass timings appear only with print_after).
 Expected<std::string> explain(Runtime& runtime, const Graph& graph, const CompileOptions& options);
 
 }  // namespace sk

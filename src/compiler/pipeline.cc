@@ -214,7 +214,9 @@ Expected<std::string> explain(Runtime& runtime, const Graph& graph, const Compil
   for (const UnfusedOp& u : r.unfused)
     out += "unfused op '" + graph.op(u.op).name + "': " + cut_reason_name(u.reason) + "\n";
   for (const std::string& w : r.warnings) out += "warning: " + w + "\n";
-  out += "passes: " + r.pass_timings + "\n";
+  // Timings differ from run to run; the rest of the text is stable enough to diff, so they appear
+  // only with print_after, beside the passes' dumps.
+  if (!options.print_after.empty()) out += "passes: " + r.pass_timings + "\n";
   out += r.pass_dumps;
   out += r.program_text;
   return out;

@@ -618,6 +618,10 @@ TEST(Explain, ShowsSegmentsCutReasonsAndPrograms) {
   EXPECT_NE(text->find("unfused op 'not_fusible': OP_UNSUPPORTED"), std::string::npos) << *text;
   EXPECT_NE(text->find("core 1:"), std::string::npos) << *text;
   EXPECT_NE(text->find("RUN"), std::string::npos) << *text;
+  // Stable text: the same graph and options explain the same way (so outputs can be diffed).
+  auto again = explain(*rt, g, sk_opts());
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(*again, *text);
 }
 
 TEST(Explain, PrintAfterShowsThePassesResult) {
@@ -634,6 +638,7 @@ TEST(Explain, PrintAfterShowsThePassesResult) {
   auto text = explain(*rt, g, o);
   ASSERT_TRUE(text.has_value()) << text.status().to_string();
   EXPECT_NE(text->find("-- after segment --"), std::string::npos) << *text;
+  EXPECT_NE(text->find("passes: verify "), std::string::npos) << *text;  // timings beside the dumps
   EXPECT_NE(text->find("ops first second"), std::string::npos) << *text;
   o.print_after = "no_such_pass";
   auto bad = explain(*rt, g, o);
