@@ -5,6 +5,9 @@
 #ifndef SUPERKERNEL_BENCH_BENCH_COMMON_H_
 #define SUPERKERNEL_BENCH_BENCH_COMMON_H_
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -115,7 +118,31 @@ inline bool mode_selected(const Args& a, const std::string& mode) {
 }
 inline bool cores_selected(const Args& a, int cores) { return a.cores == 0 || a.cores == cores; }
 
-inline int machine_cores() { return static_cast<int>(std::thread::hardware_concurrency()); }
+// The CPUs this process may run on (taskset, cpusets), in order: the ones the runtime's workers
+// use by default.
+inline std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  if (cpus.empty()) {
+    for (unsigned c = 0; c < std::thread::hardware_concurrency(); ++c) cpus.push_back(static_cast<int>(c));
+  }
+  return cpus;
+}
+
+inline int machine_cores() { return static_cast<int>(allowed_cpus().size()); }
+
+// Pins the calling thread to `cpu`; false when the OS refuses.
+inline bool pin_current_thread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
 
 inline std::string json_escape(const std::string& s) {
   std::string o;

@@ -77,22 +77,18 @@ Chain chain_matvec_norm(int64_t n, bool scoped) {
   return c;
 }
 
-// Core-to-core cache-line round trip (two pinned threads bouncing a counter): the floor under
-// any cross-core sync, measured in the same run because on shared or virtual machines it moves.
-double handoff_round_trip_ns() {
+// Core-to-core cache-line round trip between CPUs `a` and `b` (two pinned threads bouncing a
+// counter): the floor under any cross-core sync, measured in the same run because on shared or
+// virtual machines it moves. Negative when a thread cannot be pinned.
+double handoff_round_trip_ns(int a, int b) {
   alignas(128) static std::atomic<uint64_t> ping{0};
   alignas(128) static std::atomic<uint64_t> pong{0};
   ping = 0;
   pong = 0;
   const uint64_t n = 200000;
-  auto pin = [](int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-  };
+  std::atomic<bool> pinned{true};
   std::thread other([&] {
-    pin(1);
+    if (!bench::pin_current_thread(b)) pinned = false;
     for (uint64_t i = 1; i <= n; ++i) {
       while (ping.load(std::memory_order_acquire) < i) __builtin_ia32_pause();
       pong.store(i, std::memory_order_release);
@@ -100,7 +96,7 @@ double handoff_round_trip_ns() {
   });
   double t = 0;
   std::thread self([&] {
-    pin(0);
+    if (!bench::pin_current_thread(a)) pinned = false;
     const double t0 = bench::now_seconds();
     for (uint64_t i = 1; i <= n; ++i) {
       ping.store(i, std::memory_order_release);
@@ -110,7 +106,7 @@ double handoff_round_trip_ns() {
   });
   self.join();
   other.join();
-  return t * 1e9 / n;
+  return pinned ? t * 1e9 / n : -1.0;
 }
 
 const char* kUsage =
@@ -213,9 +209,15 @@ int main(int argc, char** argv) {
   if (args.dump) columns.insert(columns.end(), {"graph+dump", "superkernel+dump"});
   bench::print_table(results, columns, "graph");
   if (max_cores >= 2 && bench::cores_selected(args, 2)) {
-    const double rt = handoff_round_trip_ns();
-    results.push_back({"core_handoff", "-", 2, "ns_round_trip", rt, rt, rt, 1, "ns"});
-    std::printf("core-to-core cache-line round trip (cores 0 and 1): %.0f ns\n", rt);
+    // The first two CPUs the process may use: where the runtime's cores 0 and 1 run.
+    const std::vector<int> cpus = bench::allowed_cpus();
+    const double rt = handoff_round_trip_ns(cpus[0], cpus[1]);
+    if (rt < 0) {
+      std::printf("core-to-core round trip: not measured (cannot pin to CPUs %d and %d)\n", cpus[0], cpus[1]);
+    } else {
+      results.push_back({"core_handoff", "-", 2, "ns_round_trip", rt, rt, rt, 1, "ns"});
+      std::printf("core-to-core cache-line round trip (CPUs %d and %d): %.0f ns\n", cpus[0], cpus[1], rt);
+    }
   }
   if (!args.json.empty()) {
     if (!bench::write_json(args.json, results)) {

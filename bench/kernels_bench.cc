@@ -54,14 +54,12 @@ double triad_gb_per_s(int threads, int runs) {
     const float* pc = c.data();
     for (size_t i = lo; i < hi; ++i) pa[i] = pb[i] + 3.0f * pc[i];
   };
+  const std::vector<int> cpus = allowed_cpus();
   auto once = [&] {
     std::vector<std::thread> ts;
     for (int t = 1; t < threads; ++t)
       ts.emplace_back([&, t] {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(t % std::max(1, machine_cores()), &set);
-        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+        pin_current_thread(cpus[static_cast<size_t>(t) % cpus.size()]);  // unpinned if refused: still a triad
         pass(t);
       });
     pass(0);
