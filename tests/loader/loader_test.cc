@@ -4,6 +4,9 @@
 // when one kernel is at fault, that kernel's name or index; and a failed load must register
 // nothing of the package. Both are checked through KernelRegistry and through sk::Runtime.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include <algorithm>
 #include <memory>
@@ -229,6 +232,29 @@ TEST(Loader, LoadingTheSameFileTwiceIsAnError) {
   EXPECT_NE(s.message().find(SK_PKG_CROSS_FIRST), std::string::npos) << s.to_string();
   EXPECT_NE(s.message().find("already loaded"), std::string::npos) << s.to_string();
   EXPECT_EQ(reg.kernel_names().size(), 2u);
+}
+
+// The same file by another name (a symlink, a "dir/./file" path) is the same package: the
+// registry says so instead of reporting every kernel as a duplicate.
+TEST(Loader, TheSameFileByAnotherPathIsAlreadyLoaded) {
+  const std::filesystem::path original = SK_PKG_CROSS_FIRST;
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("sk_loader_alias_" + std::to_string(static_cast<long>(::getpid())));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path link = dir / "alias.so";
+  std::filesystem::remove(link);
+  std::filesystem::create_symlink(original, link);
+  const std::string dotted = (original.parent_path() / "." / original.filename()).string();
+  for (const std::string& other : {link.string(), dotted}) {
+    KernelRegistry reg;
+    ASSERT_TRUE(reg.load_package(SK_PKG_CROSS_FIRST).is_ok());
+    Status s = reg.load_package(other);
+    ASSERT_FALSE(s.is_ok()) << other;
+    EXPECT_NE(s.message().find(other), std::string::npos) << s.to_string();
+    EXPECT_NE(s.message().find("already loaded"), std::string::npos) << s.to_string();
+    EXPECT_EQ(reg.kernel_names().size(), 2u);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Loader, GoodPackageRecordsNameAndPath) {
