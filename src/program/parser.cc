@@ -1,4 +1,5 @@
 // Reads the text print_program writes, so programs can be saved, diffed and loaded back.
+#include <algorithm>
 #include <sstream>
 
 #include "program/program.h"
@@ -55,7 +56,7 @@ Status parse_program(const std::string& text, Program* out) {
     ws >> word;
     if (word == "host") {
       int32_t op;
-      if (!(ws >> op)) return error(line, "expected 'host <op>'", raw);
+      if (!(ws >> op) || op < 0) return error(line, "expected 'host <op>' with an op index >= 0", raw);
       p.steps.push_back({Step::Kind::kHost, op});
       note_label(&p, op, comment);
       launch = nullptr;
@@ -85,6 +86,9 @@ Status parse_program(const std::string& text, Program* out) {
         return error(line, "bad number in launch header", raw);
       }
       if (l.num_cores < 1) return error(line, "a launch needs at least one core", raw);
+      for (int32_t op : l.ops)
+        if (op < 0) return error(line, "negative op index in ops=", raw);
+      if (launch && launch->groups.empty()) return error(line, "the previous launch has no barrier group", raw);
       l.cores.resize(l.num_cores);
       p.launches.push_back(std::move(l));
       p.steps.push_back({Step::Kind::kLaunch, index});
@@ -93,12 +97,19 @@ Status parse_program(const std::string& text, Program* out) {
     } else if (word == "group") {
       if (!launch) return error(line, "group outside a launch", raw);
       BarrierGroup g;
-      int32_t index;
+      int32_t index = -1;
       ws >> index >> g.name;
       if (g.name.empty() || g.name.back() != ':') return error(line, "expected 'group <n> <name>: cores...'", raw);
+      if (index != static_cast<int32_t>(launch->groups.size()))
+        return error(line, "groups must be numbered in order from 0", raw);
+      if (index >= kMaxBarrierGroups) return error(line, "too many barrier groups", raw);
       g.name.pop_back();
       int32_t c;
-      while (ws >> c) g.cores.push_back(c);
+      while (ws >> c) {
+        if (c < 0 || c >= launch->num_cores) return error(line, "group core out of range", raw);
+        g.cores.push_back(c);
+      }
+      if (g.cores.empty()) return error(line, "a barrier group needs at least one core", raw);
       launch->groups.push_back(std::move(g));
     } else if (word == "core") {
       std::string id;
@@ -109,6 +120,13 @@ Status parse_program(const std::string& text, Program* out) {
       core = &launch->cores[c];
     } else {
       if (!core) return error(line, "instruction outside a core", raw);
+      const int32_t this_core = static_cast<int32_t>(core - launch->cores.data());
+      // Op indices are checked against the launch's ops= list when it has one; a plan is needed to
+      // check them further.
+      const auto known_op = [&](int32_t op) {
+        return op >= 0 &&
+               (launch->ops.empty() || std::find(launch->ops.begin(), launch->ops.end(), op) != launch->ops.end());
+      };
       Instr instr;
       std::string a, b;
       if (word == "RUN" || word == "PROLOGUE") {
@@ -117,27 +135,38 @@ Status parse_program(const std::string& text, Program* out) {
         if (!(ws >> instr.a >> open >> instr.b >> slash >> instr.c >> close) || open != '[' || slash != '/' ||
             close != ']')
           return error(line, "expected '" + word + " <op> [<core>/<cores>]'", raw);
+        if (!known_op(instr.a))
+          return error(line, "op " + std::to_string(instr.a) + " is not one of the launch's ops", raw);
+        if (instr.c < 1 || instr.b < 0 || instr.b >= instr.c) return error(line, "kernel core id out of range", raw);
         note_label(&p, instr.a, comment);
       } else if (word == "TILING") {
         instr.op = Opcode::kTiling;
         if (!(ws >> instr.a)) return error(line, "expected 'TILING <op>'", raw);
+        if (!known_op(instr.a))
+          return error(line, "op " + std::to_string(instr.a) + " is not one of the launch's ops", raw);
         note_label(&p, instr.a, comment);
       } else if (word == "WAIT") {
         instr.op = Opcode::kWait;
         if (!(ws >> a >> instr.a >> b >> instr.b) || a != "core" || b != ">=")
           return error(line, "expected 'WAIT core <c> >= <count>'", raw);
+        if (instr.a < 0 || instr.a >= launch->num_cores || instr.a == this_core)
+          return error(line, "WAIT on a core that is not another core of the launch", raw);
+        if (instr.b < 1) return error(line, "WAIT count must be >= 1", raw);
       } else if (word == "SIGNAL") {
         instr.op = Opcode::kSignal;
-        if (!(ws >> instr.b)) return error(line, "expected 'SIGNAL <count>'", raw);
+        if (!(ws >> instr.b) || instr.b < 1) return error(line, "expected 'SIGNAL <count>' with a count >= 1", raw);
       } else if (word == "BARRIER") {
         instr.op = Opcode::kBarrier;
         if (!(ws >> a >> instr.a) || a != "group") return error(line, "expected 'BARRIER group <g>'", raw);
+        if (instr.a < 0 || instr.a >= static_cast<int32_t>(launch->groups.size()))
+          return error(line, "BARRIER on a group the launch does not declare", raw);
       } else {
         return error(line, "unknown instruction '" + word + "'", raw);
       }
       core->instrs.push_back(instr);
     }
   }
+  if (launch && launch->groups.empty()) return error(line, "the last launch has no barrier group", "");
   *out = std::move(p);
   return Status::ok();
 }

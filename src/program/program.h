@@ -40,6 +40,9 @@ struct BarrierGroup {
   std::vector<int32_t> cores;
 };
 
+// Barrier groups one launch may declare (backends keep a counter per group and core).
+inline constexpr int kMaxBarrierGroups = 8;
+
 // One launch: all cores start together, and the launch returns when every core has finished.
 struct Launch {
   std::string label;
@@ -66,7 +69,10 @@ struct Program {
 // Human-readable, stable text (tests compare it). It is also the serial form: parse_program
 // reads it back (comments after '#' carry the op labels).
 std::string print_program(const Program& program);
-// Parses print_program's text; errors name the line. parse(print(p)) prints as p does.
+// Parses print_program's text; errors name the line. parse(print(p)) prints as p does. Checks what
+// the text alone can: numbering, core and group ranges, WAIT targets, counts, and that RUN /
+// PROLOGUE / TILING ops are in the launch's ops= list. That the op indices exist in a plan is for
+// whoever binds the program to one.
 Status parse_program(const std::string& text, Program* program);
 std::string print_instr(const Instr& instr, const std::vector<std::string>& op_labels);
 

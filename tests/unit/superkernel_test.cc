@@ -680,5 +680,32 @@ TEST(ProgramText, RoundTripsThroughTheParser) {
   EXPECT_NE(s.message().find("JUMP"), std::string::npos);
 }
 
+// Text that would make a backend index out of range or deadlock is refused, naming the line.
+TEST(ProgramText, ParserRefusesStructurallyBrokenPrograms) {
+  const std::string head = "launch 0 \"x\" cores=2 ops=1,2\n  group 0 all: 0 1\n  core 0:\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"launch 0 \"x\" cores=2\n  core 0:\n    SIGNAL 1\n", "no barrier group"},
+      {"launch 0 \"x\" cores=2\n  group 0 all: 0 5\n", "group core out of range"},
+      {"launch 0 \"x\" cores=2\n  group 1 all: 0 1\n", "numbered in order"},
+      {head + "    WAIT core 0 >= 1\n", "not another core"},
+      {head + "    WAIT core 1 >= 0\n", "count must be >= 1"},
+      {head + "    BARRIER group 3\n", "does not declare"},
+      {head + "    RUN 7 [0/2]\n", "op 7 is not one of the launch's ops"},
+      {head + "    RUN 1 [2/2]\n", "kernel core id out of range"},
+      {head + "    TILING 9\n", "op 9 is not one of the launch's ops"},
+      {head + "    SIGNAL 0\n", "count >= 1"},
+      {"host -1\n", "op index >= 0"},
+  };
+  for (const auto& [text, needle] : cases) {
+    Program p;
+    Status s = parse_program(text, &p);
+    ASSERT_FALSE(s.is_ok()) << text;
+    EXPECT_NE(s.message().find("line "), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  }
+  Program ok;
+  EXPECT_TRUE(parse_program(head + "    RUN 1 [0/2]\n    SIGNAL 1\n  core 1:\n    WAIT core 0 >= 1\n", &ok).is_ok());
+}
+
 }  // namespace
 }  // namespace sk

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "program/program.h"
 #include "runtime/cpu/sync.h"
 #include "superkernel/status.h"
 
@@ -31,7 +32,7 @@ struct CpuDeviceOptions {
 class CpuDevice {
  public:
   using CoreFn = void (*)(void* ctx, int core);
-  static constexpr int kMaxBarrierGroups = 8;
+  static constexpr int kMaxBarrierGroups = sk::kMaxBarrierGroups;
 
   static Expected<std::unique_ptr<CpuDevice>> create(const CpuDeviceOptions& options);
   ~CpuDevice();
