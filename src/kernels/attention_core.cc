@@ -518,7 +518,12 @@ const Ops<float>& ops_f32() { return select_ops<float>(); }
 const Ops<Bf16>& ops_bf16() { return select_ops<Bf16>(); }
 
 bool plan_seq_tables(const sk_tensor_arg& block_tables, const sk_tensor_arg& context_lens, int64_t batch,
-                     int64_t num_blocks, int64_t block_size, const char* kernel, SeqTables* st, ErrorSink err) {
+                     int64_t num_blocks, int64_t block_size, const char* kernel, const char* cache, SeqTables* st,
+                     ErrorSink err) {
+  // A block of no tokens holds no context, and the block count of a context divides by it.
+  if (block_size < 1) {
+    return invalid(err, "%s: %s block_size is %lld, must be >= 1", kernel, cache, static_cast<long long>(block_size));
+  }
   if (!check_tensor(block_tables, kernel, "block_tables", SK_DTYPE_I32, 2, err) ||
       !check_tensor(context_lens, kernel, "context_lens", SK_DTYPE_I32, 1, err)) {
     return false;

@@ -197,9 +197,10 @@ struct SeqTables {
 };
 
 // Shapes and dtypes of the two tables for a batch of B sequences over a cache of num_blocks
-// blocks of block_size tokens.
+// blocks of block_size tokens, read from the operand named `cache`; block_size must be >= 1.
 bool plan_seq_tables(const sk_tensor_arg& block_tables, const sk_tensor_arg& context_lens, int64_t batch,
-                     int64_t num_blocks, int64_t block_size, const char* kernel, SeqTables* st, ErrorSink err);
+                     int64_t num_blocks, int64_t block_size, const char* kernel, const char* cache, SeqTables* st,
+                     ErrorSink err);
 // Their values, in sequence order (so every core reports the same first error): 0 <= context
 // length <= max_blocks * block_size, and every block id a context uses is in [0, num_blocks).
 bool check_seq_tables(const SeqTables& st, const char* kernel, ErrorSink err);

@@ -94,7 +94,7 @@ bool plan(const sk_kernel_args* args, const char* name, int32_t cache_dtype, Pla
   // out accumulates while q is still being read.
   if (attn::views_overlap(q, out)) return invalid(err, "%s: out must not overlap q", name);
   if (!attn::plan_seq_tables(args->inputs[kOpBlockTables], args->inputs[kOpContextLens], q.shape[0], k.shape[0],
-                             k.shape[1], name, &p->seq, err)) {
+                             k.shape[1], name, "k_cache", &p->seq, err)) {
     return false;
   }
   p->name = name;

@@ -152,14 +152,16 @@ void view_bounds(const sk_tensor_arg& t, int64_t* lo, int64_t* hi) {
   }
 }
 
-bool plan_source(const sk_tensor_arg& x, const char* what, int operand, int64_t t, int64_t heads, int64_t width,
-                 int cache, int64_t col, Source* s, const char* kernel, ErrorSink err) {
+// A per-head source is [T, heads, width] (kv_append: heads = Hkv, which may be 0); otherwise it
+// is [T, width], one row per token (mla_cache_append).
+bool plan_source(const sk_tensor_arg& x, const char* what, int operand, int64_t t, bool per_head, int64_t heads,
+                 int64_t width, int cache, int64_t col, Source* s, const char* kernel, ErrorSink err) {
   if (!check_tensor(x, kernel, what, SK_DTYPE_F32, 2, err)) return false;
   char s1[96];
-  const bool ok = heads == 0 ? x.rank == 2 && x.shape[0] == t && x.shape[1] == width
-                             : x.rank == 3 && x.shape[0] == t && x.shape[1] == heads && x.shape[2] == width;
+  const bool ok = per_head ? x.rank == 3 && x.shape[0] == t && x.shape[1] == heads && x.shape[2] == width
+                           : x.rank == 2 && x.shape[0] == t && x.shape[1] == width;
   if (!ok) {
-    if (heads == 0) {
+    if (!per_head) {
       return invalid(err, "%s: %s shape %s is not [T = %lld, %lld]", kernel, what, format_shape(x, s1, sizeof s1),
                      static_cast<long long>(t), static_cast<long long>(width));
     }
@@ -171,8 +173,8 @@ bool plan_source(const sk_tensor_arg& x, const char* what, int operand, int64_t 
   s->operand = operand;
   s->data = static_cast<const float*>(x.data);
   s->stride_t = x.stride[0];
-  s->stride_h = heads == 0 ? 0 : x.stride[1];
-  s->heads = heads == 0 ? 1 : heads;
+  s->stride_h = per_head ? x.stride[1] : 0;
+  s->heads = per_head ? heads : 1;
   s->width = width;
   s->cache = cache;
   s->col = col;
@@ -180,12 +182,13 @@ bool plan_source(const sk_tensor_arg& x, const char* what, int operand, int64_t 
   return true;
 }
 
+// Input cache `what` and its output `out_what` (output c).
 bool plan_cache(const sk_kernel_args* args, const KernelInfo& k, int c, int in_operand, int64_t rank, const char* what,
-                Cache* cache, ErrorSink err) {
+                const char* out_what, Cache* cache, ErrorSink err) {
   const sk_tensor_arg& in = args->inputs[in_operand];
   const sk_tensor_arg& out = args->outputs[c];
   if (!check_tensor(in, k.name, what, k.cache_dtype, static_cast<int32_t>(rank), err) ||
-      !check_tensor(out, k.name, "out", k.cache_dtype, static_cast<int32_t>(rank), err)) {
+      !check_tensor(out, k.name, out_what, k.cache_dtype, static_cast<int32_t>(rank), err)) {
     return false;
   }
   char s1[96];
@@ -195,18 +198,18 @@ bool plan_cache(const sk_kernel_args* args, const KernelInfo& k, int c, int in_o
                    in.rank, static_cast<long long>(rank));
   }
   if (!same_shape(in, out)) {
-    return invalid(err, "%s: output %d shape %s differs from %s shape %s", k.name, c, format_shape(out, s1, sizeof s1),
-                   what, format_shape(in, s2, sizeof s2));
+    return invalid(err, "%s: %s (output %d) shape %s differs from %s shape %s", k.name, out_what, c,
+                   format_shape(out, s1, sizeof s1), what, format_shape(in, s2, sizeof s2));
   }
   if (!sk_tensor_is_contiguous(&in) || !sk_tensor_is_contiguous(&out)) {
-    return invalid(err, "%s: %s and output %d must be dense row-major", k.name, what, c);
+    return invalid(err, "%s: %s and %s (output %d) must be dense row-major", k.name, what, out_what, c);
   }
   const int64_t bytes = sk_tensor_numel(&in) * sk_dtype_size(k.cache_dtype);
   const auto* a = static_cast<const unsigned char*>(in.data);
   const auto* b = static_cast<const unsigned char*>(out.data);
   if (bytes > 0 && a != b && a < b + bytes && b < a + bytes) {
-    return invalid(err, "%s: output %d partially overlaps %s (it must be the same buffer or a separate one)", k.name, c,
-                   what);
+    return invalid(err, "%s: %s (output %d) partially overlaps %s (it must be the same buffer or a separate one)",
+                   k.name, out_what, c, what);
   }
   cache->in_operand = in_operand;
   cache->out_operand = args->num_inputs + c;
@@ -229,8 +232,8 @@ bool plan(const sk_kernel_args* args, const KernelInfo& k, Plan* p, ErrorSink er
   const int64_t t = slots.shape[0];
   if (kv) {
     p->num_caches = 2;
-    if (!plan_cache(args, k, 0, 3, 4, "k_cache", &p->caches[0], err) ||
-        !plan_cache(args, k, 1, 4, 4, "v_cache", &p->caches[1], err)) {
+    if (!plan_cache(args, k, 0, 3, 4, "k_cache", "k_cache out", &p->caches[0], err) ||
+        !plan_cache(args, k, 1, 4, 4, "v_cache", "v_cache out", &p->caches[1], err)) {
       return false;
     }
     const sk_tensor_arg& kc = args->inputs[3];
@@ -242,15 +245,16 @@ bool plan(const sk_kernel_args* args, const KernelInfo& k, Plan* p, ErrorSink er
     }
     const int64_t hkv = kc.shape[2];
     const int64_t dh = kc.shape[3];
-    if (!plan_source(args->inputs[0], "k_new", 0, t, hkv, dh, 0, 0, &p->sources[0], k.name, err) ||
-        !plan_source(args->inputs[1], "v_new", 1, t, hkv, dh, 1, 0, &p->sources[1], k.name, err)) {
+    // Hkv may be 0: the caches and the new values then have no elements, and nothing is written.
+    if (!plan_source(args->inputs[0], "k_new", 0, t, true, hkv, dh, 0, 0, &p->sources[0], k.name, err) ||
+        !plan_source(args->inputs[1], "v_new", 1, t, true, hkv, dh, 1, 0, &p->sources[1], k.name, err)) {
       return false;
     }
     p->slots = kc.shape[0] * kc.shape[1];
     p->caches[0].row_bytes = p->caches[1].row_bytes = hkv * dh * p->elem;
   } else {
     p->num_caches = 1;
-    if (!plan_cache(args, k, 0, 3, 3, "latent_cache", &p->caches[0], err)) return false;
+    if (!plan_cache(args, k, 0, 3, 3, "latent_cache", "latent_cache out", &p->caches[0], err)) return false;
     const sk_tensor_arg& lc = args->inputs[3];
     const sk_tensor_arg& ckv = args->inputs[0];
     const sk_tensor_arg& kpe = args->inputs[1];
@@ -262,8 +266,8 @@ bool plan(const sk_kernel_args* args, const KernelInfo& k, Plan* p, ErrorSink er
                      format_shape(lc, s3, sizeof s3));
     }
     const int64_t rank = ckv.shape[1];
-    if (!plan_source(ckv, "c_kv", 0, t, 0, rank, 0, 0, &p->sources[0], k.name, err) ||
-        !plan_source(kpe, "k_pe", 1, t, 0, kpe.shape[1], 0, rank, &p->sources[1], k.name, err)) {
+    if (!plan_source(ckv, "c_kv", 0, t, false, 1, rank, 0, 0, &p->sources[0], k.name, err) ||
+        !plan_source(kpe, "k_pe", 1, t, false, 1, kpe.shape[1], 0, rank, &p->sources[1], k.name, err)) {
       return false;
     }
     p->slots = lc.shape[0] * lc.shape[1];
@@ -297,7 +301,7 @@ int32_t run(const KernelInfo& k, const sk_kernel_args* args, const sk_core_ctx* 
   if (r.begin >= r.end) return SK_OK;
   for (int c = 0; c < p.num_caches; ++c) {
     const Cache& cache = p.caches[c];
-    if (cache.in != cache.out) {
+    if (cache.in != cache.out && cache.row_bytes > 0) {
       std::memcpy(cache.out + r.begin * cache.row_bytes, cache.in + r.begin * cache.row_bytes,
                   static_cast<size_t>((r.end - r.begin) * cache.row_bytes));
     }
@@ -307,6 +311,7 @@ int32_t run(const KernelInfo& k, const sk_kernel_args* args, const sk_core_ctx* 
     const int64_t slot = p.slot_mapping[t * p.slot_stride];
     if (slot < r.begin || slot >= r.end) continue;
     for (const Source& s : p.sources) {
+      if (s.heads == 0 || s.width == 0) continue;  // nothing to write (the cache may have no storage)
       unsigned char* row = p.caches[s.cache].out + slot * p.caches[s.cache].row_bytes + s.col * p.elem;
       for (int64_t h = 0; h < s.heads; ++h) {
         const float* src = s.data + t * s.stride_t + h * s.stride_h;

@@ -96,7 +96,7 @@ bool plan(const sk_kernel_args* args, const char* name, int32_t cache_dtype, Pla
     return invalid(err, "%s: out must not overlap q_latent or q_pe", name);
   }
   if (!attn::plan_seq_tables(args->inputs[kOpBlockTables], args->inputs[kOpContextLens], ql.shape[0], cache.shape[0],
-                             cache.shape[1], name, &p->seq, err)) {
+                             cache.shape[1], name, "latent_cache", &p->seq, err)) {
     return false;
   }
   p->batch = ql.shape[0];

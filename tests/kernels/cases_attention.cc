@@ -17,6 +17,7 @@
 
 #include "kernel_cases.h"
 #include "kernels/attrs_attention.h"
+#include "kernels/reference/reference.h"
 #include "manual_args.h"
 
 namespace sk::kernel_test {
@@ -351,6 +352,55 @@ TEST(AttentionKernelErrors, KvAppendRejectsSlotsOutsideTheCache) {
   }
 }
 
+// A cache with no KV heads holds nothing: the new values must be [T, 0, Dh] (a no-op, as in the
+// reference); the rank-2 form [T, Dh] of mla_cache_append is not accepted in their place. The
+// caches have no storage, so a write into them would crash.
+TEST(AttentionKernelErrors, KvAppendWithNoHeadsNeverWrites) {
+  for (const char* kernel : {"kv_append.f32", "kv_append.bf16"}) {
+    const int32_t dt = std::strstr(kernel, "bf16") != nullptr ? SK_DTYPE_BF16 : SK_DTYPE_F32;
+    const auto make_ops = [&](ManualArgs& o, std::vector<int64_t> new_shape, bool separate) {
+      o.in(SK_DTYPE_F32, new_shape).in(SK_DTYPE_F32, new_shape).in(SK_DTYPE_I32, {3});
+      o.in(dt, {2, 4, 0, 4}).in(dt, {2, 4, 0, 4}).out(dt, {2, 4, 0, 4}).out(dt, {2, 4, 0, 4});
+      o.in_data<int32_t>(2)[0] = 1;
+      o.in_data<int32_t>(2)[1] = -1;
+      o.in_data<int32_t>(2)[2] = 7;
+      for (size_t c : {3, 4}) o.input(c).data = nullptr;
+      for (size_t c : {0, 1}) o.output(c).data = separate ? nullptr : o.input(c + 3).data;
+    };
+    {
+      SCOPED_TRACE("rank-2 new values");
+      ManualArgs o;
+      make_ops(o, {3, 4}, false);
+      expect_invalid(kernel, o, {"k_new shape [3, 4]", "Hkv = 0"}, true);
+    }
+    for (bool separate : {false, true}) {
+      SCOPED_TRACE(separate ? "separate outputs" : "in place");
+      ManualArgs o;
+      make_ops(o, {3, 0, 4}, separate);
+      const sk_kernel_desc* k = builtin_kernel(kernel);
+      ASSERT_NE(k, nullptr);
+      for (int n : {1, 3}) {
+        for (int core = 0; core < n; ++core) {
+          char msg[512] = {};
+          sk_core_ctx ctx{};
+          ctx.core_id = core;
+          ctx.num_cores = n;
+          ctx.error_message = msg;
+          ctx.error_capacity = sizeof msg;
+          EXPECT_EQ(k->run(&o.args(), &ctx), SK_OK) << msg;
+        }
+      }
+      // Only slot_mapping is read: the caches and the new values have no bytes.
+      sk_access_range ranges[8];
+      ASSERT_EQ(k->access(&o.args(), 0, 1, ranges, 8), 1);
+      EXPECT_EQ(ranges[0].operand, 2);
+      const sk::ref::Reference* ref = sk::ref::find_reference(kernel);
+      ASSERT_NE(ref, nullptr);
+      EXPECT_EQ(ref->run(&o.args()), SK_OK);
+    }
+  }
+}
+
 TEST(AttentionKernelErrors, PagedAttentionRejectsBadTablesAndShapes) {
   const sk_paged_attention_attrs attrs{0.25f};
   const auto make_ops = [&](ManualArgs& o, int64_t hq, int64_t hkv) {
@@ -387,6 +437,18 @@ TEST(AttentionKernelErrors, PagedAttentionRejectsBadTablesAndShapes) {
     expect_invalid("paged_attention.f32", o, {"overlap"}, true);
   }
   {
+    // A cache with block_size 0 (no elements, no storage) is rejected, not divided by.
+    ManualArgs o;
+    o.in(SK_DTYPE_F32, {2, 4, 16}).in(SK_DTYPE_F32, {4, 0, 2, 16}).in(SK_DTYPE_F32, {4, 0, 2, 16});
+    o.in(SK_DTYPE_I32, {2, 3}).in(SK_DTYPE_I32, {2}).out(SK_DTYPE_F32, {2, 4, 16});
+    o.attrs(attrs);
+    o.input(1).data = nullptr;
+    o.input(2).data = nullptr;
+    expect_invalid("paged_attention.f32", o, {"k_cache block_size is 0"}, true);
+    o.in_data<int32_t>(4)[1] = 5;  // a context the cache could not hold either
+    expect_invalid("paged_attention.f32", o, {"k_cache block_size is 0"}, true);
+  }
+  {
     ManualArgs o;
     o.in(SK_DTYPE_F32, {2, 4, 16}).in(SK_DTYPE_BF16, {4, 8, 2, 16}).in(SK_DTYPE_BF16, {4, 8, 2, 16});
     o.in(SK_DTYPE_I32, {2, 3}).in(SK_DTYPE_I32, {2}).out(SK_DTYPE_F32, {2, 4, 16});
@@ -412,6 +474,17 @@ TEST(AttentionKernelErrors, MlaRejectsMismatchedAttributesAndTables) {
     o.in_data<int32_t>(4)[0] = 2;
     expect_invalid("mla_attention.f32", o, {"block_tables[0, 0] = 3", "3 blocks"}, false);
   }
+}
+
+TEST(AttentionKernelErrors, MlaRejectsBlockSizeZero) {
+  ManualArgs o;
+  o.in(SK_DTYPE_F32, {2, 2, 16}).in(SK_DTYPE_F32, {2, 2, 4}).in(SK_DTYPE_F32, {3, 0, 20});
+  o.in(SK_DTYPE_I32, {2, 2}).in(SK_DTYPE_I32, {2}).out(SK_DTYPE_F32, {2, 2, 16});
+  o.attrs(sk_mla_attention_attrs{16, 4, 0.1f});
+  o.input(2).data = nullptr;
+  expect_invalid("mla_attention.f32", o, {"latent_cache block_size is 0"}, true);
+  o.in_data<int32_t>(4)[0] = 3;
+  expect_invalid("mla_attention.f32", o, {"latent_cache block_size is 0"}, true);
 }
 
 TEST(AttentionKernelErrors, BatchedMatmulShapes) {
