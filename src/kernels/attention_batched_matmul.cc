@@ -7,18 +7,15 @@
 // Cores split the (h, n) rows of w in chunks of 8 rows, so each core streams its own slice of
 // the weights (decode is weight-bandwidth bound) and writes columns of y no other core writes.
 //
-// Determinism: every y[h][m][n] is one dot product accumulated in `lanes` partial sums, where
-// lane l sums x[k] * w[k] for k = l (mod lanes) in increasing k with one FMA per step (a ragged
-// end of K adds masked zeros), followed by the fixed tree of simd::hsum_lanes. Register tiles
-// only change which dot products advance together, so the result depends on (x row, w row, K,
-// ISA) only: not on M, N, Hb, the core split or alignment.
+// Each head is one call of matmul.f32's driver (gemm_f32, gemv_kernels.h), so every y[h][m][n]
+// is the dot product matmul.f32 computes for that x row and w row: it depends on (x row, w row,
+// K, ISA) only, not on M, N, Hb, the core split or alignment.
 #include <algorithm>
 
 #include "kernels/attention_core.h"
-#include "kernels/cpu_isa.h"
+#include "kernels/gemv_kernels.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
-#include "kernels/simd.h"
 
 namespace sk::kernels {
 namespace {
@@ -27,152 +24,6 @@ constexpr const char* kName = "batched_matmul.f32";
 enum { kOpX = 0, kOpW = 1, kOpOut = 2 };
 
 constexpr int64_t kRowAlign = 8;  // split granularity of the (h, n) rows of w
-constexpr int kMr = 2;            // register tile: kMr x rows by kNr w rows
-constexpr int kNr = 4;
-
-// y[m * sy + n] = x row m . w row n for m < M, n < N.
-using GemmFn = void (*)(const float* x, int64_t sx, const float* w, int64_t sw, float* y, int64_t sy, int64_t m,
-                        int64_t n, int64_t k);
-
-// The fallback accumulates in double: it is the slow path anyway, and the most accurate level.
-void gemm_scalar(const float* x, int64_t sx, const float* w, int64_t sw, float* y, int64_t sy, int64_t m, int64_t n,
-                 int64_t k) {
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      double acc = 0.0;
-      for (int64_t e = 0; e < k; ++e) acc += static_cast<double>(x[i * sx + e]) * w[j * sw + e];
-      y[i * sy + j] = static_cast<float>(acc);
-    }
-  }
-}
-
-#if SK_KERNELS_X86
-template <int MR, int NR>
-SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const float* w, int64_t sw, float* y, int64_t sy, int64_t k) {
-  __m256 acc[MR][NR];
-#pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_ps();
-  }
-  int64_t e = 0;
-  for (; e + 8 <= k; e += 8) {
-    __m256 wv[NR];
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) wv[j] = _mm256_loadu_ps(w + j * sw + e);
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) {
-      const __m256 xv = _mm256_loadu_ps(x + i * sx + e);
-#pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
-    }
-  }
-  if (e < k) {
-    const __m256i mask = simd::mask8(k - e);
-    __m256 wv[NR];
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) wv[j] = _mm256_maskload_ps(w + j * sw + e, mask);
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) {
-      const __m256 xv = _mm256_maskload_ps(x + i * sx + e, mask);
-#pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) y[i * sy + j] = simd::hsum8(acc[i][j]);
-  }
-}
-
-template <int MR, int NR>
-SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, int64_t sw, float* y, int64_t sy,
-                                  int64_t k) {
-  __m512 acc[MR][NR];
-#pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
-  }
-  int64_t e = 0;
-  for (; e + 16 <= k; e += 16) {
-    __m512 wv[NR];
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) wv[j] = _mm512_loadu_ps(w + j * sw + e);
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) {
-      const __m512 xv = _mm512_loadu_ps(x + i * sx + e);
-#pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
-    }
-  }
-  if (e < k) {
-    const __mmask16 mask = simd::mask16(k - e);
-    __m512 wv[NR];
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) wv[j] = _mm512_maskz_loadu_ps(mask, w + j * sw + e);
-#pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) {
-      const __m512 xv = _mm512_maskz_loadu_ps(mask, x + i * sx + e);
-#pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i) {
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) y[i * sy + j] = simd::hsum16(acc[i][j]);
-  }
-}
-
-using TileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t);
-
-// Walks N in tiles of kNr w rows (outer, so a tile's rows stay in cache across all of M) and M
-// in tiles of kMr x rows.
-void gemm_tiled(const TileFn (&tiles)[kMr][kNr], const float* x, int64_t sx, const float* w, int64_t sw, float* y,
-                int64_t sy, int64_t m, int64_t n, int64_t k) {
-  for (int64_t j = 0; j < n; j += kNr) {
-    const int64_t nr = std::min<int64_t>(kNr, n - j);
-    for (int64_t i = 0; i < m; i += kMr) {
-      const int64_t mr = std::min<int64_t>(kMr, m - i);
-      tiles[mr - 1][nr - 1](x + i * sx, sx, w + j * sw, sw, y + i * sy + j, sy, k);
-    }
-  }
-}
-
-void gemm_avx2(const float* x, int64_t sx, const float* w, int64_t sw, float* y, int64_t sy, int64_t m, int64_t n,
-               int64_t k) {
-  static constexpr TileFn kTiles[kMr][kNr] = {
-      {tile_avx2<1, 1>, tile_avx2<1, 2>, tile_avx2<1, 3>, tile_avx2<1, 4>},
-      {tile_avx2<2, 1>, tile_avx2<2, 2>, tile_avx2<2, 3>, tile_avx2<2, 4>},
-  };
-  gemm_tiled(kTiles, x, sx, w, sw, y, sy, m, n, k);
-}
-
-void gemm_avx512(const float* x, int64_t sx, const float* w, int64_t sw, float* y, int64_t sy, int64_t m, int64_t n,
-                 int64_t k) {
-  static constexpr TileFn kTiles[kMr][kNr] = {
-      {tile_avx512<1, 1>, tile_avx512<1, 2>, tile_avx512<1, 3>, tile_avx512<1, 4>},
-      {tile_avx512<2, 1>, tile_avx512<2, 2>, tile_avx512<2, 3>, tile_avx512<2, 4>},
-  };
-  gemm_tiled(kTiles, x, sx, w, sw, y, sy, m, n, k);
-}
-#endif
-
-GemmFn select_gemm() {
-#if SK_KERNELS_X86
-  switch (current_isa_level()) {
-    case kIsaAvx512:
-      return gemm_avx512;
-    case kIsaAvx2:
-      return gemm_avx2;
-    default:
-      break;
-  }
-#endif
-  return gemm_scalar;
-}
 
 struct Plan {
   int64_t hb = 0;
@@ -246,7 +97,6 @@ int32_t batched_matmul_f32_run(const sk_kernel_args* args, const sk_core_ctx* co
   if (!check_core(core, kName, err) || !plan(args, &p, err)) return SK_ERR_INVALID_ARGUMENT;
   if (p.m == 0) return SK_OK;
   const sk_range r = sk_split_range(p.hb * p.n, core->core_id, core->num_cores, kRowAlign);
-  const GemmFn gemm = select_gemm();
   for_each_head(p, r, [&](int64_t h, int64_t n0, int64_t n1) {
     float* y = p.y + h * p.ys[0] + n0;
     if (p.k == 0) {
@@ -254,7 +104,7 @@ int32_t batched_matmul_f32_run(const sk_kernel_args* args, const sk_core_ctx* co
       for (int64_t i = 0; i < p.m; ++i) std::fill(y + i * p.ys[1], y + i * p.ys[1] + (n1 - n0), 0.0f);
       return;
     }
-    gemm(p.x + h * p.xs[0], p.xs[1], p.w + h * p.ws[0] + n0 * p.ws[1], p.ws[1], y, p.ys[1], p.m, n1 - n0, p.k);
+    gemm_f32(p.x + h * p.xs[0], p.xs[1], p.w + h * p.ws[0] + n0 * p.ws[1], p.ws[1], y, p.ys[1], p.m, n1 - n0, p.k);
   });
   return SK_OK;
 }
