@@ -23,8 +23,6 @@ namespace {
 constexpr const char* kName = "matmul.f32";
 enum { kOpX = 0, kOpW = 1, kOpOut = 2 };
 
-// Split granularity of N between cores.
-constexpr int64_t kNAlign = 8;
 // Cache blocking for M > 1: a pass keeps the partial sums of kMBlock x rows by kNBlock w rows
 // and walks K in kKBlock steps. The x block of a step is packed into a dense panel: with the
 // usual power-of-two K, x rows sit a multiple of 4 KiB apart and would all compete for the
@@ -329,39 +327,10 @@ bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
       !check_tensor(out, kName, "out", SK_DTYPE_F32, 1, err)) {
     return false;
   }
-  char s1[96];
-  char s2[96];
-  const int64_t k = x.shape[x.rank - 1];
-  if (w.rank != 2 || w.shape[1] != k) {
-    return invalid(err, "%s: w shape %s is not [N, %lld] for x shape %s", kName, format_shape(w, s1, sizeof s1),
-                   static_cast<long long>(k), format_shape(x, s2, sizeof s2));
-  }
-  const int64_t n = w.shape[0];
-  bool out_ok = out.rank == x.rank && out.shape[out.rank - 1] == n;
-  for (int d = 0; out_ok && d < x.rank - 1; ++d) out_ok = out.shape[d] == x.shape[d];
-  if (!out_ok) {
-    return invalid(err, "%s: out shape %s does not match x shape %s with N = %lld", kName,
-                   format_shape(out, s1, sizeof s1), format_shape(x, s2, sizeof s2), static_cast<long long>(n));
-  }
-  if (!last_dim_contiguous(x) || !last_dim_contiguous(w) || !last_dim_contiguous(out)) {
-    return invalid(err, "%s: the last dimension of x, w and out must have stride 1", kName);
-  }
-  // Every core reads all of x while writing its columns of out.
-  if (x.data == out.data && sk_tensor_numel(&out) > 0) {
-    return invalid(err, "%s: out must not alias x", kName);
-  }
-  const int lead = x.rank - 1;
-  int64_t strides[2][SK_MAX_RANK] = {};
-  for (int d = 0; d < lead; ++d) {
-    strides[0][d] = x.stride[d];
-    strides[1][d] = out.stride[d];
-  }
-  if (!make_walk(lead, x.shape, 2, strides, 1, n, &p->rows)) {
-    return invalid(err, "%s: out is a view whose rows overlap in memory", kName);
-  }
+  if (!plan_linear_rows(x, w, out, kName, "x", &p->rows, err)) return false;
   p->m = p->rows.numel;
-  p->k = k;
-  p->n = n;
+  p->k = x.shape[x.rank - 1];
+  p->n = w.shape[0];
   p->w_stride = w.stride[0];
   p->x = static_cast<const float*>(x.data);
   p->w = static_cast<const float*>(w.data);
@@ -375,18 +344,13 @@ int32_t matmul_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
   const ErrorSink err = sink_of(core);
   Plan p;
   if (!check_core(core, kName, err) || !plan(args, &p, err)) return SK_ERR_INVALID_ARGUMENT;
-  const sk_range r = sk_split_range(p.n, core->core_id, core->num_cores, kNAlign);
+  const sk_range r = sk_split_range(p.n, core->core_id, core->num_cores, kNSplitAlign);
   if (r.begin >= r.end) return SK_OK;
   const int64_t sx = p.rows.inner_stride(0);
   const int64_t sy = p.rows.inner_stride(1);
   if (p.k == 0) {
     // Empty dot products; x and w may then have no storage at all, so do not touch them.
-    for_each_run(p.rows, 0, p.m, [&](const int64_t* off, int64_t len) {
-      for (int64_t i = 0; i < len; ++i) {
-        float* row = p.out + off[1] + i * sy;
-        std::fill(row + r.begin, row + r.end, 0.0f);
-      }
-    });
+    zero_linear_rows(p.rows, p.out, r);
     return SK_OK;
   }
   const GemmIsa& g = select_gemm();
@@ -403,15 +367,13 @@ int32_t matmul_f32_prologue(const sk_kernel_args* args, const sk_core_ctx* core)
   const ErrorSink err = sink_of(core);
   Plan p;
   if (!check_core(core, kName, err) || !plan(args, &p, err)) return SK_ERR_INVALID_ARGUMENT;
-  const sk_range r = sk_split_range(p.n, core->core_id, core->num_cores, kNAlign);
+  const sk_range r = sk_split_range(p.n, core->core_id, core->num_cores, kNSplitAlign);
   constexpr int64_t kRows = 8;
   constexpr int64_t kBytesPerRow = 2048;
-  const int64_t rows = std::min(kRows, r.end - r.begin);
-  const int64_t bytes = std::min<int64_t>(kBytesPerRow, p.k * static_cast<int64_t>(sizeof(float)));
-  if (bytes == 0) return SK_OK;
-  for (int64_t i = 0; i < rows; ++i) {
-    const char* row = reinterpret_cast<const char*>(p.w + (r.begin + i) * p.w_stride);
-    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(row + b, 0, 3);
+  if (r.begin < r.end) {
+    prefetch_weight_rows(p.w + r.begin * p.w_stride, p.w_stride * static_cast<int64_t>(sizeof(float)),
+                         std::min(kRows, r.end - r.begin),
+                         std::min<int64_t>(kBytesPerRow, p.k * static_cast<int64_t>(sizeof(float))));
   }
   return SK_OK;
 }
@@ -422,24 +384,9 @@ int32_t matmul_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t n
   if (num_cores < 1 || core_id < 0 || core_id >= num_cores || !plan(args, &p, {})) {
     return -SK_ERR_INVALID_ARGUMENT;
   }
-  const sk_range r = sk_split_range(p.n, core_id, num_cores, kNAlign);
+  const sk_range r = sk_split_range(p.n, core_id, num_cores, kNSplitAlign);
   RangeList list(ranges, capacity);
-  if (r.begin >= r.end || p.m == 0) return list.finish();
-  constexpr int64_t kF = sizeof(float);
-  list.add_walk(p.rows, 0, kOpX, SK_ACCESS_READ, 0, p.m, p.k, kF);
-  if (p.k > 0) {
-    const int64_t first = r.begin * p.w_stride;
-    const int64_t last = (r.end - 1) * p.w_stride;
-    list.add(kOpW, SK_ACCESS_READ, std::min(first, last) * kF, (std::max(first, last) + p.k) * kF);
-  }
-  // A core owns columns [begin, end) of every row: one range per row, merged where rows abut.
-  const int64_t sy = p.rows.inner_stride(1);
-  for_each_run(p.rows, 0, p.m, [&](const int64_t* off, int64_t len) {
-    for (int64_t i = 0; i < len; ++i) {
-      const int64_t row = off[1] + i * sy;
-      list.add(kOpOut, SK_ACCESS_WRITE, (row + r.begin) * kF, (row + r.end) * kF);
-    }
-  });
+  add_linear_access(list, p.rows, p.k, sizeof(float), kOpX, p.w_stride, sizeof(float), kOpW, kOpOut, r);
   return list.finish();
 }
 

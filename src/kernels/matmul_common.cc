@@ -1,5 +1,5 @@
 // Argument checks and access ranges shared by the kernels that multiply rows of x[..., K] by
-// w[N, K] transposed and split N between cores (matmul.bf16, matmul.w8a8, matmul.w8a8_dyn).
+// w[N, K] transposed and split N between cores (matmul.f32, matmul.bf16, matmul.w8a8, matmul.w8a8_dyn).
 #include <algorithm>
 
 #include "kernels/gemv_kernels.h"
