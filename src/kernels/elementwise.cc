@@ -203,18 +203,9 @@ struct DenseTiling {
 int32_t binary_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size,
                       const BinaryKernel& k) {
   if (args->num_inputs != 2 || args->num_outputs != 1) return SK_ERR_INVALID_ARGUMENT;
-  // Tiling sees shapes only (data may still be null at compile time): validate a copy whose
-  // data pointers are stand-ins, so the shape checks run and the null check does not fire.
-  static float stand_in;
-  sk_tensor_arg in[2] = {args->inputs[0], args->inputs[1]};
-  sk_tensor_arg out = args->outputs[0];
-  for (sk_tensor_arg* t : {&in[0], &in[1], &out})
-    if (t->data == nullptr) t->data = &stand_in;
-  sk_kernel_args shapes = *args;
-  shapes.inputs = in;
-  shapes.outputs = &out;
+  // Tiling sees shapes only: data may still be null at compile time.
   BinaryPlan p;
-  if (!plan_binary(&shapes, k, &p, {})) return SK_ERR_INVALID_ARGUMENT;
+  if (!plan_binary(args, k, &p, ErrorSink{nullptr, 0, /*shapes_only=*/true})) return SK_ERR_INVALID_ARGUMENT;
   const Walk& w = p.walk;
   if (w.rank == 1 && w.inner_stride(kOpA) == 1 && w.inner_stride(kOpB) == 1 && w.inner_stride(kOpOut) == 1) {
     const DenseTiling d{w.numel, {w.base[kOpA], w.base[kOpB], w.base[kOpOut]}};
@@ -257,12 +248,6 @@ int32_t binary_run(const sk_kernel_args* args, const sk_core_ctx* core, const Bi
   const int64_t sa = w.inner_stride(kOpA);
   const int64_t sb = w.inner_stride(kOpB);
   const int64_t so = w.inner_stride(kOpOut);
-  if (w.rank == 1 && sa == 1 && sb == 1 && so == 1) {
-    // Dense operands: one contiguous run, the same routine the general walk would reach.
-    if (r.begin < r.end)
-      fn(p.a + w.base[kOpA] + r.begin, p.b + w.base[kOpB] + r.begin, p.out + w.base[kOpOut] + r.begin, r.end - r.begin);
-    return SK_OK;
-  }
   for_each_run(w, r.begin, r.end, [&](const int64_t* off, int64_t len) {
     run_strided(fn, p.a + off[kOpA], sa, p.b + off[kOpB], sb, p.out + off[kOpOut], so, len);
   });

@@ -22,9 +22,12 @@ namespace sk::kernels {
 inline constexpr int64_t kElementAlign = 16;
 
 // Where a failed check writes its message; `buf` may be null (access callbacks have no ctx).
+// `shapes_only`: the caller is a tiling or workspace-size callback, which runs before operands
+// have addresses, so check_tensor does not require data.
 struct ErrorSink {
   char* buf = nullptr;
   uint32_t capacity = 0;
+  bool shapes_only = false;
 };
 
 inline ErrorSink sink_of(const sk_core_ctx* core) {
