@@ -52,6 +52,8 @@ float quantize_row(const float* x, int64_t k, int8_t* q);
 // K bound of the int8 kernels: |sum q * w| <= K * 127 * 128 stays far inside int32, and the
 // biased VNNI form sum (q + 128) * w (at most K * 255 * 128) does too.
 inline constexpr int64_t kW8MaxK = 65536;
+// K <= kW8MaxK, else an error naming the kernel and the operand K is read from.
+bool check_w8_k(int64_t k, const char* kernel, const char* what, ErrorSink err);
 
 // Split granularity of N between cores: 16 f32 outputs are one cache line, so cores never share
 // a line of an aligned output row.

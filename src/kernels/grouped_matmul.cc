@@ -126,10 +126,7 @@ bool plan(const Variant& v, const sk_kernel_args* args, Plan* p, ErrorSink err) 
       return invalid(err, "%s: w_scale shape %s is not [E, N] for w shape %s", kn, format_shape(ws, s1, sizeof s1),
                      format_shape(w, s2, sizeof s2));
     }
-    if (x.shape[1] > kW8MaxK) {
-      return invalid(err, "%s: K = %lld exceeds %lld, beyond which the int32 sums could overflow", kn,
-                     static_cast<long long>(x.shape[1]), static_cast<long long>(kW8MaxK));
-    }
+    if (!check_w8_k(x.shape[1], kn, "x", err)) return false;
     p->swse = ws.stride[0];
     p->swsn = ws.stride[1];
     p->w_scale = static_cast<const float*>(ws.data);

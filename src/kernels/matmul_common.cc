@@ -50,6 +50,16 @@ bool plan_linear_rows(const sk_tensor_arg& x, const sk_tensor_arg& w, const sk_t
   return true;
 }
 
+bool check_w8_k(int64_t k, const char* kernel, const char* what, ErrorSink err) {
+  if (k > kW8MaxK) {
+    return invalid(err,
+                   "%s: K = %lld (the last dimension of %s) exceeds %lld, beyond which the int32 sums could "
+                   "overflow",
+                   kernel, static_cast<long long>(k), what, static_cast<long long>(kW8MaxK));
+  }
+  return true;
+}
+
 void add_linear_access(RangeList& list, const Walk& rows, int64_t k, int64_t x_size, int32_t x_op, int64_t w_stride,
                        int64_t w_size, int32_t w_op, int32_t out_op, sk_range n_range) {
   if (n_range.begin >= n_range.end || rows.numel == 0) return;

@@ -385,14 +385,6 @@ bool check_weights(const sk_tensor_arg& w, const sk_tensor_arg& ws, const char* 
   return true;
 }
 
-bool check_k(int64_t k, const char* kernel, ErrorSink err) {
-  if (k > kW8MaxK) {
-    return invalid(err, "%s: K = %lld exceeds %lld, beyond which the int32 sums could overflow", kernel,
-                   static_cast<long long>(k), static_cast<long long>(kW8MaxK));
-  }
-  return true;
-}
-
 // inputs: q, x_scale, w, w_scale
 bool plan_static(const sk_kernel_args* args, Plan* p, ErrorSink err) {
   if (!check_arity(args, kName, 4, 1, err)) return false;
@@ -403,7 +395,8 @@ bool plan_static(const sk_kernel_args* args, Plan* p, ErrorSink err) {
   const sk_tensor_arg& out = args->outputs[0];
   if (!check_tensor(q, kName, "q", SK_DTYPE_I8, 1, err) || !check_tensor(xs, kName, "x_scale", SK_DTYPE_F32, 0, err) ||
       !check_weights(w, ws, kName, err) || !check_tensor(out, kName, "out", SK_DTYPE_F32, 1, err) ||
-      !plan_linear_rows(q, w, out, kName, "q", &p->rows, err, &xs) || !check_k(q.shape[q.rank - 1], kName, err)) {
+      !plan_linear_rows(q, w, out, kName, "q", &p->rows, err, &xs) ||
+      !check_w8_k(q.shape[q.rank - 1], kName, "q", err)) {
     return false;
   }
   p->m = p->rows.numel;
@@ -428,7 +421,8 @@ bool plan_dynamic(const sk_kernel_args* args, Plan* p, ErrorSink err) {
   const sk_tensor_arg& out = args->outputs[0];
   if (!check_tensor(x, kDynName, "x", SK_DTYPE_F32, 1, err) || !check_weights(w, ws, kDynName, err) ||
       !check_tensor(out, kDynName, "out", SK_DTYPE_F32, 1, err) ||
-      !plan_linear_rows(x, w, out, kDynName, "x", &p->rows, err) || !check_k(x.shape[x.rank - 1], kDynName, err)) {
+      !plan_linear_rows(x, w, out, kDynName, "x", &p->rows, err) ||
+      !check_w8_k(x.shape[x.rank - 1], kDynName, "x", err)) {
     return false;
   }
   p->m = p->rows.numel;
