@@ -12,7 +12,6 @@
 // K, ISA) only, not on M, N, Hb, the core split or alignment.
 #include <algorithm>
 
-#include "kernels/attention_core.h"
 #include "kernels/gemv_kernels.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
@@ -59,7 +58,7 @@ bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
     return invalid(err, "%s: the last dimension of x, w and out must have stride 1", kName);
   }
   // Every core reads all of its heads' x rows while others write their columns of out.
-  if (attn::views_overlap(x, y) || attn::views_overlap(w, y)) {
+  if (views_overlap(x, y) || views_overlap(w, y)) {
     return invalid(err, "%s: out must not overlap x or w", kName);
   }
   p->hb = x.shape[0];

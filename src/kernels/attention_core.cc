@@ -576,41 +576,4 @@ bool check_seq_tables(const SeqTables& st, const char* kernel, ErrorSink err) {
   return true;
 }
 
-namespace {
-
-bool view_byte_bounds(const sk_tensor_arg& t, int64_t* lo, int64_t* hi) {
-  if (sk_tensor_numel(&t) == 0) return false;
-  int64_t a = 0;
-  int64_t b = 0;
-  for (int d = 0; d < t.rank; ++d) {
-    const int64_t span = (t.shape[d] - 1) * t.stride[d];
-    a += std::min<int64_t>(0, span);
-    b += std::max<int64_t>(0, span);
-  }
-  const int64_t elem = sk_dtype_size(t.dtype);
-  *lo = a * elem;
-  *hi = (b + 1) * elem;
-  return true;
-}
-
-}  // namespace
-
-void add_view(RangeList& list, int32_t operand, int32_t mode, const sk_tensor_arg& t) {
-  int64_t lo = 0;
-  int64_t hi = 0;
-  if (view_byte_bounds(t, &lo, &hi)) list.add(operand, mode, lo, hi);
-}
-
-bool views_overlap(const sk_tensor_arg& a, const sk_tensor_arg& b) {
-  int64_t alo = 0;
-  int64_t ahi = 0;
-  int64_t blo = 0;
-  int64_t bhi = 0;
-  if (!view_byte_bounds(a, &alo, &ahi) || !view_byte_bounds(b, &blo, &bhi)) return false;
-  const auto pa = reinterpret_cast<uintptr_t>(a.data);
-  const auto pb = reinterpret_cast<uintptr_t>(b.data);
-  return pa + static_cast<uintptr_t>(alo) < pb + static_cast<uintptr_t>(bhi) &&
-         pb + static_cast<uintptr_t>(blo) < pa + static_cast<uintptr_t>(ahi);
-}
-
 }  // namespace sk::kernels::attn

@@ -205,11 +205,6 @@ bool plan_seq_tables(const sk_tensor_arg& block_tables, const sk_tensor_arg& con
 // length <= max_blocks * block_size, and every block id a context uses is in [0, num_blocks).
 bool check_seq_tables(const SeqTables& st, const char* kernel, ErrorSink err);
 
-// Byte range spanned by a whole view (nothing when it is empty).
-void add_view(RangeList& list, int32_t operand, int32_t mode, const sk_tensor_arg& t);
-// Whether the byte ranges spanned by two views intersect.
-bool views_overlap(const sk_tensor_arg& a, const sk_tensor_arg& b);
-
 }  // namespace sk::kernels::attn
 
 #endif  // SUPERKERNEL_KERNELS_ATTENTION_CORE_H_

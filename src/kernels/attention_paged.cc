@@ -92,7 +92,7 @@ bool plan(const sk_kernel_args* args, const char* name, int32_t cache_dtype, Pla
     return invalid(err, "%s: the last dimension of q and out must have stride 1", name);
   }
   // out accumulates while q is still being read.
-  if (attn::views_overlap(q, out)) return invalid(err, "%s: out must not overlap q", name);
+  if (views_overlap(q, out)) return invalid(err, "%s: out must not overlap q", name);
   if (!attn::plan_seq_tables(args->inputs[kOpBlockTables], args->inputs[kOpContextLens], q.shape[0], k.shape[0],
                              k.shape[1], name, "k_cache", &p->seq, err)) {
     return false;
@@ -184,8 +184,8 @@ int32_t access(const char* name, int32_t cache_dtype, const sk_kernel_args* args
   }
   RangeList list(ranges, capacity);
   // Every core checks every sequence's tables.
-  attn::add_view(list, kOpBlockTables, SK_ACCESS_READ, args->inputs[kOpBlockTables]);
-  attn::add_view(list, kOpContextLens, SK_ACCESS_READ, args->inputs[kOpContextLens]);
+  add_view(list, kOpBlockTables, SK_ACCESS_READ, args->inputs[kOpBlockTables]);
+  add_view(list, kOpContextLens, SK_ACCESS_READ, args->inputs[kOpContextLens]);
   const sk_range r = core_rows(p, core_id, num_cores);
   if (r.begin >= r.end || p.dh == 0) return list.finish();
   constexpr int64_t kF = sizeof(float);
@@ -194,8 +194,8 @@ int32_t access(const char* name, int32_t cache_dtype, const sk_kernel_args* args
     list.add(kOpQ, SK_ACCESS_READ, q_row * kF, (q_row + p.dh) * kF);
   }
   // The cache rows read depend on the block tables: all of them.
-  attn::add_view(list, kOpK, SK_ACCESS_READ, args->inputs[kOpK]);
-  attn::add_view(list, kOpV, SK_ACCESS_READ, args->inputs[kOpV]);
+  add_view(list, kOpK, SK_ACCESS_READ, args->inputs[kOpK]);
+  add_view(list, kOpV, SK_ACCESS_READ, args->inputs[kOpV]);
   for (int64_t i = r.begin; i < r.end; ++i) {
     const int64_t o_row = (i / p.hq) * p.out_stride[0] + (i % p.hq) * p.out_stride[1];
     list.add(kOpOut, SK_ACCESS_WRITE, o_row * kF, (o_row + p.dh) * kF);

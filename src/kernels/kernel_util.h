@@ -61,6 +61,11 @@ class ScratchCarver {
   uint64_t used_ = 0;
 };
 
+// Byte offsets [lo, hi) relative to t.data spanned by a view; false when it is empty.
+bool view_byte_bounds(const sk_tensor_arg& t, int64_t* lo, int64_t* hi);
+// Whether the byte ranges spanned by two views intersect.
+bool views_overlap(const sk_tensor_arg& a, const sk_tensor_arg& b);
+
 // Reports a workspace smaller than a kernel needs (a runtime or harness bug): SK_ERR_INTERNAL.
 int32_t workspace_too_small(ErrorSink err, const char* kernel, const sk_kernel_args* args, uint64_t needed);
 
@@ -183,6 +188,9 @@ class RangeList {
   bool pending_valid_ = false;
   sk_access_range pending_{};
 };
+
+// The byte range spanned by a whole view (nothing when it is empty).
+void add_view(RangeList& list, int32_t operand, int32_t mode, const sk_tensor_arg& t);
 
 }  // namespace sk::kernels
 

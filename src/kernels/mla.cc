@@ -92,7 +92,7 @@ bool plan(const sk_kernel_args* args, const char* name, int32_t cache_dtype, Pla
     return invalid(err, "%s: the last dimension of q_latent, q_pe and out must have stride 1", name);
   }
   // out accumulates while the queries are still being read.
-  if (attn::views_overlap(ql, out) || attn::views_overlap(qp, out)) {
+  if (views_overlap(ql, out) || views_overlap(qp, out)) {
     return invalid(err, "%s: out must not overlap q_latent or q_pe", name);
   }
   if (!attn::plan_seq_tables(args->inputs[kOpBlockTables], args->inputs[kOpContextLens], ql.shape[0], cache.shape[0],
@@ -181,8 +181,8 @@ int32_t access(const char* name, int32_t cache_dtype, const sk_kernel_args* args
   }
   RangeList list(ranges, capacity);
   // Every core checks every sequence's tables.
-  attn::add_view(list, kOpBlockTables, SK_ACCESS_READ, args->inputs[kOpBlockTables]);
-  attn::add_view(list, kOpContextLens, SK_ACCESS_READ, args->inputs[kOpContextLens]);
+  add_view(list, kOpBlockTables, SK_ACCESS_READ, args->inputs[kOpBlockTables]);
+  add_view(list, kOpContextLens, SK_ACCESS_READ, args->inputs[kOpContextLens]);
   const sk_range r = core_rows(p, core_id, num_cores);
   if (r.begin >= r.end) return list.finish();
   constexpr int64_t kF = sizeof(float);
@@ -195,7 +195,7 @@ int32_t access(const char* name, int32_t cache_dtype, const sk_kernel_args* args
     list.add(kOpQPe, SK_ACCESS_READ, row * kF, (row + p.rope) * kF);
   }
   // The latent rows read depend on the block tables: all of them.
-  attn::add_view(list, kOpCache, SK_ACCESS_READ, args->inputs[kOpCache]);
+  add_view(list, kOpCache, SK_ACCESS_READ, args->inputs[kOpCache]);
   for (int64_t i = r.begin; i < r.end; ++i) {
     const int64_t row = (i / p.heads) * p.out_stride[0] + (i % p.heads) * p.out_stride[1];
     list.add(kOpOut, SK_ACCESS_WRITE, row * kF, (row + p.rank) * kF);

@@ -79,7 +79,10 @@ bool plan_dispatch(const sk_kernel_args* args, DispatchPlan* p, ErrorSink err) {
     return invalid(err, "%s: topk_ids shape %s does not have the %lld tokens of x %s", kDispatch,
                    format_shape(ids, s1, sizeof s1), static_cast<long long>(p->t), format_shape(x, s2, sizeof s2));
   }
-  if (p->t * p->k >= (int64_t{1} << 31)) return invalid(err, "%s: T*k does not fit i32 row numbers", kDispatch);
+  if (p->t * p->k >= (int64_t{1} << 31)) {
+    return invalid(err, "%s: T*k = %lld rows of x_sorted do not fit row_map's i32 row numbers", kDispatch,
+                   static_cast<long long>(p->t * p->k));
+  }
   if (sorted.shape[0] != p->t * p->k || sorted.shape[1] != p->d) {
     return invalid(err, "%s: x_sorted shape %s is not [%lld, %lld] (T*k, D)", kDispatch,
                    format_shape(sorted, s1, sizeof s1), static_cast<long long>(p->t * p->k),
@@ -256,11 +259,11 @@ bool plan_combine(const sk_kernel_args* args, bool shared, CombinePlan* p, Error
     return invalid(err, "%s: out shape %s differs from x shape %s", name, format_shape(out, s1, sizeof s1),
                    format_shape(x, s2, sizeof s2));
   }
-  // The output is accumulated in place: it must not share memory with an input.
+  // The output is cleared or seeded and then accumulated into while the inputs are still read:
+  // it must not share a byte with any of them.
+  static constexpr const char* kInputNames[] = {"y", "row_map", "topk_weights", "x", "shared"};
   for (int32_t i = 0; i < args->num_inputs; ++i) {
-    if (args->inputs[i].data == out.data && out.data != nullptr) {
-      return invalid(err, "%s: out must not alias input %d", name, i);
-    }
+    if (views_overlap(args->inputs[i], out)) return invalid(err, "%s: out overlaps %s", name, kInputNames[i]);
   }
   p->y = moe::view2<const float>(y);
   p->row_map = moe::view2<const int32_t>(row_map);

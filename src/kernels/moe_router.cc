@@ -187,7 +187,8 @@ bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
                    format_shape(logits, s2, sizeof s2));
   }
   if (p->n >= (int64_t{1} << 31))
-    return invalid(err, "%s: %lld experts do not fit i32 ids", kName, static_cast<long long>(p->n));
+    return invalid(err, "%s: logits has %lld experts, more than topk_ids (i32) can number", kName,
+                   static_cast<long long>(p->n));
   if (a.top_k < 1 || a.top_k > p->n) {
     return invalid(err, "%s: top_k = %d is outside [1, %lld] (the expert count)", kName, a.top_k,
                    static_cast<long long>(p->n));

@@ -125,6 +125,11 @@ bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
   if (!last_dim_contiguous(x) || !last_dim_contiguous(q)) {
     return invalid(err, "%s: the last dimension of x and q must have stride 1", kName);
   }
+  // A q row is a quarter of an x row's bytes: in place, row r would overwrite x rows another core
+  // still reads.
+  if (views_overlap(x, q) || views_overlap(x, scale)) {
+    return invalid(err, "%s: %s overlaps x", kName, views_overlap(x, q) ? "q" : "scale");
+  }
   int64_t strides[3][SK_MAX_RANK] = {};
   for (int d = 0; d < lead; ++d) {
     strides[0][d] = x.stride[d];

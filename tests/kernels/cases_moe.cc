@@ -722,4 +722,14 @@ TEST(MoeErrors, SamplerWorkspaceFollowsItsPath) {
   EXPECT_GE(nucleus, 4096u * 44);
 }
 
+// Combine clears or seeds out and accumulates into it while reading its inputs, so an out that
+// overlaps an input anywhere (not only at the same address) is refused, naming the input.
+TEST(MoeErrors, CombineRefusesAnOutputOverlappingAnInput) {
+  ManualArgs ops;
+  ops.in(SK_DTYPE_F32, {4, 8}).in(SK_DTYPE_I32, {2, 2}).in(SK_DTYPE_F32, {2, 2}).in(SK_DTYPE_F32, {2, 8});
+  ops.out(SK_DTYPE_F32, {2, 8});
+  ops.output(0).data = ops.in_data<float>(0) + 8;  // rows 1-2 of y: overlapping, not the same address
+  expect_invalid("moe_combine.f32", ops, {"out overlaps y"});
+}
+
 }  // namespace sk::kernel_test
