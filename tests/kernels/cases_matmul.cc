@@ -549,6 +549,10 @@ TEST(MatmulFamily, ShapeAndDtypeErrors) {
   expect_invalid("matmul.bf16", {&x, &wb}, {&y7}, "out shape");
   expect_invalid("quantize.i8", {&x}, {&q, &xs5}, "scale shape");
   expect_invalid("quantize.i8", {&x}, {&xs, &q}, "dtype");
+  // q written over x (in place, a quarter of the bytes per row) would clobber rows others read.
+  Tensor q_in_x = dense(SK_DTYPE_I8, {4, 8});
+  q_in_x.arg.data = x.arg.data;
+  expect_invalid("quantize.i8", {&x}, {&q_in_x, &xs}, "q overlaps x");
   expect_invalid("matmul.w8a8", {&q, &xs5, &wi, &ws}, {&y}, "x_scale shape");
   expect_invalid("matmul.w8a8", {&q, &xs, &wi, &ws7}, {&y}, "w_scale shape");
   expect_invalid("matmul.w8a8", {&q, &xs, &wb, &ws}, {&y}, "dtype");
