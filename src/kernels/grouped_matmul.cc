@@ -98,9 +98,12 @@ bool plan(const Variant& v, const sk_kernel_args* args, Plan* p, ErrorSink err) 
   char s1[96];
   char s2[96];
   char s3[96];
+  char s4[96];
   if (x.rank != 2 || counts.rank != 1 || w.rank != 3 || y.rank != 2) {
-    return invalid(err, "%s: expected x [R, K], counts [E], w [E, N, K] and out [R, N], got x %s, w %s, out %s", kn,
-                   format_shape(x, s1, sizeof s1), format_shape(w, s2, sizeof s2), format_shape(y, s3, sizeof s3));
+    return invalid(err,
+                   "%s: expected x [R, K], counts [E], w [E, N, K] and out [R, N], got x %s, counts %s, w %s, out %s",
+                   kn, format_shape(x, s1, sizeof s1), format_shape(counts, s4, sizeof s4),
+                   format_shape(w, s2, sizeof s2), format_shape(y, s3, sizeof s3));
   }
   if (w.shape[0] != counts.shape[0] || w.shape[2] != x.shape[1]) {
     return invalid(err, "%s: w shape %s is not [E, N, K] for counts [%lld] and x shape %s", kn,
