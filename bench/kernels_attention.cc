@@ -6,7 +6,7 @@
 #include <string>
 
 #include "kernel_bench.h"
-#include "kernels/attrs_attention.h"
+#include "superkernel/attrs_attention.h"
 
 namespace sk::bench {
 namespace {

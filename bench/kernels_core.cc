@@ -1,6 +1,6 @@
 // sk_bench_kernels cases of the v0 kernels.
 #include "kernel_bench.h"
-#include "kernels/builtin_attrs.h"
+#include "superkernel/attrs_core.h"
 
 namespace sk::bench {
 

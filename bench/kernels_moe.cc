@@ -11,7 +11,7 @@
 #include <random>
 
 #include "kernel_bench.h"
-#include "kernels/attrs_moe.h"
+#include "superkernel/attrs_moe.h"
 
 namespace sk::bench {
 namespace {

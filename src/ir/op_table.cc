@@ -3,7 +3,7 @@
 #include <array>
 #include <cstring>
 
-#include "kernels/builtin_attrs.h"
+#include "superkernel/attrs_core.h"
 
 namespace sk {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "kernels/builtin_attrs.h"
+#include "superkernel/attrs_core.h"
 
 namespace sk {
 namespace {

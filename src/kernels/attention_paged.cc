@@ -16,10 +16,10 @@
 #include <cmath>
 
 #include "kernels/attention_core.h"
-#include "kernels/attrs_attention.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "superkernel/attrs_attention.h"
 
 namespace sk::kernels {
 namespace {

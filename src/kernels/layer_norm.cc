@@ -9,11 +9,11 @@
 // may be the same buffer: a row is fully reduced before any of it is written.
 #include <cmath>
 
-#include "kernels/attrs_attention.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
+#include "superkernel/attrs_attention.h"
 
 namespace sk::kernels {
 namespace {

@@ -14,12 +14,12 @@
 // with the same message and leaves the outputs untouched.
 #include <cstring>
 
-#include "kernels/attrs_moe.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
 #include "kernels/moe_common.h"
 #include "kernels/simd.h"
+#include "superkernel/attrs_moe.h"
 
 namespace sk::kernels {
 namespace {

@@ -6,11 +6,11 @@
 // any of it is written.
 #include <cmath>
 
-#include "kernels/builtin_attrs.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
+#include "superkernel/attrs_core.h"
 
 namespace sk::kernels {
 namespace {

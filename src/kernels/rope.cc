@@ -13,11 +13,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/attrs_attention.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
+#include "superkernel/attrs_attention.h"
 
 namespace sk::kernels {
 namespace {

@@ -18,13 +18,13 @@
 #include <functional>
 #include <limits>
 
-#include "kernels/attrs_moe.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
 #include "kernels/moe_common.h"
 #include "kernels/moe_topk.h"
 #include "kernels/simd.h"
+#include "superkernel/attrs_moe.h"
 
 namespace sk::kernels {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "conformance.h"
-#include "kernels/attrs_attention.h"
+#include "superkernel/attrs_attention.h"
 
 namespace sk::conformance {
 namespace {

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "conformance.h"
-#include "kernels/attrs_moe.h"
+#include "superkernel/attrs_moe.h"
 
 namespace sk::conformance {
 namespace {

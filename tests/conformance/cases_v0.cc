@@ -2,7 +2,7 @@
 // ordinary shapes plus edges (one row, one token, dims that are not a multiple of the vector
 // width, broadcasts).
 #include "conformance.h"
-#include "kernels/builtin_attrs.h"
+#include "superkernel/attrs_core.h"
 
 namespace sk::conformance {
 namespace {

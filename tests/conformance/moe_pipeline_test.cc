@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "common/test_runtime.h"
-#include "kernels/attrs_moe.h"
+#include "superkernel/attrs_moe.h"
 #include "superkernel/ops.h"
 #include "superkernel/runtime.h"
 

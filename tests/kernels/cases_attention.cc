@@ -16,9 +16,9 @@
 #include <string>
 
 #include "kernel_cases.h"
-#include "kernels/attrs_attention.h"
 #include "kernels/reference/reference.h"
 #include "manual_args.h"
+#include "superkernel/attrs_attention.h"
 
 namespace sk::kernel_test {
 namespace {

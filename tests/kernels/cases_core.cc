@@ -1,7 +1,7 @@
 // Direct-test cases of the v0 kernels: contiguous, broadcast, strided, transposed, reversed,
 // in-place and edge shapes.
 #include "kernel_cases.h"
-#include "kernels/builtin_attrs.h"
+#include "superkernel/attrs_core.h"
 
 namespace sk::kernel_test {
 

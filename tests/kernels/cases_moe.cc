@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "kernel_cases.h"
-#include "kernels/attrs_moe.h"
 #include "kernels/reference/reference.h"
 #include "manual_args.h"
+#include "superkernel/attrs_moe.h"
 
 namespace sk::kernel_test {
 namespace {

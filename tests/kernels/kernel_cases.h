@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/builtin_attrs.h"
+#include "superkernel/attrs_core.h"
 
 namespace sk::kernel_test {
 

@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "kernel_cases.h"
-#include "kernels/builtin_attrs.h"
 #include "kernels/reference/reference.h"
 #include "manual_args.h"
+#include "superkernel/attrs_core.h"
 #include "util/element.h"
 #include "util/half.h"
 

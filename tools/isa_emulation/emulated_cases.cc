@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "kernels/attrs_attention.h"
-#include "kernels/attrs_moe.h"
-#include "kernels/builtin_attrs.h"
 #include "kernels/reference/reference.h"
 #include "manual_args.h"
+#include "superkernel/attrs_attention.h"
+#include "superkernel/attrs_core.h"
+#include "superkernel/attrs_moe.h"
 #include "util/element.h"
 
 namespace {

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/attrs_attention.h"
 #include "kernels/reference/ref_util.h"
 #include "kernels/reference/reference.h"
+#include "superkernel/attrs_attention.h"
 #include "util/half.h"
 
 namespace sk::ref {

@@ -7,9 +7,9 @@
 #include <numeric>
 #include <vector>
 
-#include "kernels/attrs_moe.h"
 #include "kernels/reference/ref_util.h"
 #include "kernels/reference/reference.h"
+#include "superkernel/attrs_moe.h"
 
 namespace sk::ref {
 namespace {

@@ -1,8 +1,8 @@
 #include <cmath>
 
-#include "kernels/builtin_attrs.h"
 #include "kernels/reference/ref_util.h"
 #include "kernels/reference/reference.h"
+#include "superkernel/attrs_core.h"
 
 namespace sk::ref {
 

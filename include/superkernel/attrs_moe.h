@@ -3,8 +3,8 @@
  * check `attrs_size == sizeof(struct)` and memcpy the blob (it has no alignment guarantee).
  * moe_combine, moe_combine_shared and argmax take no attributes. Contracts: docs/kernels_moe.md.
  */
-#ifndef SUPERKERNEL_KERNELS_ATTRS_MOE_H_
-#define SUPERKERNEL_KERNELS_ATTRS_MOE_H_
+#ifndef SUPERKERNEL_ATTRS_MOE_H_
+#define SUPERKERNEL_ATTRS_MOE_H_
 
 #include <stdint.h>
 
@@ -43,4 +43,4 @@ typedef struct sk_sample_attrs {
 }
 #endif
 
-#endif /* SUPERKERNEL_KERNELS_ATTRS_MOE_H_ */
+#endif /* SUPERKERNEL_ATTRS_MOE_H_ */

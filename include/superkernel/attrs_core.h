@@ -1,8 +1,8 @@
 /* Attribute blobs of the built-in kernels. Shared by the graph builders (src/ir) that fill them
  * and the built-in kernel package (src/kernels) that reads them; plain C so the layout is the
  * one the kernel ABI passes through `sk_kernel_args::attrs`. */
-#ifndef SUPERKERNEL_KERNELS_BUILTIN_ATTRS_H_
-#define SUPERKERNEL_KERNELS_BUILTIN_ATTRS_H_
+#ifndef SUPERKERNEL_ATTRS_CORE_H_
+#define SUPERKERNEL_ATTRS_CORE_H_
 
 #include <stdint.h>
 
@@ -21,4 +21,4 @@ typedef struct sk_rms_norm_attrs {
 }
 #endif
 
-#endif /* SUPERKERNEL_KERNELS_BUILTIN_ATTRS_H_ */
+#endif /* SUPERKERNEL_ATTRS_CORE_H_ */

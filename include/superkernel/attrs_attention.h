@@ -3,8 +3,8 @@
  * `sk_kernel_args::attrs`; docs/kernels_attention.md describes every kernel's contract.
  *
  * Kernels without attributes: kv_append.*, mla_cache_append.*, batched_matmul.f32. */
-#ifndef SUPERKERNEL_KERNELS_ATTRS_ATTENTION_H_
-#define SUPERKERNEL_KERNELS_ATTRS_ATTENTION_H_
+#ifndef SUPERKERNEL_ATTRS_ATTENTION_H_
+#define SUPERKERNEL_ATTRS_ATTENTION_H_
 
 #include <stdint.h>
 
@@ -44,4 +44,4 @@ typedef struct sk_mla_attention_attrs {
 }
 #endif
 
-#endif /* SUPERKERNEL_KERNELS_ATTRS_ATTENTION_H_ */
+#endif /* SUPERKERNEL_ATTRS_ATTENTION_H_ */
