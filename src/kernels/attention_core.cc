@@ -102,6 +102,29 @@ SK_TARGET_AVX2 SK_ATTN_INLINE __m256 load8_tail(const Bf16* p, int64_t n) {
   return load8(buf);
 }
 
+// The sums of a 4-token x 2-head tile of 8-lane accumulators, times scale, into s[h * kChunk + t]:
+// simd::hsum8's tree (t[i] + t[i + 4], then t[i] + t[i + 2], then t[0] + t[1]) run on all eight
+// at once with shuffles, so every sum has hsum8's bits at a third of the instructions.
+SK_TARGET_AVX2 SK_ATTN_INLINE void store_sums_4x2(const __m256 (&acc)[4][2], float scale, float* s) {
+  __m256 y[4];  // y[t] = [acc[t][0] folded to 4 lanes | acc[t][1] folded to 4 lanes]
+#pragma GCC unroll 4
+  for (int t = 0; t < 4; ++t) {
+    y[t] = _mm256_add_ps(_mm256_permute2f128_ps(acc[t][0], acc[t][1], 0x20),
+                         _mm256_permute2f128_ps(acc[t][0], acc[t][1], 0x31));
+  }
+  // w0 = [t0 h0, t1 h0 | t0 h1, t1 h1] folded to 2 lanes each; w1 the same for t2, t3.
+  const __m256 w0 = _mm256_add_ps(_mm256_shuffle_ps(y[0], y[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm256_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 w1 = _mm256_add_ps(_mm256_shuffle_ps(y[2], y[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm256_shuffle_ps(y[2], y[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  // [t0..t3 of head 0 | t0..t3 of head 1]
+  const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m256 sv = _mm256_mul_ps(r, _mm256_set1_ps(scale));
+  _mm_storeu_ps(s, _mm256_castps256_ps128(sv));
+  _mm_storeu_ps(s + kChunk, _mm256_extractf128_ps(sv, 1));
+}
+
 // acc[t][h] += lanes of q[h][0, n) * rows[t][off, off + n).
 template <int NT, int NH>
 SK_TARGET_AVX2 SK_ATTN_INLINE void dot_segment_avx2(const float* const* q, const float* const* rows, int64_t off,
@@ -144,10 +167,14 @@ SK_TARGET_AVX2 SK_ATTN_INLINE void score_tile_avx2(const float* const* q1, const
   }
   dot_segment_avx2<NT, NH>(q1, rows, 0, n1, acc);
   if (n2 > 0) dot_segment_avx2<NT, NH>(q2, rows, off2, n2, acc);
+  if constexpr (NT == 4 && NH == 2) {
+    store_sums_4x2(acc, scale, s);
+  } else {
 #pragma GCC unroll 8
-  for (int t = 0; t < NT; ++t) {
+    for (int t = 0; t < NT; ++t) {
 #pragma GCC unroll 8
-    for (int h = 0; h < NH; ++h) s[h * kChunk + t] = simd::hsum8(acc[t][h]) * scale;
+      for (int h = 0; h < NH; ++h) s[h * kChunk + t] = simd::hsum8(acc[t][h]) * scale;
+    }
   }
 }
 
@@ -359,10 +386,24 @@ SK_TARGET_AVX512 SK_ATTN_INLINE void score_tile_avx512(const float* const* q1, c
   }
   dot_segment_avx512<NT, NH>(q1, rows, 0, n1, acc);
   if (n2 > 0) dot_segment_avx512<NT, NH>(q2, rows, off2, n2, acc);
+  if constexpr (NT == 4 && NH == 2) {
+    // hsum16 folds the upper 8 lanes onto the lower 8, then runs hsum8's tree.
+    __m256 half[4][2];
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; ++t) {
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        half[t][h] = _mm256_add_ps(_mm512_castps512_ps256(acc[t][h]),
+                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[t][h]), 1)));
+      }
+    }
+    store_sums_4x2(half, scale, s);
+  } else {
 #pragma GCC unroll 8
-  for (int t = 0; t < NT; ++t) {
+    for (int t = 0; t < NT; ++t) {
 #pragma GCC unroll 8
-    for (int h = 0; h < NH; ++h) s[h * kChunk + t] = simd::hsum16(acc[t][h]) * scale;
+      for (int h = 0; h < NH; ++h) s[h * kChunk + t] = simd::hsum16(acc[t][h]) * scale;
+    }
   }
 }
 
