@@ -1,10 +1,10 @@
 // The per-ISA operations of attention_core.h. The AVX2 and AVX-512 paths are the same code at
 // two vector widths (W = 8 or 16 lanes); keep them in step.
 //
-// Register tiles: scores run tiles of 4 tokens x 2 heads (8 accumulators; each cache row vector
-// is loaded, and converted from bf16, once per head pair) over all tokens of a call; pv a tile of
-// 2 vectors x up to 6 heads (12 accumulators kept across the tokens, one load per cache row
-// vector). Each accumulator of pv takes one FMA per token, a chain of dependent FMAs: 12 chains
+// Register tiles: scores run tiles of 4 tokens x 2 heads on AVX2, 4 x 4 on AVX-512 (8 or 16
+// accumulators; each cache row vector is loaded, and converted from bf16, once per tile of heads)
+// over all tokens of a call; pv a tile of 2 vectors x up to 6 heads (12 accumulators kept across
+// the tokens, one load per cache row vector). Each accumulator of pv takes one FMA per token, a chain of dependent FMAs: 12 chains
 // keep the FMA units busy through their latency where 8 barely would.
 #include "kernels/attention_core.h"
 
@@ -24,6 +24,9 @@ namespace {
 
 constexpr int kTileTokens = 4;
 constexpr int kTileHeads = 2;
+// AVX-512 has 32 vector registers: 4 x 4 accumulators, 4 key rows and a query fit, and each key
+// row vector (converted from bf16 once) serves twice as many heads.
+constexpr int kTileHeads512 = 4;
 constexpr int kPvHeads = 6;
 
 // ---- Scalar ----
@@ -376,18 +379,25 @@ SK_TARGET_AVX512 SK_ATTN_INLINE void score_tile_avx512(const float* const* q1, c
   }
   dot_segment_avx512<KT, NT, NH>(q1, rows, 0, n1, acc);
   if (n2 > 0) dot_segment_avx512<KT, NT, NH>(q2, rows, off2, n2, acc);
-  if constexpr (NT == 4 && NH == 2) {
-    // hsum16 folds the upper 8 lanes onto the lower 8, then runs hsum8's tree.
-    __m256 half[4][2];
+  if constexpr (NT == 4) {
+    // Head pairs: hsum16 folds the upper 8 lanes onto the lower 8, then runs hsum8's tree.
 #pragma GCC unroll 4
-    for (int t = 0; t < 4; ++t) {
+    for (int h = 0; h + 1 < NH; h += 2) {
+      __m256 half[4][2];
+#pragma GCC unroll 4
+      for (int t = 0; t < 4; ++t) {
 #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
-        half[t][h] = _mm256_add_ps(_mm512_castps512_ps256(acc[t][h]),
-                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[t][h]), 1)));
+        for (int i = 0; i < 2; ++i) {
+          half[t][i] = _mm256_add_ps(_mm512_castps512_ps256(acc[t][h + i]),
+                                     _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[t][h + i]), 1)));
+        }
       }
+      store_sums_4x2(half, scale, s + h * kChunk);
     }
-    store_sums_4x2(half, scale, s);
+    if constexpr (NH % 2 == 1) {
+#pragma GCC unroll 4
+      for (int t = 0; t < 4; ++t) s[(NH - 1) * kChunk + t] = simd::hsum16(acc[t][NH - 1]) * scale;
+    }
   } else {
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
@@ -411,9 +421,10 @@ SK_TARGET_AVX512 void score_heads_avx512(const float* const* q1, const float* co
 template <class KT>
 void scores_avx512(const float* const* q1, const float* const* q2, int nh, int64_t n1, int64_t n2, int64_t off2,
                    const KT* const* rows, int nt, float scale, float* s) {
-  static constexpr ScoreHeads<KT> kHeads[kTileHeads] = {score_heads_avx512<KT, 1>, score_heads_avx512<KT, 2>};
-  for (int h = 0; h < nh; h += kTileHeads) {
-    kHeads[std::min(kTileHeads, nh - h) - 1](q1 + h, q2 + h, n1, n2, off2, rows, nt, scale, s + h * kChunk);
+  static constexpr ScoreHeads<KT> kHeads[kTileHeads512] = {score_heads_avx512<KT, 1>, score_heads_avx512<KT, 2>,
+                                                           score_heads_avx512<KT, 3>, score_heads_avx512<KT, 4>};
+  for (int h = 0; h < nh; h += kTileHeads512) {
+    kHeads[std::min(kTileHeads512, nh - h) - 1](q1 + h, q2 + h, n1, n2, off2, rows, nt, scale, s + h * kChunk);
   }
 }
 
