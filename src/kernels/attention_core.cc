@@ -4,8 +4,8 @@
 // Register tiles: scores run tiles of 4 tokens x 2 heads on AVX2, 4 x 4 on AVX-512 (8 or 16
 // accumulators; each cache row vector is loaded, and converted from bf16, once per tile of heads)
 // over all tokens of a call; pv a tile of 2 vectors x up to 6 heads (12 accumulators kept across
-// the tokens, one load per cache row vector). Each accumulator of pv takes one FMA per token, a chain of dependent FMAs: 12 chains
-// keep the FMA units busy through their latency where 8 barely would.
+// the tokens, one load per cache row vector). Each accumulator of pv takes one FMA per token, a chain of dependent
+// FMAs: 12 chains keep the FMA units busy through their latency where 8 barely would.
 #include "kernels/attention_core.h"
 
 #include <cmath>
