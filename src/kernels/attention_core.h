@@ -1,9 +1,11 @@
-// Decode attention over a paged cache: the building blocks shared by paged_attention.* and
-// mla_attention.* (one query token per sequence, keys and values gathered row by row).
+// Attention over a paged cache: the building blocks shared by paged_attention*.* and
+// mla_attention*.* (decode: one query token per sequence; prefill: many tokens per sequence,
+// each over its own causal context; keys and values gathered row by row).
 //
 // attend() runs an online softmax over one sequence's context in chunks of kChunk tokens, for
 // up to kMaxHeads query heads in groups that share cache rows (the query heads of one KV head;
-// the MLA heads, which all read the one latent "head", form a single group):
+// the MLA heads, which all read the one latent "head", form a single group; at prefill each
+// query token's heads are a group of their own, with the token's context length):
 //
 //   for each chunk:  s[h][j] = scale * dot(q[h], k_j)            (ops.scores)
 //                    m' = max(m, max_j s[h][j]); c = exp(m - m')  (ops.softmax)
