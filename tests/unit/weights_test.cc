@@ -371,7 +371,7 @@ TEST_F(CheckpointSourceTest, ConvertsBetweenBf16AndF32WithOneCopy) {
 TEST_F(CheckpointSourceTest, ErrorsNameTheFileAndTheTensor) {
   Graph g;
   expect_error(source_->get(g, "w.missing", DType::kF32, {8, 16}, WeightInit::kLinear).status(), StatusCode::kNotFound,
-               {"tensor 'w.missing'", dir_});
+               {"tensor 'w.missing'", dir_, "missing", "model.safetensors"});
   expect_error(source_->get(g, "w.f32", DType::kF32, {16, 8}, WeightInit::kLinear).status(),
                StatusCode::kInvalidArgument, {path("model.safetensors"), "tensor 'w.f32'", "[8, 16]", "[16, 8]"});
   expect_error(source_->get(g, "ids", DType::kF32, {3}, WeightInit::kLinear).status(), StatusCode::kInvalidArgument,
