@@ -233,6 +233,28 @@ TEST_F(WeightsTest, BadHeadersNameTheFileAndTheTensor) {
                {"bad header", "limit"});
 }
 
+// As the reference writer lays files out: metadata first, header padded with spaces to 8 bytes.
+TEST_F(WeightsTest, ReadsAHandWrittenFileInTheReferenceLayout) {
+  std::string header = R"({"__metadata__":{"format":"pt"},"b":{"dtype":"BF16","shape":[2],"data_offsets":[4,8]},)"
+                       R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::ofstream out(path("ref.safetensors"), std::ios::binary);
+  const uint64_t n = header.size();
+  out.write(reinterpret_cast<const char*>(&n), 8);
+  const float a = 0.25f;
+  const uint16_t b[2] = {f32_to_bf16(1.0f), f32_to_bf16(-2.0f)};
+  out << header;
+  out.write(reinterpret_cast<const char*>(&a), 4).write(reinterpret_cast<const char*>(b), 4);
+  out.close();
+  auto file = SafetensorsFile::open(path("ref.safetensors"));
+  ASSERT_TRUE(file) << file.status().to_string();
+  ASSERT_EQ((*file)->tensors().size(), 2u);
+  EXPECT_EQ((*file)->tensors()[0].name, "a");  // in data order
+  EXPECT_EQ(*reinterpret_cast<const float*>((*file)->find("a")->data), 0.25f);
+  EXPECT_EQ(std::memcmp((*file)->find("b")->data, b, 4), 0);
+  EXPECT_EQ((*file)->metadata().at(0).second, "pt");
+}
+
 TEST_F(WeightsTest, WriterRejectsBadEntries) {
   const std::vector<float> a(4, 0.0f);
   expect_error(write_safetensors(path("w.safetensors"), {entry("a", DType::kF32, {5}, a)}),
