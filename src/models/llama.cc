@@ -32,31 +32,33 @@ Tensor attention(Llama& m, Tensor x, int64_t layer) {
   const int64_t Dh = c.resolved_head_dim();
   const sk_rope_attrs halves{static_cast<int32_t>(Dh), static_cast<int32_t>(Dh), 1};
 
-  Tensor q = nn::linear(g, x, m.w.linear(p + "q_proj.weight", {Hq * Dh, D}));
-  Tensor k = nn::linear(g, x, m.w.linear(p + "k_proj.weight", {Hkv * Dh, D}));
-  Tensor v = nn::linear(g, x, m.w.linear(p + "v_proj.weight", {Hkv * Dh, D}));
-  q = nn::rope(g, g.reshape(q, {T, Hq, Dh}), m.in.positions, m.cos_sin, halves);
-  k = nn::rope(g, g.reshape(k, {T, Hkv, Dh}), m.in.positions, m.cos_sin, halves);
+  Tensor q = nn::linear(g, x, m.w.linear(p + "q_proj.weight", {Hq * Dh, D}), p + "q_proj");
+  Tensor k = nn::linear(g, x, m.w.linear(p + "k_proj.weight", {Hkv * Dh, D}), p + "k_proj");
+  Tensor v = nn::linear(g, x, m.w.linear(p + "v_proj.weight", {Hkv * Dh, D}), p + "v_proj");
+  q = nn::rope(g, g.reshape(q, {T, Hq, Dh}), m.in.positions, m.cos_sin, halves, p + "q_rope");
+  k = nn::rope(g, g.reshape(k, {T, Hkv, Dh}), m.in.positions, m.cos_sin, halves, p + "k_rope");
 
   const Shape cache_shape{m.opts.batch * max_blocks_per_sequence(m.opts), m.opts.block_size, Hkv, Dh};
   Tensor k_cache = g.variable("k_cache." + std::to_string(layer), m.opts.kv_cache_dtype, cache_shape);
   Tensor v_cache = g.variable("v_cache." + std::to_string(layer), m.opts.kv_cache_dtype, cache_shape);
-  nn::kv_append(g, k, g.reshape(v, {T, Hkv, Dh}), m.in.slot_mapping, k_cache, v_cache);
+  nn::kv_append(g, k, g.reshape(v, {T, Hkv, Dh}), m.in.slot_mapping, k_cache, v_cache, p + "cache_append");
 
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
   Tensor o =
       m.in.phase == Phase::kDecode
-          ? nn::paged_attention(g, q, k_cache, v_cache, m.in.block_tables, m.in.context_lens, scale)
-          : nn::paged_attention_prefill(g, q, k_cache, v_cache, m.in.block_tables, m.in.seq_ids, m.in.positions, scale);
-  return nn::linear(g, g.reshape(o, {T, Hq * Dh}), m.w.linear(p + "o_proj.weight", {D, Hq * Dh}));
+          ? nn::paged_attention(g, q, k_cache, v_cache, m.in.block_tables, m.in.context_lens, scale, p + "attention")
+          : nn::paged_attention_prefill(g, q, k_cache, v_cache, m.in.block_tables, m.in.seq_ids, m.in.positions, scale,
+                                        p + "attention");
+  return nn::linear(g, g.reshape(o, {T, Hq * Dh}), m.w.linear(p + "o_proj.weight", {D, Hq * Dh}), p + "o_proj");
 }
 
 Tensor mlp(Llama& m, Tensor x, int64_t layer) {
   const std::string p = layer_prefix(layer) + "mlp.";
   const int64_t D = m.cfg.hidden_size, F = m.cfg.intermediate_size;
-  Tensor gate = nn::linear(m.g, x, m.w.linear(p + "gate_proj.weight", {F, D}));
-  Tensor up = nn::linear(m.g, x, m.w.linear(p + "up_proj.weight", {F, D}));
-  return nn::linear(m.g, silu_mul(m.g, gate, up), m.w.linear(p + "down_proj.weight", {D, F}));
+  Tensor gate = nn::linear(m.g, x, m.w.linear(p + "gate_proj.weight", {F, D}), p + "gate_proj");
+  Tensor up = nn::linear(m.g, x, m.w.linear(p + "up_proj.weight", {F, D}), p + "up_proj");
+  return nn::linear(m.g, silu_mul(m.g, gate, up, p + "act"), m.w.linear(p + "down_proj.weight", {D, F}),
+                    p + "down_proj");
 }
 
 Tensor decoder_layer(Llama& m, Tensor x, int64_t layer) {

@@ -33,6 +33,12 @@ Tensor ModelWeights::f32(const std::string& name, const Shape& shape, WeightInit
 nn::Linear ModelWeights::linear(const std::string& name, const Shape& shape) {
   if (!status_) return {};
   if (dtype_ == WeightDType::kW8A8) {
+    if (shape.size() != 2) {
+      status_ = Status::unimplemented("weight '" + name + "' " + shape_to_string(shape) +
+                                      ": w8a8 stacked expert weights are not supported yet (the weight source "
+                                      "quantises [N, K] Linear weights only); use weight dtype f32 or bf16");
+      return {};
+    }
     Expected<QuantizedWeight> q = source_.get_w8a8(g_, name, shape);
     if (!q) {
       status_ = q.status();
