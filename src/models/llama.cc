@@ -67,14 +67,16 @@ Tensor decoder_layer(Llama& m, Tensor x, int64_t layer) {
   {
     const std::string scope = layer_scope(layer, "part1");
     SuperKernelScope s(g, scope, scope_options(m.opts, scope));
-    Tensor h = rms_norm(g, x, m.w.norm(p + "input_layernorm.weight", m.cfg.hidden_size), m.eps());
-    x = add(g, x, attention(m, h, layer));
+    Tensor h =
+        rms_norm(g, x, m.w.norm(p + "input_layernorm.weight", m.cfg.hidden_size), m.eps(), p + "input_layernorm");
+    x = add(g, x, attention(m, h, layer), p + "residual.0");
   }
   {
     const std::string scope = layer_scope(layer, "part2_main");
     SuperKernelScope s(g, scope, scope_options(m.opts, scope));
-    Tensor h = rms_norm(g, x, m.w.norm(p + "post_attention_layernorm.weight", m.cfg.hidden_size), m.eps());
-    x = add(g, x, mlp(m, h, layer));
+    Tensor h = rms_norm(g, x, m.w.norm(p + "post_attention_layernorm.weight", m.cfg.hidden_size), m.eps(),
+                        p + "post_attention_layernorm");
+    x = add(g, x, mlp(m, h, layer), p + "residual.1");
   }
   return x;
 }
@@ -103,15 +105,16 @@ Expected<Graph> build_llama(const LlamaConfig& config, const BuildOptions& optio
   Tensor x;
   {
     SuperKernelScope s(g, "scope_embed", scope_options(options, "scope_embed"));
-    x = embedding(g, m.in.input_ids, w.f32("model.embed_tokens.weight", table, WeightInit::kEmbedding));
+    x = embedding(g, m.in.input_ids, w.f32("model.embed_tokens.weight", table, WeightInit::kEmbedding),
+                  "model.embed_tokens");
   }
   for (int64_t i = 0; i < config.num_hidden_layers && w.status(); ++i) x = decoder_layer(m, x, i);
   if (!w.status()) return finish(std::move(g), w);
   {
     SuperKernelScope s(g, "scope_lm_head", scope_options(options, "scope_lm_head"));
-    x = rms_norm(g, x, w.norm("model.norm.weight", config.hidden_size), m.eps());
+    x = rms_norm(g, x, w.norm("model.norm.weight", config.hidden_size), m.eps(), "model.norm");
     const std::string head = config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
-    g.output(nn::linear(g, x, w.linear(head, table)), kLogits);
+    g.output(nn::linear(g, x, w.linear(head, table), "lm_head"), kLogits);
   }
   return finish(std::move(g), w);
 }

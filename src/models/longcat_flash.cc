@@ -68,7 +68,8 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
   Tensor c_kv =
       rms_norm(g, g.slice(kv_a, 1, 0, R), m.w.norm(p + "kv_a_layernorm.weight", R), m.eps(), p + "kv_a_layernorm");
   if (c.mla_scale_kv_lora)
-    c_kv = mul(g, c_kv, filled_f32(g, p + "kv_lora_scale", R, static_cast<float>(std::sqrt(double(D) / double(R)))));
+    c_kv = mul(g, c_kv, filled_f32(g, p + "kv_lora_scale", R, static_cast<float>(std::sqrt(double(D) / double(R)))),
+               p + "kv_lora_scale");
   Tensor k_pe = nn::rope(g, g.slice(kv_a, 1, R, R + rope), m.in.positions, m.cos_sin, interleaved, p + "k_rope");
   Tensor cache = g.variable(latent_cache_name(layer, sublayer), m.opts.kv_cache_dtype,
                             {m.opts.batch * max_blocks_per_sequence(m.opts), m.opts.block_size, R + rope});
@@ -128,6 +129,11 @@ Tensor moe(LongCat& m, Tensor x, int64_t layer) {
   return nn::moe_combine(g, y, sorted.row_map, route.topk_weights, x, p + "combine");
 }
 
+// RMS norm with the weight `name` + ".weight", named after the module.
+Tensor norm(LongCat& m, Tensor x, const std::string& name) {
+  return rms_norm(m.g, x, m.w.norm(name + ".weight", m.cfg.hidden_size), m.eps(), name);
+}
+
 Tensor decoder_layer(LongCat& m, Tensor x, int64_t layer) {
   Graph& g = m.g;
   const std::string p = layer_prefix(layer);
@@ -136,9 +142,8 @@ Tensor decoder_layer(LongCat& m, Tensor x, int64_t layer) {
   {
     const std::string scope = layer_scope(layer, "part1");
     SuperKernelScope s(g, scope, scope_options(m.opts, scope));
-    Tensor h = mla(m, rms_norm(g, x, m.w.norm(p + "input_layernorm.0.weight", m.cfg.hidden_size), m.eps()), layer, 0);
-    x = add(g, x, h);
-    n = rms_norm(g, x, m.w.norm(p + "post_attention_layernorm.0.weight", m.cfg.hidden_size), m.eps());
+    x = add(g, x, mla(m, norm(m, x, p + "input_layernorm.0"), layer, 0), p + "residual.0");
+    n = norm(m, x, p + "post_attention_layernorm.0");
   }
   Tensor moe_out;
   {
@@ -152,11 +157,10 @@ Tensor decoder_layer(LongCat& m, Tensor x, int64_t layer) {
   {
     const std::string scope = layer_scope(layer, "part2_main");
     SuperKernelScope s(g, scope, scope_options(m.opts, scope));
-    x = add(g, x, mlp(m, n, p + "mlps.0.", ffn));
-    Tensor h = rms_norm(g, x, m.w.norm(p + "input_layernorm.1.weight", m.cfg.hidden_size), m.eps());
-    x = add(g, x, mla(m, h, layer, 1));
-    h = rms_norm(g, x, m.w.norm(p + "post_attention_layernorm.1.weight", m.cfg.hidden_size), m.eps());
-    x = add(g, add(g, x, mlp(m, h, p + "mlps.1.", ffn)), moe_out);
+    x = add(g, x, mlp(m, n, p + "mlps.0.", ffn), p + "residual.1");
+    x = add(g, x, mla(m, norm(m, x, p + "input_layernorm.1"), layer, 1), p + "residual.2");
+    x = add(g, x, mlp(m, norm(m, x, p + "post_attention_layernorm.1"), p + "mlps.1.", ffn), p + "residual.3");
+    x = add(g, x, moe_out, p + "shortcut");
   }
   return x;
 }
@@ -187,14 +191,15 @@ Expected<Graph> build_longcat_flash(const LongCatFlashConfig& config, const Buil
   {
     SuperKernelScope s(g, "scope_embed", scope_options(options, "scope_embed"));
     x = embedding(g, m.in.input_ids,
-                  w.f32("model.embed_tokens.weight", {config.vocab_size, config.hidden_size}, WeightInit::kEmbedding));
+                  w.f32("model.embed_tokens.weight", {config.vocab_size, config.hidden_size}, WeightInit::kEmbedding),
+                  "model.embed_tokens");
   }
   for (int64_t i = 0; i < config.num_layers && w.status(); ++i) x = decoder_layer(m, x, i);
   if (!w.status()) return finish(std::move(g), w);
   {
     SuperKernelScope s(g, "scope_lm_head", scope_options(options, "scope_lm_head"));
-    x = rms_norm(g, x, w.norm("model.norm.weight", config.hidden_size), m.eps());
-    g.output(nn::linear(g, x, w.linear("lm_head.weight", {config.vocab_size, config.hidden_size})), kLogits);
+    x = norm(m, x, "model.norm");
+    g.output(nn::linear(g, x, w.linear("lm_head.weight", {config.vocab_size, config.hidden_size}), "lm_head"), kLogits);
   }
   return finish(std::move(g), w);
 }
