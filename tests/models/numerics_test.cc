@@ -11,10 +11,13 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "model_driver.h"
 #include "superkernel/models.h"
@@ -26,6 +29,13 @@ namespace sk {
 namespace {
 
 struct Reference {
+  Reference() = default;
+  Reference(const Reference&) = delete;
+  Reference& operator=(const Reference&) = delete;
+  ~Reference() {
+    std::error_code ignored;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ignored);
+  }
   std::string dir;
   std::vector<std::vector<int32_t>> prompts, steps;
   std::vector<float> expected;
@@ -40,8 +50,7 @@ std::vector<int32_t> parse_ids(const std::string& line) {
 }
 
 // Runs the reference script into a fresh directory and reads what it wrote.
-Reference make_reference(const std::string& model) {
-  Reference r;
+void make_reference(const std::string& model, Reference& r) {
   r.dir = ::testing::TempDir() + "sk_models_" + model + "_" + std::to_string(::getpid());
   const std::string cmd = std::string(SK_PYTHON3) + " " + SK_REFERENCE_PY + " " + model + " " + r.dir;
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
@@ -57,7 +66,6 @@ Reference make_reference(const std::string& model) {
   expected.seekg(0);
   expected.read(reinterpret_cast<char*>(r.expected.data()), static_cast<std::streamsize>(r.expected.size() * 4));
   std::ifstream(r.dir + "/margin.txt") >> r.margin;
-  return r;
 }
 
 template <typename Config>
@@ -94,7 +102,8 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
 }
 
 TEST(ModelNumerics, LongCatFlashMatchesReference) {
-  Reference r = make_reference("longcat");
+  Reference r;
+  make_reference("longcat", r);
   EXPECT_GT(r.margin, 1e-4) << "router near-tie: the reference's expert choice is not well defined";
   auto ckpt = Checkpoint::open(r.dir);
   ASSERT_TRUE(ckpt) << ckpt.status().to_string();
@@ -114,7 +123,8 @@ TEST(ModelNumerics, LongCatFlashMatchesReference) {
 }
 
 TEST(ModelNumerics, LlamaMatchesReference) {
-  Reference r = make_reference("llama");
+  Reference r;
+  make_reference("llama", r);
   auto ckpt = Checkpoint::open(r.dir);
   ASSERT_TRUE(ckpt) << ckpt.status().to_string();
   const auto config = load_config<models::LlamaConfig>(**ckpt);
@@ -151,7 +161,8 @@ std::vector<float> sequence_rows(const Reference& r, size_t b, int64_t vocab) {
 // of each sequence's history.
 template <typename Config, typename Build>
 void expect_decode_only_matches(const std::string& model, Build build) {
-  Reference r = make_reference(model);
+  Reference r;
+  make_reference(model, r);
   auto ckpt = Checkpoint::open(r.dir);
   ASSERT_TRUE(ckpt) << ckpt.status().to_string();
   const auto config = load_config<Config>(**ckpt);
@@ -195,7 +206,8 @@ TEST(ModelNumerics, LlamaDecodeOnlyMatchesReference) {
 
 // A config that disagrees with the checkpoint fails naming the tensor.
 TEST(ModelNumerics, ShapeMismatchNamesTheTensor) {
-  Reference r = make_reference("llama");
+  Reference r;
+  make_reference("llama", r);
   auto ckpt = Checkpoint::open(r.dir);
   ASSERT_TRUE(ckpt) << ckpt.status().to_string();
   auto config = load_config<models::LlamaConfig>(**ckpt);
