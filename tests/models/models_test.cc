@@ -80,8 +80,9 @@ std::vector<ModeRun> run_all_modes(const testing::PhaseBuilder& build, const mod
       runs.push_back({what, std::move(*r)});
     }
   }
+  const size_t rows = kPrompts[0].size() + kPrompts[1].size() + kSteps.size() * kPrompts.size();
   for (const ModeRun& run : runs) {
-    EXPECT_EQ(run.result.logits.size(), runs.front().result.logits.size()) << run.what;
+    EXPECT_EQ(run.result.logits.size(), rows * static_cast<size_t>(vocab)) << run.what;
     EXPECT_EQ(std::memcmp(run.result.logits.data(), runs.front().result.logits.data(),
                           std::min(run.result.logits.size(), runs.front().result.logits.size()) * sizeof(float)),
               0)
