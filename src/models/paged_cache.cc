@@ -1,4 +1,5 @@
 // Host-side paged-cache bookkeeping: block tables, slot mapping, positions per run.
+#include <algorithm>
 #include <string>
 
 #include "models/model_util.h"
@@ -86,6 +87,11 @@ Expected<StepInputs> PagedCacheLayout::decode(const std::vector<int32_t>& ids) {
   return in;
 }
 
+void PagedCacheLayout::reset() {
+  std::fill(lens_.begin(), lens_.end(), 0);
+  std::fill(last_rows_.begin(), last_rows_.end(), -1);
+}
+
 Status set_step_inputs(Executable& exe, const StepInputs& in) {
   auto feed = [&](const char* name, const std::vector<int32_t>& values) {
     return exe.set_input(name, values.data(), values.size() * sizeof(int32_t));
@@ -96,6 +102,31 @@ Status set_step_inputs(Executable& exe, const StepInputs& in) {
   SK_RETURN_IF_ERROR(feed(kBlockTables, in.block_tables));
   if (in.phase == Phase::kDecode) return feed(kContextLens, in.context_lens);
   return feed(kSeqIds, in.seq_ids);
+}
+
+Status CacheStorage::bind(Executable& exe, const std::vector<std::string>& names) {
+  const bool first = names_.empty();
+  if (!first && names != names_)
+    return Status::invalid_argument("cache storage: bound to other cache names than the first executable's");
+  for (size_t i = 0; i < names.size(); ++i) {
+    Expected<HostTensor> t = exe.tensor(names[i]);
+    if (!t) return t.status().with_context("cache storage");
+    const size_t bytes = t->bytes();
+    if (first) {
+      buffers_.emplace_back((bytes + sizeof(uint64_t) - 1) / sizeof(uint64_t), 0);
+      bytes_.push_back(bytes);
+    } else if (bytes != bytes_[i]) {
+      return Status::invalid_argument("cache storage: cache '" + names[i] + "' has " + std::to_string(bytes) +
+                                      " bytes here, " + std::to_string(bytes_[i]) + " in the first executable");
+    }
+    SK_RETURN_IF_ERROR(exe.bind_variable(names[i], buffers_[i].data(), bytes));
+  }
+  if (first) names_ = names;
+  return Status::ok();
+}
+
+void CacheStorage::clear() {
+  for (auto& buffer : buffers_) std::fill(buffer.begin(), buffer.end(), 0);
 }
 
 }  // namespace sk::models

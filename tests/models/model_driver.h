@@ -5,7 +5,6 @@
 #define SUPERKERNEL_TESTS_MODELS_MODEL_DRIVER_H_
 
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -36,16 +35,9 @@ inline Expected<DriveResult> drive(Runtime& rt, const CompileOptions& compile, c
   auto decode = rt.compile(*decode_graph, compile);
   if (!decode) return decode.status();
 
-  // One zeroed buffer per cache, seen by both executables.
-  std::vector<std::vector<uint64_t>> buffers;
-  for (const std::string& name : caches) {
-    auto t = (*prefill)->tensor(name);
-    if (!t) return t.status();
-    const size_t bytes = t->bytes();
-    buffers.emplace_back((bytes + 7) / 8, 0);
-    SK_RETURN_IF_ERROR((*prefill)->bind_variable(name, buffers.back().data(), bytes));
-    SK_RETURN_IF_ERROR((*decode)->bind_variable(name, buffers.back().data(), bytes));
-  }
+  models::CacheStorage storage;
+  SK_RETURN_IF_ERROR(storage.bind(**prefill, caches));
+  SK_RETURN_IF_ERROR(storage.bind(**decode, caches));
 
   DriveResult result;
   for (const SegmentReport& s : (*prefill)->report().segments) result.prefill_scopes.push_back(s.scope);

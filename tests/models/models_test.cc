@@ -230,6 +230,29 @@ TEST(Models, PagedCacheLayout) {
   EXPECT_EQ(step->context_lens, (std::vector<int32_t>{4, 2}));
   EXPECT_FALSE(layout.prefill({{1, 2, 3, 4, 5, 6, 7, 8, 9}, {}}));
   EXPECT_FALSE(layout.decode({1}));
+  layout.reset();
+  EXPECT_EQ(layout.context_len(0), 0);
+  auto again = layout.decode({5, 6});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->context_lens, (std::vector<int32_t>{1, 1}));
+}
+
+// A second model's executable cannot share the first one's cache storage.
+TEST(Models, CacheStorageRefusesOtherCaches) {
+  auto weights = random_weights(2);
+  const auto options = tiny_options();
+  auto rt = testing::make_runtime(1);
+  auto longcat = models::build_longcat_flash(tiny_longcat(), options, models::Phase::kDecode, *weights);
+  auto llama = models::build_llama(tiny_llama(), options, models::Phase::kDecode, *weights);
+  ASSERT_TRUE(longcat && llama);
+  auto a = rt->compile(*longcat, CompileOptions::for_mode(ExecutionMode::kGraph));
+  auto b = rt->compile(*llama, CompileOptions::for_mode(ExecutionMode::kGraph));
+  ASSERT_TRUE(a && b);
+  models::CacheStorage storage;
+  ASSERT_TRUE(storage.bind(**a, models::cache_names(tiny_longcat())));
+  Status s = storage.bind(**b, models::cache_names(tiny_llama()));
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("cache"), std::string::npos) << s.to_string();
 }
 
 }  // namespace
