@@ -159,14 +159,17 @@ struct StepInputs {
 //   for (...) { in = cache.decode(next_ids); set_step_inputs(*decode_exe, *in); decode_exe->run(); }
 class PagedCacheLayout {
  public:
+  // Options with a non-positive batch, block_size, max_context or prefill_tokens give an empty
+  // layout whose prefill() and decode() return the error (status()).
   explicit PagedCacheLayout(const BuildOptions& options);
+  const Status& status() const { return status_; }
 
   int64_t batch() const { return batch_; }
   int64_t block_size() const { return block_size_; }
   int64_t max_blocks_per_sequence() const { return max_blocks_; }
   int64_t num_blocks() const { return batch_ * max_blocks_; }
-  int64_t context_len(int64_t sequence) const { return lens_[sequence]; }
-  // Cache slot of token `position` of `sequence`.
+  int64_t context_len(int64_t sequence) const { return in_batch(sequence) ? lens_[sequence] : 0; }
+  // Cache slot of token `position` of `sequence`; -1 outside the batch or max_context.
   int32_t slot(int64_t sequence, int64_t position) const;
 
   // Appends one prompt per sequence (prompts.size() == batch, total <= prefill_tokens; the rest
@@ -175,11 +178,13 @@ class PagedCacheLayout {
   // Appends one token per sequence (ids.size() == batch).
   Expected<StepInputs> decode(const std::vector<int32_t>& ids);
   // Row of the prefill logits holding the last prompt token of `sequence` (after prefill()).
-  int64_t last_prefill_row(int64_t sequence) const { return last_rows_[sequence]; }
+  int64_t last_prefill_row(int64_t sequence) const { return in_batch(sequence) ? last_rows_[sequence] : -1; }
   // Forgets every sequence's tokens (the caches' contents are then stale, never read).
   void reset();
 
  private:
+  bool in_batch(int64_t sequence) const { return sequence >= 0 && sequence < batch_; }
+  Status status_;
   int64_t batch_, block_size_, max_blocks_, max_context_, prefill_tokens_;
   std::vector<int64_t> lens_;
   std::vector<int64_t> last_rows_;

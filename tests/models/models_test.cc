@@ -230,11 +230,26 @@ TEST(Models, PagedCacheLayout) {
   EXPECT_EQ(step->context_lens, (std::vector<int32_t>{4, 2}));
   EXPECT_FALSE(layout.prefill({{1, 2, 3, 4, 5, 6, 7, 8, 9}, {}}));
   EXPECT_FALSE(layout.decode({1}));
+  EXPECT_EQ(layout.slot(2, 0), -1);
+  EXPECT_EQ(layout.slot(0, 16), -1);
   layout.reset();
   EXPECT_EQ(layout.context_len(0), 0);
   auto again = layout.decode({5, 6});
   ASSERT_TRUE(again);
   EXPECT_EQ(again->context_lens, (std::vector<int32_t>{1, 1}));
+}
+
+TEST(Models, PagedCacheLayoutRefusesBadGeometry) {
+  auto options = tiny_options();
+  options.block_size = 0;
+  models::PagedCacheLayout layout(options);
+  EXPECT_FALSE(layout.status());
+  auto in = layout.decode({1, 2});
+  ASSERT_FALSE(in);
+  EXPECT_NE(in.status().message().find("block_size"), std::string::npos) << in.status().to_string();
+  options = tiny_options();
+  options.batch = -3;
+  EXPECT_FALSE(models::PagedCacheLayout(options).prefill({}));
 }
 
 // A second model's executable cannot share the first one's cache storage.
