@@ -35,10 +35,8 @@ std::string latent_cache_name(int64_t layer, int sublayer) {
 // the host from the weight's bytes (a graph constant, f32).
 Tensor absorbed_w_uk(Graph& g, Tensor kv_b_proj, int64_t heads, int64_t nope, int64_t v, int64_t rank,
                      const std::string& name) {
-  const TensorInfo& info = g.tensor(kv_b_proj);
-  const void* bytes = info.external_data != nullptr ? info.external_data : info.data.data();
   std::vector<float> kv_b(static_cast<size_t>(heads * (nope + v) * rank));
-  std::memcpy(kv_b.data(), bytes, kv_b.size() * sizeof(float));
+  std::memcpy(kv_b.data(), constant_bytes(g.tensor(kv_b_proj)), kv_b.size() * sizeof(float));
   std::vector<float> w_uk(static_cast<size_t>(heads * rank * nope));
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t d = 0; d < nope; ++d)
@@ -120,12 +118,17 @@ Tensor moe(LongCat& m, Tensor x, int64_t layer) {
   nn::RouterOutput route = nn::moe_router(g, logits, bias, router, p + "router");
   nn::DispatchOutput sorted =
       nn::moe_dispatch(g, x, route.topk_ids, {static_cast<int32_t>(E), static_cast<int32_t>(Z)}, p + "dispatch");
-  Tensor gate_up =
-      nn::grouped_matmul(g, sorted.x_sorted, sorted.counts, m.w.linear(p + "experts.gate_up_proj", {E, 2 * F, D}),
-                         p + "experts.gate_up_proj");
+  auto expert = [&](int64_t e, const char* proj) {
+    return p + "experts." + std::to_string(e) + "." + proj + ".weight";
+  };
+  const nn::Linear w_gate_up = m.w.experts(p + "experts.gate_up_proj", {E, 2 * F, D}, [&](int64_t e) {
+    return std::vector<std::string>{expert(e, "gate_proj"), expert(e, "up_proj")};
+  });
+  const nn::Linear w_down = m.w.experts(p + "experts.down_proj", {E, D, F},
+                                        [&](int64_t e) { return std::vector<std::string>{expert(e, "down_proj")}; });
+  Tensor gate_up = nn::grouped_matmul(g, sorted.x_sorted, sorted.counts, w_gate_up, p + "experts.gate_up_proj");
   Tensor h = silu_mul(g, g.slice(gate_up, 1, 0, F), g.slice(gate_up, 1, F, 2 * F), p + "experts.act");
-  Tensor y =
-      nn::grouped_matmul(g, h, sorted.counts, m.w.linear(p + "experts.down_proj", {E, D, F}), p + "experts.down_proj");
+  Tensor y = nn::grouped_matmul(g, h, sorted.counts, w_down, p + "experts.down_proj");
   return nn::moe_combine(g, y, sorted.row_map, route.topk_weights, x, p + "combine");
 }
 

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -149,6 +150,36 @@ TEST(ModelNumerics, LlamaMatchesReference) {
         models::cache_names(config), r.prompts, r.steps, config.vocab_size);
     ASSERT_TRUE(result) << result.status().to_string();
     expect_close(result->logits, r.expected, std::string("Llama ") + execution_mode_name(mode));
+  }
+}
+
+// Experts stored one Linear weight per expert (the other exporter layout) give the same logits;
+// with w8a8 (per-expert weights can be quantised) every mode agrees bit for bit.
+TEST(ModelNumerics, LongCatFlashPerExpertCheckpoint) {
+  Reference r;
+  make_reference("longcat-per-expert", r);
+  auto ckpt = Checkpoint::open(r.dir);
+  ASSERT_TRUE(ckpt) << ckpt.status().to_string();
+  const auto config = load_config<models::LongCatFlashConfig>(**ckpt);
+  auto weights = checkpoint_weights(*ckpt);
+  auto rt = testing::make_runtime(2);
+  for (models::WeightDType dtype : {models::WeightDType::kF32, models::WeightDType::kW8A8}) {
+    models::BuildOptions options = tiny_options(r);
+    options.weight_dtype = dtype;
+    std::vector<float> first;
+    for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
+      auto result = testing::drive(
+          *rt, CompileOptions::for_mode(mode),
+          [&](models::Phase phase) { return models::build_longcat_flash(config, options, phase, *weights); }, options,
+          models::cache_names(config), r.prompts, r.steps, config.vocab_size);
+      ASSERT_TRUE(result) << result.status().to_string();
+      ASSERT_EQ(result->logits.size(), r.expected.size());
+      if (first.empty()) first = result->logits;
+      EXPECT_EQ(std::memcmp(first.data(), result->logits.data(), first.size() * sizeof(float)), 0)
+          << models::weight_dtype_name(dtype) << " " << execution_mode_name(mode);
+      if (dtype == models::WeightDType::kF32)
+        expect_close(result->logits, r.expected, std::string("LongCat-Flash per-expert ") + execution_mode_name(mode));
+    }
   }
 }
 

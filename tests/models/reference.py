@@ -4,7 +4,10 @@
 Writes a tiny checkpoint (config.json + model.safetensors, published tensor names, Linear
 weights [out, in]) and the logits the published model computes on it, in float64:
 
-    reference.py longcat|llama OUT_DIR
+    reference.py longcat|longcat-per-expert|llama OUT_DIR
+
+(`longcat-per-expert` stores the experts as `mlp.experts.{e}.{gate,up,down}_proj.weight`, the
+other exporter layout, instead of the packed `experts.gate_up_proj` / `experts.down_proj`.)
 
 OUT_DIR/inputs.txt:  line 1 "B STEPS", then B lines of prompt ids, then STEPS lines of B ids
                      (the token each sequence is fed at each decode step).
@@ -268,14 +271,34 @@ class Llama:
         return rms_norm(x, self.g("model.norm.weight"), eps) @ self.g("lm_head.weight").T
 
 
+def per_expert(tensors, cfg):
+    """The packed expert tensors split into one Linear weight per expert and projection."""
+    out, f = {}, cfg["expert_ffn_hidden_size"]
+    for name, array in tensors.items():
+        if name.endswith("mlp.experts.gate_up_proj"):
+            prefix = name[: -len("gate_up_proj")]
+            for e in range(array.shape[0]):
+                out[f"{prefix}{e}.gate_proj.weight"] = array[e, :f]
+                out[f"{prefix}{e}.up_proj.weight"] = array[e, f:]
+        elif name.endswith("mlp.experts.down_proj"):
+            prefix = name[: -len("down_proj")]
+            for e in range(array.shape[0]):
+                out[f"{prefix}{e}.down_proj.weight"] = array[e]
+        else:
+            out[name] = array
+    return out
+
+
 def main():
     kind, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
-    cfg = LONGCAT if kind == "longcat" else LLAMA
-    model = (LongCatFlash if kind == "longcat" else Llama)(cfg, seed=1234)
+    longcat = kind.startswith("longcat")
+    cfg = LONGCAT if longcat else LLAMA
+    model = (LongCatFlash if longcat else Llama)(cfg, seed=1234)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
-    write_safetensors(os.path.join(out, "model.safetensors"), model.w)
+    tensors = per_expert(model.w, cfg) if kind == "longcat-per-expert" else model.w
+    write_safetensors(os.path.join(out, "model.safetensors"), tensors)
 
     rows = []
     for b, prompt in enumerate(PROMPTS):
