@@ -2,7 +2,6 @@
 // MoE over routed and zero-computation experts; and the FFN-only AFD variant. Function names
 // follow the published modules; docs/MODELS.md shows the graphs and scopes.
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -35,8 +34,7 @@ std::string latent_cache_name(int64_t layer, int sublayer) {
 // the host from the weight's bytes (a graph constant, f32).
 Tensor absorbed_w_uk(Graph& g, Tensor kv_b_proj, int64_t heads, int64_t nope, int64_t v, int64_t rank,
                      const std::string& name) {
-  std::vector<float> kv_b(static_cast<size_t>(heads * (nope + v) * rank));
-  std::memcpy(kv_b.data(), constant_bytes(g.tensor(kv_b_proj)), kv_b.size() * sizeof(float));
+  const auto* kv_b = static_cast<const float*>(constant_bytes(g.tensor(kv_b_proj)));
   std::vector<float> w_uk(static_cast<size_t>(heads * rank * nope));
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t d = 0; d < nope; ++d)
@@ -76,7 +74,7 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
   // Absorbed projections: W_UK folds k_nope's expansion into the query, W_UV v's into the output.
   Tensor kv_b = m.w.f32(p + "kv_b_proj.weight", {H * (nope + v), R}, WeightInit::kLinear);
   if (!m.w.status()) return Tensor{};
-  Tensor w_uk = absorbed_w_uk(g, kv_b, H, nope, v, R, p + "w_uk");
+  Tensor w_uk = absorbed_w_uk(g, kv_b, H, nope, v, R, p + "kv_b_proj.w_uk");
   Tensor w_uv = g.slice(g.reshape(kv_b, {H, nope + v, R}), 1, nope, nope + v);  // [H, v, R]
   Tensor q_latent = g.transpose(nn::batched_matmul(g, g.transpose(q_nope, {1, 0, 2}), w_uk, p + "w_uk"), {1, 0, 2});
 
@@ -103,8 +101,9 @@ Tensor mlp(LongCat& m, Tensor x, const std::string& prefix, int64_t ffn) {
                     prefix + "down_proj");
 }
 
-// Router over routed + zero-computation experts, then the routed experts' SwiGLU FFNs (packed
-// weights) and the weighted sum, where a zero-computation expert contributes its weight times x.
+// Router over routed + zero-computation experts, then the routed experts' SwiGLU FFNs (weights
+// packed or per expert) and the weighted sum, where a zero-computation expert contributes its
+// weight times x.
 Tensor moe(LongCat& m, Tensor x, int64_t layer) {
   const LongCatFlashConfig& c = m.cfg;
   Graph& g = m.g;
