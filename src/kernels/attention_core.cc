@@ -1,13 +1,11 @@
 // The per-ISA operations of attention_core.h. The AVX2 and AVX-512 paths are the same code at
 // two vector widths (W = 8 or 16 lanes); keep them in step.
 //
-// Cache rows are f32 here (attend() widens bf16 rows once per sub-block with `widen`).
-//
-// Register tiles: scores run tiles of 4 tokens x 2 heads (8 accumulators; each cache row vector
-// is loaded once per head pair) over all tokens of a call; pv a tile of
-// 2 vectors x up to 6 heads (12 accumulators kept across the tokens, one load per cache row
-// vector). Each accumulator of pv takes one FMA per token, a chain of dependent FMAs: 12 chains
-// keep the FMA units busy through their latency where 8 barely would.
+// Register tiles: scores run tiles of 4 tokens x 2 heads on AVX2, 4 x 4 on AVX-512 (8 or 16
+// accumulators; each cache row vector is loaded, and converted from bf16, once per tile of heads)
+// over all tokens of a call; pv a tile of 2 vectors x up to 6 heads (12 accumulators kept across
+// the tokens, one load per cache row vector). Each accumulator of pv takes one FMA per token, a chain of dependent
+// FMAs: 12 chains keep the FMA units busy through their latency where 8 barely would.
 #include "kernels/attention_core.h"
 
 #include <cmath>
@@ -26,20 +24,21 @@ namespace {
 
 constexpr int kTileTokens = 4;
 constexpr int kTileHeads = 2;
+// AVX-512 has 32 vector registers: 4 x 4 accumulators, 4 key rows and a query fit, and each key
+// row vector (converted from bf16 once) serves twice as many heads.
+constexpr int kTileHeads512 = 4;
 constexpr int kPvHeads = 6;
 
 // ---- Scalar ----
 
 inline float load1(const float* p) { return *p; }
-
-void widen_scalar(const Bf16* src, int64_t n, float* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
-}
+inline float load1(const Bf16* p) { return bf16_to_f32(*p); }
 
 // The fallback accumulates dot products in double: it is the slow path anyway, and the most
 // accurate level.
+template <class KT>
 void scores_scalar(const float* const* q1, const float* const* q2, int nh, int64_t n1, int64_t n2, int64_t off2,
-                   const float* const* rows, int nt, float scale, float* s) {
+                   const KT* const* rows, int nt, float scale, float* s) {
   for (int h = 0; h < nh; ++h) {
     for (int j = 0; j < nt; ++j) {
       double acc = 0.0;
@@ -67,14 +66,15 @@ void softmax_scalar(float* s, int nh, int nt, float* m, float* l, float* corr) {
   }
 }
 
-void pv_scalar(const float* p, int nh, int nt, const float* const* rows, int64_t dv, float* const* acc,
-               const float* corr, bool first) {
+template <class KT>
+void pv_scalar(const float* p, int nh, int nt, const KT* const* rows, int64_t dv, float* const* acc, const float* corr,
+               bool first) {
   for (int h = 0; h < nh; ++h) {
     float* a = acc[h];
     for (int64_t d = 0; d < dv; ++d) a[d] = first ? 0.0f : a[d] * corr[h];
     for (int j = 0; j < nt; ++j) {
       const float pj = p[h * kChunk + j];
-      const float* v = rows[j];
+      const KT* v = rows[j];
       for (int64_t d = 0; d < dv; ++d) a[d] += pj * load1(v + d);
     }
   }
@@ -126,8 +126,8 @@ SK_TARGET_AVX2 SK_ATTN_INLINE void store_sums_4x2(const __m256 (&acc)[4][2], flo
 }
 
 // acc[t][h] += lanes of q[h][0, n) * rows[t][off, off + n).
-template <int NT, int NH>
-SK_TARGET_AVX2 SK_ATTN_INLINE void dot_segment_avx2(const float* const* q, const float* const* rows, int64_t off,
+template <class KT, int NT, int NH>
+SK_TARGET_AVX2 SK_ATTN_INLINE void dot_segment_avx2(const float* const* q, const KT* const* rows, int64_t off,
                                                     int64_t n, __m256 (&acc)[NT][NH]) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -155,9 +155,9 @@ SK_TARGET_AVX2 SK_ATTN_INLINE void dot_segment_avx2(const float* const* q, const
   }
 }
 
-template <int NT, int NH>
+template <class KT, int NT, int NH>
 SK_TARGET_AVX2 SK_ATTN_INLINE void score_tile_avx2(const float* const* q1, const float* const* q2, int64_t n1,
-                                                   int64_t n2, int64_t off2, const float* const* rows, float scale,
+                                                   int64_t n2, int64_t off2, const KT* const* rows, float scale,
                                                    float* s) {
   __m256 acc[NT][NH];
 #pragma GCC unroll 8
@@ -165,8 +165,8 @@ SK_TARGET_AVX2 SK_ATTN_INLINE void score_tile_avx2(const float* const* q1, const
 #pragma GCC unroll 8
     for (int h = 0; h < NH; ++h) acc[t][h] = _mm256_setzero_ps();
   }
-  dot_segment_avx2<NT, NH>(q1, rows, 0, n1, acc);
-  if (n2 > 0) dot_segment_avx2<NT, NH>(q2, rows, off2, n2, acc);
+  dot_segment_avx2<KT, NT, NH>(q1, rows, 0, n1, acc);
+  if (n2 > 0) dot_segment_avx2<KT, NT, NH>(q2, rows, off2, n2, acc);
   if constexpr (NT == 4 && NH == 2) {
     store_sums_4x2(acc, scale, s);
   } else {
@@ -178,35 +178,25 @@ SK_TARGET_AVX2 SK_ATTN_INLINE void score_tile_avx2(const float* const* q1, const
   }
 }
 
-using ScoreHeads = void (*)(const float* const*, const float* const*, int64_t, int64_t, int64_t, const float* const*,
-                            int, float, float*);
+template <class KT>
+using ScoreHeads = void (*)(const float* const*, const float* const*, int64_t, int64_t, int64_t, const KT* const*, int,
+                            float, float*);
 
 // All nt tokens of NH heads: tiles of kTileTokens tokens, then single tokens.
-template <int NH>
+template <class KT, int NH>
 SK_TARGET_AVX2 void score_heads_avx2(const float* const* q1, const float* const* q2, int64_t n1, int64_t n2,
-                                     int64_t off2, const float* const* rows, int nt, float scale, float* s) {
+                                     int64_t off2, const KT* const* rows, int nt, float scale, float* s) {
   int j = 0;
   for (; j + kTileTokens <= nt; j += kTileTokens) {
-    score_tile_avx2<kTileTokens, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
+    score_tile_avx2<KT, kTileTokens, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
   }
-  for (; j < nt; ++j) score_tile_avx2<1, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
+  for (; j < nt; ++j) score_tile_avx2<KT, 1, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
 }
 
-SK_TARGET_AVX2 void widen_avx2(const Bf16* src, int64_t n, float* dst) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    _mm256_storeu_ps(dst + i, load8(src + i));
-    _mm256_storeu_ps(dst + i + 8, load8(src + i + 8));
-  }
-  for (; i < n; i += 8) {
-    const int64_t w = std::min<int64_t>(8, n - i);
-    _mm256_maskstore_ps(dst + i, simd::mask8(w), load8_tail(src + i, w));
-  }
-}
-
+template <class KT>
 void scores_avx2(const float* const* q1, const float* const* q2, int nh, int64_t n1, int64_t n2, int64_t off2,
-                 const float* const* rows, int nt, float scale, float* s) {
-  static constexpr ScoreHeads kHeads[kTileHeads] = {score_heads_avx2<1>, score_heads_avx2<2>};
+                 const KT* const* rows, int nt, float scale, float* s) {
+  static constexpr ScoreHeads<KT> kHeads[kTileHeads] = {score_heads_avx2<KT, 1>, score_heads_avx2<KT, 2>};
   for (int h = 0; h < nh; h += kTileHeads) {
     kHeads[std::min(kTileHeads, nh - h) - 1](q1 + h, q2 + h, n1, n2, off2, rows, nt, scale, s + h * kChunk);
   }
@@ -246,8 +236,8 @@ SK_TARGET_AVX2 void softmax_avx2(float* s, int nh, int nt, float* m, float* l, f
 }
 
 // Columns [d0, d0 + 16) of NH heads.
-template <int NH>
-SK_TARGET_AVX2 void pv_block_avx2(const float* p, int nt, const float* const* rows, int64_t d0, float* const* acc,
+template <class KT, int NH>
+SK_TARGET_AVX2 void pv_block_avx2(const float* p, int nt, const KT* const* rows, int64_t d0, float* const* acc,
                                   const float* corr, bool first) {
   __m256 a[NH][2];
 #pragma GCC unroll 8
@@ -278,8 +268,8 @@ SK_TARGET_AVX2 void pv_block_avx2(const float* p, int nt, const float* const* ro
 }
 
 // Columns [d0, d0 + w), w <= 8, of NH heads.
-template <int NH>
-SK_TARGET_AVX2 void pv_part_avx2(const float* p, int nt, const float* const* rows, int64_t d0, int64_t w,
+template <class KT, int NH>
+SK_TARGET_AVX2 void pv_part_avx2(const float* p, int nt, const KT* const* rows, int64_t d0, int64_t w,
                                  float* const* acc, const float* corr, bool first) {
   const __m256i mask = simd::mask8(w);
   __m256 a[NH];
@@ -296,15 +286,18 @@ SK_TARGET_AVX2 void pv_part_avx2(const float* p, int nt, const float* const* row
   for (int h = 0; h < NH; ++h) _mm256_maskstore_ps(acc[h] + d0, mask, a[h]);
 }
 
-using PvBlock = void (*)(const float*, int, const float* const*, int64_t, float* const*, const float*, bool);
-using PvPart = void (*)(const float*, int, const float* const*, int64_t, int64_t, float* const*, const float*, bool);
+template <class KT>
+using PvBlock = void (*)(const float*, int, const KT* const*, int64_t, float* const*, const float*, bool);
+template <class KT>
+using PvPart = void (*)(const float*, int, const KT* const*, int64_t, int64_t, float* const*, const float*, bool);
 
-void pv_avx2(const float* p, int nh, int nt, const float* const* rows, int64_t dv, float* const* acc, const float* corr,
+template <class KT>
+void pv_avx2(const float* p, int nh, int nt, const KT* const* rows, int64_t dv, float* const* acc, const float* corr,
              bool first) {
-  static constexpr PvBlock kBlocks[kPvHeads] = {pv_block_avx2<1>, pv_block_avx2<2>, pv_block_avx2<3>,
-                                                pv_block_avx2<4>, pv_block_avx2<5>, pv_block_avx2<6>};
-  static constexpr PvPart kParts[kPvHeads] = {pv_part_avx2<1>, pv_part_avx2<2>, pv_part_avx2<3>,
-                                              pv_part_avx2<4>, pv_part_avx2<5>, pv_part_avx2<6>};
+  static constexpr PvBlock<KT> kBlocks[kPvHeads] = {pv_block_avx2<KT, 1>, pv_block_avx2<KT, 2>, pv_block_avx2<KT, 3>,
+                                                    pv_block_avx2<KT, 4>, pv_block_avx2<KT, 5>, pv_block_avx2<KT, 6>};
+  static constexpr PvPart<KT> kParts[kPvHeads] = {pv_part_avx2<KT, 1>, pv_part_avx2<KT, 2>, pv_part_avx2<KT, 3>,
+                                                  pv_part_avx2<KT, 4>, pv_part_avx2<KT, 5>, pv_part_avx2<KT, 6>};
   int64_t d = 0;
   for (; d + 16 <= dv; d += 16) {
     for (int h = 0; h < nh; h += kPvHeads) {
@@ -345,8 +338,8 @@ SK_TARGET_AVX512 SK_ATTN_INLINE __m512 load16_tail(const Bf16* p, int64_t n) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
 }
 
-template <int NT, int NH>
-SK_TARGET_AVX512 SK_ATTN_INLINE void dot_segment_avx512(const float* const* q, const float* const* rows, int64_t off,
+template <class KT, int NT, int NH>
+SK_TARGET_AVX512 SK_ATTN_INLINE void dot_segment_avx512(const float* const* q, const KT* const* rows, int64_t off,
                                                         int64_t n, __m512 (&acc)[NT][NH]) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -374,9 +367,9 @@ SK_TARGET_AVX512 SK_ATTN_INLINE void dot_segment_avx512(const float* const* q, c
   }
 }
 
-template <int NT, int NH>
+template <class KT, int NT, int NH>
 SK_TARGET_AVX512 SK_ATTN_INLINE void score_tile_avx512(const float* const* q1, const float* const* q2, int64_t n1,
-                                                       int64_t n2, int64_t off2, const float* const* rows, float scale,
+                                                       int64_t n2, int64_t off2, const KT* const* rows, float scale,
                                                        float* s) {
   __m512 acc[NT][NH];
 #pragma GCC unroll 8
@@ -384,20 +377,27 @@ SK_TARGET_AVX512 SK_ATTN_INLINE void score_tile_avx512(const float* const* q1, c
 #pragma GCC unroll 8
     for (int h = 0; h < NH; ++h) acc[t][h] = _mm512_setzero_ps();
   }
-  dot_segment_avx512<NT, NH>(q1, rows, 0, n1, acc);
-  if (n2 > 0) dot_segment_avx512<NT, NH>(q2, rows, off2, n2, acc);
-  if constexpr (NT == 4 && NH == 2) {
-    // hsum16 folds the upper 8 lanes onto the lower 8, then runs hsum8's tree.
-    __m256 half[4][2];
+  dot_segment_avx512<KT, NT, NH>(q1, rows, 0, n1, acc);
+  if (n2 > 0) dot_segment_avx512<KT, NT, NH>(q2, rows, off2, n2, acc);
+  if constexpr (NT == 4) {
+    // Head pairs: hsum16 folds the upper 8 lanes onto the lower 8, then runs hsum8's tree.
 #pragma GCC unroll 4
-    for (int t = 0; t < 4; ++t) {
+    for (int h = 0; h + 1 < NH; h += 2) {
+      __m256 half[4][2];
+#pragma GCC unroll 4
+      for (int t = 0; t < 4; ++t) {
 #pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
-        half[t][h] = _mm256_add_ps(_mm512_castps512_ps256(acc[t][h]),
-                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[t][h]), 1)));
+        for (int i = 0; i < 2; ++i) {
+          half[t][i] = _mm256_add_ps(_mm512_castps512_ps256(acc[t][h + i]),
+                                     _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[t][h + i]), 1)));
+        }
       }
+      store_sums_4x2(half, scale, s + h * kChunk);
     }
-    store_sums_4x2(half, scale, s);
+    if constexpr (NH % 2 == 1) {
+#pragma GCC unroll 4
+      for (int t = 0; t < 4; ++t) s[(NH - 1) * kChunk + t] = simd::hsum16(acc[t][NH - 1]) * scale;
+    }
   } else {
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
@@ -408,33 +408,23 @@ SK_TARGET_AVX512 SK_ATTN_INLINE void score_tile_avx512(const float* const* q1, c
 }
 
 // All nt tokens of NH heads: tiles of kTileTokens tokens, then single tokens.
-template <int NH>
+template <class KT, int NH>
 SK_TARGET_AVX512 void score_heads_avx512(const float* const* q1, const float* const* q2, int64_t n1, int64_t n2,
-                                         int64_t off2, const float* const* rows, int nt, float scale, float* s) {
+                                         int64_t off2, const KT* const* rows, int nt, float scale, float* s) {
   int j = 0;
   for (; j + kTileTokens <= nt; j += kTileTokens) {
-    score_tile_avx512<kTileTokens, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
+    score_tile_avx512<KT, kTileTokens, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
   }
-  for (; j < nt; ++j) score_tile_avx512<1, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
+  for (; j < nt; ++j) score_tile_avx512<KT, 1, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
 }
 
-SK_TARGET_AVX512 void widen_avx512(const Bf16* src, int64_t n, float* dst) {
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    _mm512_storeu_ps(dst + i, load16(src + i));
-    _mm512_storeu_ps(dst + i + 16, load16(src + i + 16));
-  }
-  for (; i < n; i += 16) {
-    const int64_t w = std::min<int64_t>(16, n - i);
-    _mm512_mask_storeu_ps(dst + i, simd::mask16(w), load16_tail(src + i, w));
-  }
-}
-
+template <class KT>
 void scores_avx512(const float* const* q1, const float* const* q2, int nh, int64_t n1, int64_t n2, int64_t off2,
-                   const float* const* rows, int nt, float scale, float* s) {
-  static constexpr ScoreHeads kHeads[kTileHeads] = {score_heads_avx512<1>, score_heads_avx512<2>};
-  for (int h = 0; h < nh; h += kTileHeads) {
-    kHeads[std::min(kTileHeads, nh - h) - 1](q1 + h, q2 + h, n1, n2, off2, rows, nt, scale, s + h * kChunk);
+                   const KT* const* rows, int nt, float scale, float* s) {
+  static constexpr ScoreHeads<KT> kHeads[kTileHeads512] = {score_heads_avx512<KT, 1>, score_heads_avx512<KT, 2>,
+                                                           score_heads_avx512<KT, 3>, score_heads_avx512<KT, 4>};
+  for (int h = 0; h < nh; h += kTileHeads512) {
+    kHeads[std::min(kTileHeads512, nh - h) - 1](q1 + h, q2 + h, n1, n2, off2, rows, nt, scale, s + h * kChunk);
   }
 }
 
@@ -468,8 +458,8 @@ SK_TARGET_AVX512 void softmax_avx512(float* s, int nh, int nt, float* m, float* 
 }
 
 // Columns [d0, d0 + 32) of NH heads.
-template <int NH>
-SK_TARGET_AVX512 void pv_block_avx512(const float* p, int nt, const float* const* rows, int64_t d0, float* const* acc,
+template <class KT, int NH>
+SK_TARGET_AVX512 void pv_block_avx512(const float* p, int nt, const KT* const* rows, int64_t d0, float* const* acc,
                                       const float* corr, bool first) {
   __m512 a[NH][2];
 #pragma GCC unroll 8
@@ -500,8 +490,8 @@ SK_TARGET_AVX512 void pv_block_avx512(const float* p, int nt, const float* const
 }
 
 // Columns [d0, d0 + w), w <= 16, of NH heads.
-template <int NH>
-SK_TARGET_AVX512 void pv_part_avx512(const float* p, int nt, const float* const* rows, int64_t d0, int64_t w,
+template <class KT, int NH>
+SK_TARGET_AVX512 void pv_part_avx512(const float* p, int nt, const KT* const* rows, int64_t d0, int64_t w,
                                      float* const* acc, const float* corr, bool first) {
   const __mmask16 mask = simd::mask16(w);
   __m512 a[NH];
@@ -519,12 +509,14 @@ SK_TARGET_AVX512 void pv_part_avx512(const float* p, int nt, const float* const*
   for (int h = 0; h < NH; ++h) _mm512_mask_storeu_ps(acc[h] + d0, mask, a[h]);
 }
 
-void pv_avx512(const float* p, int nh, int nt, const float* const* rows, int64_t dv, float* const* acc,
-               const float* corr, bool first) {
-  static constexpr PvBlock kBlocks[kPvHeads] = {pv_block_avx512<1>, pv_block_avx512<2>, pv_block_avx512<3>,
-                                                pv_block_avx512<4>, pv_block_avx512<5>, pv_block_avx512<6>};
-  static constexpr PvPart kParts[kPvHeads] = {pv_part_avx512<1>, pv_part_avx512<2>, pv_part_avx512<3>,
-                                              pv_part_avx512<4>, pv_part_avx512<5>, pv_part_avx512<6>};
+template <class KT>
+void pv_avx512(const float* p, int nh, int nt, const KT* const* rows, int64_t dv, float* const* acc, const float* corr,
+               bool first) {
+  static constexpr PvBlock<KT> kBlocks[kPvHeads] = {pv_block_avx512<KT, 1>, pv_block_avx512<KT, 2>,
+                                                    pv_block_avx512<KT, 3>, pv_block_avx512<KT, 4>,
+                                                    pv_block_avx512<KT, 5>, pv_block_avx512<KT, 6>};
+  static constexpr PvPart<KT> kParts[kPvHeads] = {pv_part_avx512<KT, 1>, pv_part_avx512<KT, 2>, pv_part_avx512<KT, 3>,
+                                                  pv_part_avx512<KT, 4>, pv_part_avx512<KT, 5>, pv_part_avx512<KT, 6>};
   int64_t d = 0;
   for (; d + 32 <= dv; d += 32) {
     for (int h = 0; h < nh; h += kPvHeads) {
@@ -550,27 +542,34 @@ SK_TARGET_AVX512 void scale_avx512(float* y, int64_t n, float f) {
 }
 #endif  // SK_KERNELS_X86
 
-constexpr Ops kScalarOps = {scores_scalar, softmax_scalar, pv_scalar, scale_scalar, widen_scalar};
+template <class KT>
+constexpr Ops<KT> kScalarOps = {scores_scalar<KT>, softmax_scalar, pv_scalar<KT>, scale_scalar};
 #if SK_KERNELS_X86
-constexpr Ops kAvx2Ops = {scores_avx2, softmax_avx2, pv_avx2, scale_avx2, widen_avx2};
-constexpr Ops kAvx512Ops = {scores_avx512, softmax_avx512, pv_avx512, scale_avx512, widen_avx512};
+template <class KT>
+constexpr Ops<KT> kAvx2Ops = {scores_avx2<KT>, softmax_avx2, pv_avx2<KT>, scale_avx2};
+template <class KT>
+constexpr Ops<KT> kAvx512Ops = {scores_avx512<KT>, softmax_avx512, pv_avx512<KT>, scale_avx512};
 #endif
 
-}  // namespace
-
-const Ops& ops() {
+template <class KT>
+const Ops<KT>& select_ops() {
 #if SK_KERNELS_X86
   switch (current_isa_level()) {
     case kIsaAvx512:
-      return kAvx512Ops;
+      return kAvx512Ops<KT>;
     case kIsaAvx2:
-      return kAvx2Ops;
+      return kAvx2Ops<KT>;
     default:
       break;
   }
 #endif
-  return kScalarOps;
+  return kScalarOps<KT>;
 }
+
+}  // namespace
+
+const Ops<float>& ops_f32() { return select_ops<float>(); }
+const Ops<Bf16>& ops_bf16() { return select_ops<Bf16>(); }
 
 bool plan_seq_tables(const sk_tensor_arg& block_tables, const sk_tensor_arg& context_lens, int64_t batch,
                      int64_t num_blocks, int64_t block_size, const char* kernel, const char* cache, SeqTables* st,

@@ -30,9 +30,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "kernels/kernel_util.h"
 
@@ -44,28 +42,25 @@ inline constexpr int kMaxHeads = 32;  // query heads that share one pass over th
 // Cache element types: f32, or bf16 held as its raw 16 bits.
 using Bf16 = uint16_t;
 
-// The per-ISA operations. Cache rows reach them as f32: bf16 rows are widened first (exactly),
-// once per sub-block of tokens, so every bf16 element is converted once however many heads read
-// it, and the arithmetic is the f32 cache's.
+template <class KT>
 struct Ops {
   // s[h * kChunk + j] = scale * (q1[h] . rows[j][0, n1) + q2[h] . rows[j][off2, off2 + n2)) for
   // h < nh, j < nt. q2 is unused when n2 == 0.
   void (*scores)(const float* const* q1, const float* const* q2, int nh, int64_t n1, int64_t n2, int64_t off2,
-                 const float* const* rows, int nt, float scale, float* s);
+                 const KT* const* rows, int nt, float scale, float* s);
   // Online-softmax step for nh heads over nt scores each: turns s[h * kChunk + j] into p in
   // place, updates m and l, and sets corr[h] = exp(m_old - m_new).
   void (*softmax)(float* s, int nh, int nt, float* m, float* l, float* corr);
   // acc[h][0, dv) = (first ? 0 : acc[h] * corr[h]) + sum_{j < nt} p[h * kChunk + j] * rows[j][0, dv).
-  void (*pv)(const float* p, int nh, int nt, const float* const* rows, int64_t dv, float* const* acc, const float* corr,
+  void (*pv)(const float* p, int nh, int nt, const KT* const* rows, int64_t dv, float* const* acc, const float* corr,
              bool first);
   // y[0, n) *= f
   void (*scale)(float* y, int64_t n, float f);
-  // dst[0, n) = the bf16 values src[0, n) as f32
-  void (*widen)(const Bf16* src, int64_t n, float* dst);
 };
 
 // The operations of the ISA level in effect (cpu_isa.h).
-const Ops& ops();
+const Ops<float>& ops_f32();
+const Ops<Bf16>& ops_bf16();
 
 // One pass over a context: `nh` heads (<= kMaxHeads) with query segments q1[h] (n1 elements)
 // and q2[h] (n2 elements, matched against key offset off2), values of dv elements, outputs
@@ -115,15 +110,14 @@ void prefetch_rows(const KT* const* rows, int n, int64_t begin, int64_t bytes) {
 // hd.ctx[g] tokens; a context of 0 tokens gives zeros.
 //
 // With several groups, a chunk is worked through in sub-blocks of kSubBlock tokens with every
-// group inside, so that a token's slot is read front to back (or, for the groups of several
-// query tokens over one KV head, each row is reused from L1); the next sub-block's slots are
+// group inside, so that a token's slot is read front to back (and the groups of several query
+// tokens over one KV head reuse each row from L1); the next sub-block's slots are
 // prefetched. (A rescale by corr = 1 between the sub-blocks of one chunk is exact, so the split
 // changes no value.) A group whose context ends inside a chunk simply stops there: its chunks,
 // their boundaries and every per-head operation are those of a pass of its own, so a group's
 // bits do not depend on the other groups of the pass.
 template <class KT, class Slots>
-void attend(const Ops& ops, const Heads& hd, Slots&& slots) {
-  constexpr bool kWiden = std::is_same_v<KT, Bf16>;
+void attend(const Ops<KT>& ops, const Heads& hd, Slots&& slots) {
   if (hd.nh == 0) return;
   int64_t ctx = 0;
   for (int g = 0; g < hd.ngroups; ++g) {
@@ -141,14 +135,7 @@ void attend(const Ops& ops, const Heads& hd, Slots&& slots) {
   // Slot pointers of the current and the next chunk, and one group's row pointers.
   const KT* k_slots[2][kChunk];
   const KT* v_slots[2][kChunk];
-  const float* rows[kChunk];
-  // bf16 caches: the current sub-block's rows of one group (reused by the following groups on
-  // the same rows: the query tokens of one KV head at prefill) widened to f32, and which rows
-  // (offset, tokens, elements) they hold; wide_n = 0 at the start of each sub-block.
-  thread_local std::vector<float> wide;
-  int64_t wide_off = -1;
-  int wide_n = 0;
-  int64_t wide_len = 0;
+  const KT* rows[kChunk];
   for (int h = 0; h < hd.nh; ++h) {
     m[h] = -std::numeric_limits<float>::infinity();
     l[h] = 0.0f;
@@ -164,24 +151,9 @@ void attend(const Ops& ops, const Heads& hd, Slots&& slots) {
   }
   const int64_t k_bytes = (span_end - span_begin + k_len) * static_cast<int64_t>(sizeof(KT));
   const int64_t v_bytes = hd.v_shares_k ? 0 : (span_end - span_begin + hd.dv) * static_cast<int64_t>(sizeof(KT));
-  const int sub = hd.ngroups > 1 || kWiden ? kSubBlock : kChunk;
-  const int64_t row_len = std::max(k_len, hd.dv);
-  if constexpr (kWiden) {
-    if (wide.size() < static_cast<size_t>(kSubBlock * row_len)) wide.resize(static_cast<size_t>(kSubBlock * row_len));
-  }
-  // rows[0, n) = group g's rows (len elements) of the slots base[0, n).
-  const auto group_rows = [&](const KT* const* base, int g, int n, int64_t len) {
-    if constexpr (kWiden) {
-      if (hd.row_off[g] != wide_off || n > wide_n || len != wide_len) {
-        for (int j = 0; j < n; ++j) ops.widen(base[j] + hd.row_off[g], len, wide.data() + j * row_len);
-        wide_off = hd.row_off[g];
-        wide_n = n;
-        wide_len = len;
-      }
-      for (int j = 0; j < n; ++j) rows[j] = wide.data() + j * row_len;
-    } else {
-      for (int j = 0; j < n; ++j) rows[j] = base[j] + hd.row_off[g];
-    }
+  const int sub = hd.ngroups > 1 ? kSubBlock : kChunk;
+  const auto group_rows = [&](const KT* const* base, int g, int n) {
+    for (int j = 0; j < n; ++j) rows[j] = base[j] + hd.row_off[g];
   };
   // Tokens [j0 + j, j0 + j + n) of group g that lie in its context.
   const auto in_context = [&](int g, int64_t j0, int j, int n) {
@@ -203,12 +175,11 @@ void attend(const Ops& ops, const Heads& hd, Slots&& slots) {
     for (int j = 0; j < nt; j += sub) {
       const int n = std::min(sub, nt - j);
       prefetch_after(k_slots, j, k_bytes);
-      wide_n = 0;
       for (int g = 0; g < hd.ngroups; ++g) {
         const int ng = in_context(g, j0, j, n);
         if (ng == 0) continue;
         const int h0 = hd.group_begin[g];
-        group_rows(k_slots[c] + j, g, ng, k_len);
+        group_rows(k_slots[c] + j, g, ng);
         ops.scores(hd.q1 + h0, hd.q2 + h0, hd.group_begin[g + 1] - h0, hd.n1, hd.n2, hd.off2, rows, ng, hd.scale,
                    s + h0 * kChunk + j);
       }
@@ -222,12 +193,11 @@ void attend(const Ops& ops, const Heads& hd, Slots&& slots) {
     for (int j = 0; j < nt; j += sub) {
       const int n = std::min(sub, nt - j);
       prefetch_after(v_slots, j, v_bytes);
-      wide_n = 0;
       for (int g = 0; g < hd.ngroups; ++g) {
         const int ng = in_context(g, j0, j, n);
         if (ng == 0) continue;
         const int h0 = hd.group_begin[g];
-        group_rows(v_slots[c] + j, g, ng, hd.dv);
+        group_rows(v_slots[c] + j, g, ng);
         ops.pv(s + h0 * kChunk + j, hd.group_begin[g + 1] - h0, ng, rows, hd.dv, hd.out + h0,
                (j == 0 ? corr : ones) + h0, j0 == 0 && j == 0);
       }
@@ -312,7 +282,7 @@ inline PrefillRow prefill_row(int64_t i, int64_t tokens, int64_t group) {
 // the heads of KV head kvh read their rows `kvh * kv_row_off` elements into a slot; slot(n) is
 // the first element of slot n in the key cache and in the value cache (a pair).
 template <class KT, class SetHead, class SlotOf>
-void attend_prefill(const Ops& ops, const Heads& proto, const SeqTables& st, int64_t group, int64_t kv_row_off,
+void attend_prefill(const Ops<KT>& ops, const Heads& proto, const SeqTables& st, int64_t group, int64_t kv_row_off,
                     sk_range r, SetHead&& set_head, SlotOf&& slot) {
   const int64_t tokens = st.tokens;
   for (int64_t i = r.begin; i < r.end;) {

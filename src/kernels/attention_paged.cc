@@ -153,7 +153,7 @@ attn::PrefillRow row_of(const Plan& p, bool prefill, int64_t i) {
 // One pass per sequence and up to attn::kMaxHeads of its query heads, in groups of the heads
 // that share a KV head.
 template <class KT>
-void attend_rows(const Plan& p, const attn::Ops& ops, sk_range r) {
+void attend_rows(const Plan& p, const attn::Ops<KT>& ops, sk_range r) {
   const KT* k = static_cast<const KT*>(p.k);
   const KT* v = static_cast<const KT*>(p.v);
   const int64_t slot_elems = p.hkv * p.dh;
@@ -190,7 +190,7 @@ void attend_rows(const Plan& p, const attn::Ops& ops, sk_range r) {
 
 // Prefill: the passes of attn::attend_prefill over one piece of rows.
 template <class KT>
-void attend_prefill_rows(const Plan& p, const attn::Ops& ops, sk_range r) {
+void attend_prefill_rows(const Plan& p, const attn::Ops<KT>& ops, sk_range r) {
   const KT* k = static_cast<const KT*>(p.k);
   const KT* v = static_cast<const KT*>(p.v);
   const int64_t slot_elems = p.hkv * p.dh;
@@ -208,7 +208,7 @@ void attend_prefill_rows(const Plan& p, const attn::Ops& ops, sk_range r) {
 }
 
 template <class KT>
-void attend_split(const Plan& p, bool prefill, const attn::Ops& ops, const attn::PrefillSplit& split) {
+void attend_split(const Plan& p, bool prefill, const attn::Ops<KT>& ops, const attn::PrefillSplit& split) {
   if (!prefill) return attend_rows<KT>(p, ops, split.piece[0]);
   for (const sk_range& r : split.piece) attend_prefill_rows<KT>(p, ops, r);
 }
@@ -221,9 +221,9 @@ int32_t run(const Variant& var, const sk_kernel_args* args, const sk_core_ctx* c
   }
   const attn::PrefillSplit split = core_rows(p, var.prefill, core->core_id, core->num_cores);
   if (var.cache_dtype == SK_DTYPE_F32) {
-    attend_split<float>(p, var.prefill, attn::ops(), split);
+    attend_split(p, var.prefill, attn::ops_f32(), split);
   } else {
-    attend_split<attn::Bf16>(p, var.prefill, attn::ops(), split);
+    attend_split(p, var.prefill, attn::ops_bf16(), split);
   }
   return SK_OK;
 }

@@ -171,7 +171,7 @@ void set_head(const Plan& p, attn::Heads& hd, int idx, int64_t b, int64_t h) {
 
 // One pass per sequence and up to attn::kMaxHeads of its heads, all in one group.
 template <class KT>
-void attend_rows(const Plan& p, const attn::Ops& ops, sk_range r) {
+void attend_rows(const Plan& p, const attn::Ops<KT>& ops, sk_range r) {
   const KT* cache = static_cast<const KT*>(p.cache);
   const int64_t row = p.rank + p.rope;
   const int64_t bs = p.block_size;
@@ -195,7 +195,7 @@ void attend_rows(const Plan& p, const attn::Ops& ops, sk_range r) {
 }
 
 template <class KT>
-void attend_split(const Plan& p, bool prefill, const attn::Ops& ops, const attn::PrefillSplit& split) {
+void attend_split(const Plan& p, bool prefill, const attn::Ops<KT>& ops, const attn::PrefillSplit& split) {
   if (!prefill) return attend_rows<KT>(p, ops, split.piece[0]);
   const KT* cache = static_cast<const KT*>(p.cache);
   const int64_t row = p.rank + p.rope;
@@ -215,9 +215,9 @@ int32_t run(const Variant& var, const sk_kernel_args* args, const sk_core_ctx* c
   }
   const attn::PrefillSplit split = core_rows(p, var.prefill, core->core_id, core->num_cores);
   if (var.cache_dtype == SK_DTYPE_F32) {
-    attend_split<float>(p, var.prefill, attn::ops(), split);
+    attend_split(p, var.prefill, attn::ops_f32(), split);
   } else {
-    attend_split<attn::Bf16>(p, var.prefill, attn::ops(), split);
+    attend_split(p, var.prefill, attn::ops_bf16(), split);
   }
   return SK_OK;
 }

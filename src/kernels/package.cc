@@ -47,7 +47,7 @@ constexpr sk_kernel_desc kKernels[] = {
            {.flags = SK_TILING_SINK, .tiling = grouped_matmul_bf16_tiling}),
     kernel("grouped_matmul.w8a8_dyn", SK_KERNEL_CUBE, grouped_matmul_w8a8_dyn_run, grouped_matmul_w8a8_dyn_access,
            {.flags = SK_TILING_SINK, .tiling = grouped_matmul_w8a8_dyn_tiling}),
-    // ---- attention family (layer_norm, RoPE, KV cache, paged decode attention, MLA) ----
+    // ---- attention family (layer_norm, RoPE, KV cache, paged attention and MLA at decode and prefill) ----
     kernel("layer_norm.f32", SK_KERNEL_VECTOR, layer_norm_f32_run, layer_norm_f32_access),
     kernel("rope.f32", SK_KERNEL_VECTOR, rope_f32_run, rope_f32_access),
     kernel("kv_append.f32", SK_KERNEL_VECTOR, kv_append_f32_run, kv_append_f32_access),

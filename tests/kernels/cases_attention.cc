@@ -335,6 +335,19 @@ SK_KERNEL_CASES(attention_cases) {
 
 namespace {
 
+// Runs every core of a `cores`-core call, which must succeed.
+void run_on_cores(const sk_kernel_desc* k, const sk_kernel_args& args, int cores) {
+  for (int core = 0; core < cores; ++core) {
+    char msg[256] = {};
+    sk_core_ctx ctx{};
+    ctx.core_id = core;
+    ctx.num_cores = cores;
+    ctx.error_message = msg;
+    ctx.error_capacity = sizeof msg;
+    ASSERT_EQ(k->run(&args, &ctx), SK_OK) << msg;
+  }
+}
+
 // Every core of a 1- and a 3-core call fails with a message naming the kernel and containing
 // each of `details`, leaves the outputs untouched, and the access callback refuses the shapes
 // when `access_fails` (data errors are only found by run).
@@ -633,6 +646,28 @@ TEST(AttentionKernelErrors, PrefillRejectsBadTokens) {
   }
 }
 
+// A prompt of no tokens is a no-op: nothing to validate, read or write.
+TEST(AttentionKernelErrors, PrefillWithNoTokens) {
+  for (const char* kernel : {"paged_attention_prefill.bf16", "mla_attention_prefill.f32"}) {
+    SCOPED_TRACE(kernel);
+    const bool paged = std::strstr(kernel, "paged") != nullptr;
+    ManualArgs o;
+    if (paged) {
+      o.in(SK_DTYPE_F32, {0, 4, 16}).in(SK_DTYPE_BF16, {4, 8, 2, 16}).in(SK_DTYPE_BF16, {4, 8, 2, 16});
+      o.attrs(sk_paged_attention_attrs{0.25f});
+    } else {
+      o.in(SK_DTYPE_F32, {0, 4, 16}).in(SK_DTYPE_F32, {0, 4, 4}).in(SK_DTYPE_F32, {4, 8, 20});
+      o.attrs(sk_mla_attention_attrs{16, 4, 0.25f});
+    }
+    o.in(SK_DTYPE_I32, {2, 3}).in(SK_DTYPE_I32, {0}).in(SK_DTYPE_I32, {0}).out(SK_DTYPE_F32, {0, 4, 16});
+    const sk_kernel_desc* k = builtin_kernel(kernel);
+    ASSERT_NE(k, nullptr);
+    for (int n : {1, 3}) run_on_cores(k, o.args(), n);
+    sk_access_range ranges[8];
+    for (int core = 0; core < 3; ++core) EXPECT_GE(k->access(&o.args(), core, 3, ranges, 8), 0);
+  }
+}
+
 TEST(AttentionKernelErrors, BatchedMatmulShapes) {
   ManualArgs o;
   o.in(SK_DTYPE_F32, {2, 3, 8}).in(SK_DTYPE_F32, {3, 4, 8}).out(SK_DTYPE_F32, {2, 3, 4});
@@ -661,18 +696,6 @@ void fill_random(sk_tensor_arg& t, uint32_t seed) {
     } else {
       static_cast<float*>(t.data)[i] = v;
     }
-  }
-}
-
-void run_on_cores(const sk_kernel_desc* k, const sk_kernel_args& args, int cores) {
-  for (int core = 0; core < cores; ++core) {
-    char msg[256] = {};
-    sk_core_ctx ctx{};
-    ctx.core_id = core;
-    ctx.num_cores = cores;
-    ctx.error_message = msg;
-    ctx.error_capacity = sizeof msg;
-    ASSERT_EQ(k->run(&args, &ctx), SK_OK) << msg;
   }
 }
 
