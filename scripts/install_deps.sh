@@ -4,9 +4,10 @@
 #   googletest libgtest-dev libgmock-dev   tests
 #   libdnnl-dev          oneDNN, the matmul reference point of sk_bench_kernels (optional)
 #   libyaml-dev          model config files
+#   python3-numpy        the reference implementation the model numerics test compares against
 set -euo pipefail
 
-required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev)
+required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev python3-numpy)
 optional=(libdnnl-dev)
 
 missing=()
