@@ -39,7 +39,9 @@ Status build_plan(CompileContext& ctx) {
   for (size_t i = 0; i < g.num_tensors(); ++i) {
     TensorInfo t = g.tensor(static_cast<int32_t>(i));
     if (t.kind == TensorKind::kConstant) {
-      plan->constants[i] = AlignedBuffer::allocate(t.data.size());
+      auto buffer = AlignedBuffer::allocate(t.data.size(), "constant '" + t.name + "'");
+      if (!buffer) return buffer.status();
+      plan->constants[i] = std::move(*buffer);
       std::copy(t.data.begin(), t.data.end(), plan->constants[i].data.get());
       t.data.clear();
       t.data.shrink_to_fit();

@@ -64,7 +64,8 @@ struct AlignedBuffer {
   };
   std::unique_ptr<uint8_t[], Free> data;
   size_t bytes = 0;
-  static AlignedBuffer allocate(size_t bytes);  // 64-byte aligned, zero-filled
+  // 64-byte aligned, zero-filled; out of memory is an error naming `what`.
+  static Expected<AlignedBuffer> allocate(size_t bytes, const std::string& what);
 };
 
 struct Plan {
