@@ -1,5 +1,6 @@
 // The compiler pipeline: named passes run in order, each timed. The order is the data flow of
-// DESIGN.md §3: verify -> build_plan -> assign_cores -> memory_plan -> allocate -> program.
+// DESIGN.md §3: verify -> build_plan -> assign_cores -> memory_plan -> allocate -> in_place ->
+// program.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "compiler/build_plan.h"
 #include "compiler/compile_context.h"
 #include "compiler/graph_program.h"
+#include "compiler/in_place.h"
 #include "compiler/memory_plan.h"
 #include "compiler/schedule.h"
 #include "compiler/scope_options.h"
@@ -167,6 +169,7 @@ std::vector<Pass> pipeline(ExecutionMode mode) {
       {"assign_cores", assign_cores, describe_plan},
       {"memory_plan", memory_plan_pass, describe_memory},
       {"allocate", allocate_pass, describe_memory},
+      {"in_place", check_in_place, describe_in_place},
   };
   auto program_text = [](const CompileContext& c) { return print_program(c.program); };
   if (mode == ExecutionMode::kGraph) passes.push_back({"graph_program", build_graph_program, program_text});

@@ -163,6 +163,47 @@ TEST(Aliasing, DisjointInterleavedViewsAndExactInPlaceRunInEveryMode) {
   }
 }
 
+// Exact aliasing is legal only for kernels whose cores never read what another core writes.
+TEST(Aliasing, InPlaceNeedsAKernelWhoseCoresReadOnlyWhatTheyWrite) {
+  auto rt = make_runtime(1);  // the check also covers two cores, whatever the machine
+  {
+    Graph g;
+    Tensor v = g.variable("v", DType::kF32, {64});
+    OpSpec spec;
+    spec.kind = OpKind::kCustom;
+    spec.kernel = "test.reverse_sync.f32";  // every core reads the whole input
+    spec.name = "reverse_in_place";
+    spec.inputs = {v};
+    spec.outputs = {{DType::kF32, {64}, ""}};
+    spec.write_into = {v};
+    g.add_op(std::move(spec));
+    g.output(v, "v");
+    ASSERT_TRUE(g.verify().is_ok());
+    for (ExecutionMode m : kAllModes) {
+      auto exe = rt->compile(g, CompileOptions::for_mode(m));
+      ASSERT_FALSE(exe.has_value()) << execution_mode_name(m);
+      const std::string msg = exe.status().message();
+      EXPECT_TRUE(contains(msg, "op 'reverse_in_place'")) << msg;
+      EXPECT_TRUE(contains(msg, "kernel 'test.reverse_sync.f32' does not support")) << msg;
+      EXPECT_TRUE(contains(msg, "in place")) << msg;
+    }
+  }
+  {
+    Graph g;
+    Tensor x = g.input("x", DType::kF32, {64});
+    Tensor v = g.variable("v", DType::kF32, {64});
+    add1_into(g, x, v, "fill");
+    add1_into(g, v, v, "add1_in_place");  // each core reads exactly what it writes
+    g.output(v, "v");
+    for (ExecutionMode m : kAllModes) {
+      auto exe = compile_ok(*rt, g, m);
+      ASSERT_TRUE(exe->set_input("x", std::vector<float>(64, 1.0f)).is_ok());
+      ASSERT_TRUE(exe->run().is_ok());
+      EXPECT_EQ(exe->output_f32("v"), std::vector<float>(64, 3.0f)) << execution_mode_name(m);
+    }
+  }
+}
+
 // ---- Sizes ----------------------------------------------------------------------------------------
 
 TEST(Limits, ByteSizeThatOverflowsIsAnErrorNamingTheTensor) {
