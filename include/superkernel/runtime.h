@@ -88,7 +88,8 @@ class Executable {
   // An executable serves one call at a time: run() or set_input() while another thread is inside
   // run() or set_input() of the same executable fails with FAILED_PRECONDITION and changes
   // nothing. Compile one executable per thread; executables of one runtime may run concurrently
-  // (their launches take turns on the device).
+  // (their launches take turns on the device). Reading an executable's tensors while another
+  // thread runs it is a data race.
   Status run();
 
   // An output, input or variable as it is now (points into the executable; valid until the next
