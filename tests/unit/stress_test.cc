@@ -132,5 +132,36 @@ TEST(Stress, ExecutablesCompiledAndDestroyedWhileAnotherRuns) {
   EXPECT_GT(background_runs.load(), 0);
 }
 
+// Two threads hammering run() on one executable: each call either runs or is refused with
+// FAILED_PRECONDITION, and the result afterwards is exact.
+TEST(Stress, TwoThreadsRunningOneExecutableGetRunsOrClearRefusals) {
+  auto rt = make_runtime(2, /*watchdog_seconds=*/20.0);
+  auto exe = rt->compile(multi_segment_graph(), CompileOptions::for_mode(ExecutionMode::kSuperKernel));
+  ASSERT_TRUE(exe.has_value()) << exe.status().to_string();
+  const std::vector<float> x = ramp(1.0f);
+  ASSERT_TRUE((*exe)->set_input("x", x).is_ok());
+  std::atomic<int64_t> ran{0}, refused{0}, other{0};
+  auto hammer = [&] {
+    for (int i = 0; i < 1000; ++i) {
+      Status s = (*exe)->run();
+      if (s.is_ok()) {
+        ran.fetch_add(1);
+      } else if (s.code() == StatusCode::kFailedPrecondition) {
+        refused.fetch_add(1);
+      } else {
+        other.fetch_add(1);
+      }
+    }
+  };
+  std::thread a(hammer), b(hammer);
+  a.join();
+  b.join();
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(ran.load() + refused.load(), 2000);
+  EXPECT_GT(ran.load(), 0);
+  const std::vector<float> y = (*exe)->output_f32("y");
+  for (int64_t i = 0; i < kElems; ++i) ASSERT_EQ(y[i], x[i] + kSegments * kOpsPerSegment) << i;
+}
+
 }  // namespace
 }  // namespace sk
