@@ -22,9 +22,10 @@ namespace {
 // of racing on the arena (an executable's buffers belong to one call at a time).
 class CallClaim {
  public:
-  CallClaim(std::atomic<bool>& busy, std::string_view call) : busy_(busy) {
+  // `call` and `name` only build the message, so that the common path allocates nothing.
+  CallClaim(std::atomic<bool>& busy, const char* call, std::string_view name = {}) : busy_(busy) {
     if (busy_.exchange(true, std::memory_order_acquire))
-      status_ = Status::failed_precondition(std::string(call) +
+      status_ = Status::failed_precondition(std::string(call) + (name.empty() ? "" : "('" + std::string(name) + "')") +
                                             ": the executable is in use by another thread; an executable serves "
                                             "one call at a time (compile one executable per thread)");
   }
@@ -43,7 +44,7 @@ class CallClaim {
 }  // namespace
 
 Status Executable::set_input(std::string_view name, const void* data, size_t bytes) {
-  CallClaim claim(impl_->busy, "set_input('" + std::string(name) + "')");
+  CallClaim claim(impl_->busy, "set_input", name);
   SK_RETURN_IF_ERROR(claim.status());
   auto it = impl_->names.find(std::string(name));
   const Plan& plan = *impl_->plan;
