@@ -38,7 +38,9 @@ Status build_plan(CompileContext& ctx) {
   plan->constants.resize(g.num_tensors());
   for (size_t i = 0; i < g.num_tensors(); ++i) {
     TensorInfo t = g.tensor(static_cast<int32_t>(i));
-    if (t.kind == TensorKind::kConstant) plan->store_constant(static_cast<int32_t>(i), t);
+    if (t.kind == TensorKind::kConstant) {
+      if (Status s = plan->store_constant(static_cast<int32_t>(i), t); !s) return s;
+    }
     plan->tensors.push_back(std::move(t));
   }
 

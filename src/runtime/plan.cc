@@ -1,6 +1,7 @@
 #include "runtime/plan.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -8,12 +9,12 @@ namespace sk {
 
 void AlignedBuffer::Free::operator()(uint8_t* p) const { std::free(p); }
 
-AlignedBuffer AlignedBuffer::allocate(size_t bytes) {
+Expected<AlignedBuffer> AlignedBuffer::allocate(size_t bytes, const std::string& what) {
+  const size_t rounded = bytes > SIZE_MAX - 63 ? 0 : std::max<size_t>((bytes + 63) / 64 * 64, 64);
+  void* p = rounded == 0 ? nullptr : std::aligned_alloc(64, rounded);
+  if (p == nullptr)
+    return Status::failed_precondition("out of memory allocating " + std::to_string(bytes) + " bytes for " + what);
   AlignedBuffer b;
-  size_t rounded = (bytes + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
-  void* p = std::aligned_alloc(64, rounded);
-  SK_CHECK(p != nullptr) << "out of memory allocating " << rounded << " bytes";
   std::memset(p, 0, rounded);
   b.data.reset(static_cast<uint8_t*>(p));
   b.bytes = bytes;
@@ -54,13 +55,16 @@ sk_tensor_arg make_tensor_arg(const TensorInfo& info) {
   return a;
 }
 
-void Plan::store_constant(int32_t id, TensorInfo& t) {
+Status Plan::store_constant(int32_t id, TensorInfo& t) {
   if (constants.size() <= static_cast<size_t>(id)) constants.resize(static_cast<size_t>(id) + 1);
-  if (t.external_data) return;
-  constants[id] = AlignedBuffer::allocate(t.data.size());
+  if (t.external_data) return Status::ok();
+  auto buffer = AlignedBuffer::allocate(t.data.size(), "constant '" + t.name + "'");
+  if (!buffer) return buffer.status();
+  constants[id] = std::move(*buffer);
   std::copy(t.data.begin(), t.data.end(), constants[id].data.get());
   t.data.clear();
   t.data.shrink_to_fit();
+  return Status::ok();
 }
 
 void Plan::bind(int32_t id, uint8_t* data) {

@@ -64,7 +64,8 @@ struct AlignedBuffer {
   };
   std::unique_ptr<uint8_t[], Free> data;
   size_t bytes = 0;
-  static AlignedBuffer allocate(size_t bytes);  // 64-byte aligned, zero-filled
+  // 64-byte aligned, zero-filled; out of memory is an error naming `what`.
+  static Expected<AlignedBuffer> allocate(size_t bytes, const std::string& what);
 };
 
 struct Plan {
@@ -78,7 +79,7 @@ struct Plan {
 
   // Gives constant `id` its storage: external constants stay in place (`t` keeps them alive),
   // the others move from `t.data` into an aligned buffer.
-  void store_constant(int32_t id, TensorInfo& t);
+  Status store_constant(int32_t id, TensorInfo& t);
   // Moves input/variable `id` into caller memory and re-resolves every pointer.
   void bind(int32_t id, uint8_t* data);
   uint8_t* root_data(int32_t id) const;
