@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -347,6 +348,42 @@ TEST(MatmulFamily, Bf16IsF32OnWidenedWeightsOrExactOnRoundedX) {
         }
       }
     }
+  }
+}
+
+// The avx512_bf16 level's error against the exact product of the unrounded x, at the K of LongCat
+// layers (1536 to 6144): within the documented bound 2.5e-3 * sqrt(K) for data in [-1, 1]
+// (docs/kernels_matmul.md), which is about 5 standard deviations of the x rounding error.
+TEST(MatmulFamily, Bf16RoundedXErrorGrowsAsSqrtK) {
+  const sk_kernel_desc* kb = kernel("matmul.bf16");
+  ASSERT_NE(kb, nullptr);
+  const std::vector<int> have = levels();
+  if (std::find(have.begin(), have.end(), kIsaAvx512Bf16) == have.end()) GTEST_SKIP() << "no AVX512_BF16";
+  IsaForced forced(kIsaAvx512Bf16);
+  constexpr int64_t kM = 4;
+  constexpr int64_t kN = 64;
+  for (int64_t k : {1024, 1536, 4096, 6144}) {
+    Tensor x = dense(SK_DTYPE_F32, {kM, k});
+    Tensor w = dense(SK_DTYPE_BF16, {kN, k});
+    fill_uniform(x, 11);
+    fill_uniform(w, 12);
+    Tensor y = dense(SK_DTYPE_F32, {kM, kN});
+    ASSERT_EQ(Call({&x, &w}, {&y}).run(*kb, 2), SK_OK);
+    double worst = 0.0;
+    for (int64_t i = 0; i < kM; ++i) {
+      for (int64_t j = 0; j < kN; ++j) {
+        double want = 0.0;
+        for (int64_t l = 0; l < k; ++l) {
+          want += static_cast<double>(x.data<float>()[i * k + l]) * sk::bf16_to_f32(w.data<uint16_t>()[j * k + l]);
+        }
+        worst = std::max(worst, std::fabs(y.data<float>()[i * kN + j] - want));
+      }
+    }
+    const double bound = 2.5e-3 * std::sqrt(static_cast<double>(k));
+    EXPECT_LE(worst, bound) << "K = " << k;
+    RecordProperty("max_error_k" + std::to_string(k), std::to_string(worst));
+    std::printf("matmul.bf16 avx512_bf16, K = %lld: max |error| %.4g, bound %.4g\n", static_cast<long long>(k), worst,
+                bound);
   }
 }
 
