@@ -65,13 +65,6 @@ TileFn tile_scalar_for(int mr, int nr) {
 constexpr F32Tiles kTilesScalar = {8, 4, 2, 2, 256, tile_scalar_for};
 
 #if SK_KERNELS_X86
-// A multi-row tile reads only NR weight rows at a time, too few streams to keep the memory
-// system busy (GEMV's 8 rows are enough on their own). Touching the rows of the tile after
-// next at the same k adds streams without extra instructions in the FMA chains. Prefetching
-// past the slice or the tensor is harmless: prefetches never fault.
-inline void prefetch_ahead(const float* w_row_k, int64_t sw, int nr) {
-  _mm_prefetch(reinterpret_cast<const char*>(w_row_k + 2 * nr * sw), _MM_HINT_T0);
-}
 
 template <int MR, int NR>
 SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld,
@@ -87,7 +80,7 @@ SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const float* w, int64_
     __m256 wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      if constexpr (MR > 1) prefetch_ahead(w + j * sw + k, sw, NR);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw);
       wv[j] = _mm256_loadu_ps(w + j * sw + k);
     }
 #pragma GCC unroll 16
@@ -139,7 +132,7 @@ SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, in
     __m512 wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      if constexpr (MR > 1) prefetch_ahead(w + j * sw + k, sw, NR);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw);
       wv[j] = _mm512_loadu_ps(w + j * sw + k);
     }
 #pragma GCC unroll 16

@@ -80,10 +80,6 @@ TileFn tile_scalar_for(int mr, int nr) {
 constexpr F32xTiles kScalar = {8, 4, 2, 2, 256, tile_scalar_for};
 
 #if SK_KERNELS_X86
-// See matmul.cc: extra weight streams for the multi-row tiles. Prefetches never fault.
-inline void prefetch_ahead(const uint16_t* w_row_k, int64_t sw, int nr) {
-  _mm_prefetch(reinterpret_cast<const char*>(w_row_k + 2 * nr * sw), _MM_HINT_T0);
-}
 
 // 8 bf16 -> 8 f32: the bf16 bits are the upper half of the f32 bits.
 SK_TARGET_AVX2 inline __m256 widen8(__m128i h) {
@@ -112,7 +108,7 @@ SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const uint16_t* w, int
     __m256 wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      if constexpr (MR > 1) prefetch_ahead(w + j * sw + k, sw, NR);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw);
       wv[j] = widen8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j * sw + k)));
     }
 #pragma GCC unroll 16
@@ -169,7 +165,7 @@ SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const uint16_t* w,
     __m512 wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      if constexpr (MR > 1) prefetch_ahead(w + j * sw + k, sw, NR);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw);
       wv[j] = widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + j * sw + k)));
     }
 #pragma GCC unroll 16
@@ -240,7 +236,7 @@ SK_TARGET_AVX512_BF16 void tile_avx512_bf16(const uint16_t* x, int64_t sx, const
     __m512bh wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      if constexpr (MR > 1) prefetch_ahead(w + j * sw + k, sw, NR);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw);
       const __m512i raw = _mm512_loadu_si512(w + j * sw + k);
       std::memcpy(&wv[j], &raw, sizeof raw);
     }

@@ -114,6 +114,16 @@ void run(const Op& op, const typename Op::W* w, int64_t sw, float* y, int64_t sy
   }
 }
 
+// Touches the weights of the tile after next at the k this tile reads now. A multi-row tile reads
+// only NR weight rows at a time, too few streams to keep the memory system busy, and this adds
+// streams without lengthening the FMA chains (measured: int8 M = 4 / 16 10-20% faster). GEMV
+// tiles (MR = 1) stream 8 rows and are left to the hardware prefetcher (prefetching there was
+// 10-20% slower). Prefetches past the slice or the tensor are harmless: they never fault.
+template <int MR, int NR, class W>
+inline void prefetch_later_rows(const W* w_row_k, int64_t sw) {
+  if constexpr (MR > 1) __builtin_prefetch(w_row_k + 2 * NR * sw, 0, 3);
+}
+
 // Shared pack and finish steps of the types whose tiles read f32 activations and keep f32 lanes.
 
 // Copies x rows [m0, m0 + mb), columns [k0, k0 + kn), into the panel, zero-padded to ld.
