@@ -62,7 +62,7 @@ TileFn tile_scalar_for(int mr, int nr) {
   return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
 }
 
-constexpr F32Tiles kTilesScalar = {8, 4, 2, 2, 256, tile_scalar_for};
+constexpr F32Tiles kTilesScalar = {8, 4, 2, 2, 256, 2, 2, tile_scalar_for};
 
 #if SK_KERNELS_X86
 
@@ -116,7 +116,7 @@ TileFn tile_avx2_for(int mr, int nr) {
 }
 
 // 4 x 2 tiles: 8 accumulators + 2 w vectors + 1 x vector fit the 16 YMM registers.
-constexpr F32Tiles kTilesAvx2 = {8, 8, 4, 2, 256, tile_avx2_for};
+constexpr F32Tiles kTilesAvx2 = {8, 8, 4, 2, 256, 4, 2, tile_avx2_for};
 
 template <int MR, int NR>
 SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld,
@@ -163,12 +163,13 @@ SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, in
 
 TileFn tile_avx512_for(int mr, int nr) {
   if (mr == 4) return nr == 4 ? tile_avx512<4, 4> : tile_avx512<4, 1>;
+  if (mr == 2) return nr == 8 ? tile_avx512<2, 8> : tile_avx512<2, 1>;
   if (nr == 8) return tile_avx512<1, 8>;
   return nr == 4 ? tile_avx512<1, 4> : tile_avx512<1, 1>;
 }
 
 // 4 x 4 tiles: 16 accumulators + 4 w vectors + 1 x vector of the 32 ZMM registers.
-constexpr F32Tiles kTilesAvx512 = {16, 8, 4, 4, 256, tile_avx512_for};
+constexpr F32Tiles kTilesAvx512 = {16, 8, 4, 4, 256, 2, 8, tile_avx512_for};
 #endif
 
 // matmul.f32's tiles at the selected level: the f32 FMA tiles need nothing beyond AVX-512 F.

@@ -77,7 +77,7 @@ TileFn tile_scalar_for(int mr, int nr) {
   return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
 }
 
-constexpr F32xTiles kScalar = {8, 4, 2, 2, 256, tile_scalar_for};
+constexpr F32xTiles kScalar = {8, 4, 2, 2, 256, 2, 2, tile_scalar_for};
 
 #if SK_KERNELS_X86
 
@@ -143,7 +143,7 @@ TileFn tile_avx2_for(int mr, int nr) {
   return nr == 2 ? tile_avx2<1, 2> : tile_avx2<1, 1>;
 }
 
-constexpr F32xTiles kAvx2 = {8, 8, 4, 2, 256, tile_avx2_for};
+constexpr F32xTiles kAvx2 = {8, 8, 4, 2, 256, 4, 2, tile_avx2_for};
 
 // ---- AVX-512 without BF16: tile_avx2 with 16 lanes (the same structure, line by line) ----
 
@@ -200,7 +200,7 @@ TileFn tile_avx512_for(int mr, int nr) {
   return nr == 4 ? tile_avx512<1, 4> : tile_avx512<1, 1>;
 }
 
-constexpr F32xTiles kAvx512 = {16, 8, 4, 4, 256, tile_avx512_for};
+constexpr F32xTiles kAvx512 = {16, 8, 4, 4, 256, 4, 4, tile_avx512_for};
 
 // ---- AVX-512 BF16: x converted to bf16 once per panel, VDPBF16PS on 32 k per step ----
 
@@ -276,12 +276,13 @@ SK_TARGET_AVX512_BF16 void tile_avx512_bf16(const uint16_t* x, int64_t sx, const
 
 Bf16xTileFn tile_avx512_bf16_for(int mr, int nr) {
   if (mr == 4) return nr == 4 ? tile_avx512_bf16<4, 4> : tile_avx512_bf16<4, 1>;
+  if (mr == 2) return nr == 8 ? tile_avx512_bf16<2, 8> : tile_avx512_bf16<2, 1>;
   if (nr == 8) return tile_avx512_bf16<1, 8>;
   return nr == 4 ? tile_avx512_bf16<1, 4> : tile_avx512_bf16<1, 1>;
 }
 
 // K steps of 1024: 16 rows of bf16 x are 32 KiB (measured ~15% faster than 256 at M = 16).
-constexpr Bf16xTiles kAvx512Bf16 = {16, 8, 4, 4, 1024, tile_avx512_bf16_for};
+constexpr Bf16xTiles kAvx512Bf16 = {16, 8, 4, 4, 1024, 2, 8, tile_avx512_bf16_for};
 #endif
 
 // f32 x rows copied to the panel as they are (the tiles widen the weights exactly).

@@ -54,8 +54,10 @@ struct Tiles {
   int gemv_nr;  // 1 x gemv_nr tiles when M == 1
   int mr;       // mr x nr tiles otherwise
   int nr;
-  int64_t kc;                               // K step of a block with more than mr rows (a multiple of 64)
-  TileFn<A, W, S> (*tile)(int mr, int nr);  // supports (1|mr) x (1|nr|gemv_nr)
+  int64_t kc;  // K step of a block with more than mr rows (a multiple of 64)
+  int few_mr;  // few_mr x few_nr tiles when 1 < M < mr (a single pass over K)
+  int few_nr;
+  TileFn<A, W, S> (*tile)(int mr, int nr);  // supports (1|mr|few_mr) x (1|nr|gemv_nr|few_nr)
 };
 
 // Panel row stride for K: a multiple of 64 elements (every tile's K step divides it, and the
@@ -84,7 +86,9 @@ void run(const Op& op, const typename Op::W* w, int64_t sw, float* y, int64_t sy
   const int64_t kc = block_k ? t.kc : K;
   const int64_t ld = whole_rows ? panel_stride<A>(K) : panel_stride<A>(t.kc);
   const int64_t rows = std::clamp<int64_t>(kCap / ld, 1, kMBlock);
-  const int nr_tile = M == 1 ? t.gemv_nr : t.nr;
+  const bool few = M > 1 && M < t.mr;
+  const int nr_tile = M == 1 ? t.gemv_nr : few ? t.few_nr : t.nr;
+  const int mr_tile = few ? t.few_mr : t.mr;
   for (int64_t m0 = 0; m0 < M; m0 += rows) {
     const int64_t mb = std::min(rows, M - m0);
     if (whole_rows) op.pack(m0, mb, 0, K, panel, ld, rs);
@@ -101,7 +105,7 @@ void run(const Op& op, const typename Op::W* w, int64_t sw, float* y, int64_t sy
         for (int64_t n = 0; n < nb;) {
           const int nr = nb - n >= nr_tile ? nr_tile : 1;
           for (int64_t m = 0; m < mb;) {
-            const int mr = mb - m >= t.mr ? t.mr : 1;
+            const int mr = mb - m >= mr_tile ? mr_tile : 1;
             t.tile(mr, nr)(xb + m * ld, ld, w + (n0 + n) * sw + k0, sw, state + (m * kNBlock + n) * t.lanes, kNBlock,
                            kn);
             m += mr;
