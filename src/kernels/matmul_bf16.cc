@@ -154,6 +154,7 @@ SK_TARGET_AVX512 inline __m512 widen16(__m256i h) {
 template <int MR, int NR>
 SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const uint16_t* w, int64_t sw, float* st, int64_t ld,
                                   int64_t kn) {
+  gemm::prefetch_next_tile_start<MR, NR>(w, sw);
   __m512 acc[MR][NR];
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
@@ -225,6 +226,7 @@ template <int MR, int NR>
 SK_TARGET_AVX512_BF16 void tile_avx512_bf16(const uint16_t* x, int64_t sx, const uint16_t* w, int64_t sw, float* st,
                                             int64_t ld, int64_t kn) {
   // x is zero-padded to a multiple of 32 (gemm::panel_stride).
+  gemm::prefetch_next_tile_start<MR, NR>(w, sw);
   __m512 acc[MR][NR];
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {

@@ -128,6 +128,17 @@ inline void prefetch_later_rows(const W* w_row_k, int64_t sw) {
   if constexpr (MR > 1) __builtin_prefetch(w_row_k + 2 * NR * sw, 0, 3);
 }
 
+// GEMV tiles: touches the first lines of the next tile's NR rows, so their streams do not start on
+// cold misses when this tile ends.
+template <int MR, int NR, class W>
+inline void prefetch_next_tile_start(const W* w, int64_t sw) {
+  if constexpr (MR == 1) {
+    for (int j = 0; j < NR; ++j) {
+      for (int b = 0; b < 256; b += 64) __builtin_prefetch(reinterpret_cast<const char*>(w + (NR + j) * sw) + b, 0, 3);
+    }
+  }
+}
+
 // Shared pack and finish steps of the types whose tiles read f32 activations and keep f32 lanes.
 
 // Copies x rows [m0, m0 + mb), columns [k0, k0 + kn), into the panel, zero-padded to ld.

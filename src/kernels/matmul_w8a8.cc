@@ -134,6 +134,7 @@ SK_TARGET_AVX512 void tile_avx512(const int8_t* x, int64_t sx, const int8_t* w, 
                                   int64_t kn) {
   const __m512i ones = _mm512_set1_epi16(1);
   const __m512i zero = _mm512_setzero_si512();
+  gemm::prefetch_next_tile_start<MR, NR>(w, sw);
   __m512i acc[MR][NR];
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
@@ -180,6 +181,7 @@ template <int MR, int NR>
 SK_TARGET_AVX512_VNNI void tile_avx512_vnni(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* st,
                                             int64_t ld, int64_t kn) {
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  gemm::prefetch_next_tile_start<MR, NR>(w, sw);
   __m512i acc[MR][NR];
   __m512i corr[NR];
 #pragma GCC unroll 16
