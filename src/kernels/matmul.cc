@@ -1,7 +1,8 @@
 // matmul.f32: y[..., N] = x[..., K] · wᵀ with w [N, K] row-major (the PyTorch Linear layout).
 //
-// Cores split N (rows of w) in chunks of 8 rows, so each core streams only its own slice of the
-// weights, which is what decode (M = 1, weight-bandwidth bound) needs.
+// Cores split N (rows of w) in chunks of kNSplitAlign rows, so each core streams only its own
+// slice of the weights, which is what decode (M = 1, weight-bandwidth bound) needs. The loops are
+// the matmul family's one GEMM driver (matmul_driver.h); this file has the f32 tiles.
 //
 // Determinism: every y[m][n] is one dot product accumulated in `lanes` partial sums, where
 // lane l sums x[k] * w[k] for k = l (mod lanes) in increasing k with one FMA per step (a

@@ -1,16 +1,18 @@
 // matmul.bf16: y[..., N] = x[..., K] · wᵀ with f32 x and bf16 w [N, K] (the PyTorch Linear
 // layout), f32 accumulation. Cores split N in chunks of kNSplitAlign rows of w, as matmul.f32
-// does: decode is weight-bandwidth bound, and bf16 halves the bytes per weight.
+// does: decode is weight-bandwidth bound, and bf16 halves the bytes per weight. The loops are the
+// shared GEMM driver's (matmul_driver.h); this file has the bf16-weight tiles and packings.
 //
 // Numerics, per ISA level (identical bits for identical inputs at one level):
-//   scalar, avx2, avx512 without BF16: bf16 -> f32 is exact (a shift), so every y element is
+//   scalar, avx2, avx512, avx512_vnni: bf16 -> f32 is exact (a shift), so every y element is
 //     the f32 dot product of matmul.f32 over the widened weights: `lanes` (8 / 8 / 16) partial
 //     sums, lane l taking k = l (mod lanes) in increasing k (FMA except in scalar), then the
 //     fixed tree of simd::hsum_lanes.
-//   avx512 with AVX512_BF16: x is rounded to bf16 (nearest even, denormals to zero) and
+//   avx512_bf16: x is rounded to bf16 (nearest even, denormals to zero) once per call and
 //     VDPBF16PS accumulates pairs: lane l of 16 takes k = 2l, 2l + 1 (mod 32) in increasing k,
-//     then hsum_lanes. Rounding x to bf16 costs up to 2^-9 relative per product, which is why
-//     the reference tolerance of this kernel is wider than matmul.f32's (see reference.h).
+//     then hsum_lanes. Rounding x to bf16 costs up to 2^-8 relative per product, an error that
+//     grows as sqrt(K): the reference tolerance of this level (reference.h) is wider than
+//     matmul.f32's.
 // Tiles and K blocks only change which dot products advance together, never the operations
 // inside one, so results do not depend on M, N, the core split or alignment.
 #include <algorithm>
