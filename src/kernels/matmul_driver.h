@@ -40,8 +40,9 @@ namespace sk::kernels::gemm {
 inline constexpr int64_t kMBlock = 16;  // rows of x per packed block
 inline constexpr int64_t kNBlock = 32;  // rows of w whose sums one pass keeps
 inline constexpr int kMaxLanes = 16;    // accumulator lanes per dot product, at most
-// Packed activations live on the stack: 16 f32 rows of K = 8192, or 8 int8 rows of K = 65536.
-inline constexpr int64_t kPanelBytes = 512 * 1024;
+// Packed activations live on the stack: 16 f32 rows of K = 8192 with their padding (so that M = 16
+// streams the weights once), or 8 int8 rows of K = 65536.
+inline constexpr int64_t kPanelBytes = kMBlock * (8192 + 64) * 4;
 
 // Accumulates the (mr x nr) dot products of panel rows [0, mr) (stride sx) and w rows [0, nr)
 // (stride sw) over k in [0, kn) into their lanes at st[(m * ld + j) * lanes].
@@ -69,6 +70,9 @@ constexpr int64_t panel_stride(int64_t k) {
   if ((ld * static_cast<int64_t>(sizeof(A))) % 4096 == 0) ld += 64 / static_cast<int64_t>(sizeof(A));
   return ld;
 }
+
+static_assert(kPanelBytes / static_cast<int64_t>(sizeof(float)) / panel_stride<float>(8192) >= kMBlock,
+              "decode with K = 8192 must stream the weights once");
 
 // y[m * sy + n] for m < M, n < N from w rows (stride sw) and the activation rows `op` packs.
 template <class Op>

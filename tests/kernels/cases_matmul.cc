@@ -420,7 +420,7 @@ TEST(MatmulFamily, W8a8DynIsQuantizeThenW8a8) {
 
 // Every row gives the bits it gives alone, whatever M (so the driver's row blocks, K steps and
 // tiles never change a dot product), including rows too long for the driver's panel (f32 K above
-// 131072, packed per K step instead of once); and the result stays close to the exact product.
+// 132096, packed per K step instead of once); and the result stays close to the exact product.
 TEST(MatmulFamily, RowsAreIndependentOfMAndOfThePanel) {
   struct Shape {
     const char* kernel;
