@@ -81,7 +81,7 @@ SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const float* w, int64_
     __m256 wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
       wv[j] = _mm256_loadu_ps(w + j * sw + k);
     }
 #pragma GCC unroll 16
@@ -133,7 +133,7 @@ SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, in
     __m512 wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
       wv[j] = _mm512_loadu_ps(w + j * sw + k);
     }
 #pragma GCC unroll 16

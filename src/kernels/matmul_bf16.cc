@@ -110,7 +110,7 @@ SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const uint16_t* w, int
     __m256 wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
       wv[j] = widen8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j * sw + k)));
     }
 #pragma GCC unroll 16
@@ -168,7 +168,7 @@ SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const uint16_t* w,
     __m512 wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
       wv[j] = widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + j * sw + k)));
     }
 #pragma GCC unroll 16
@@ -240,7 +240,7 @@ SK_TARGET_AVX512_BF16 void tile_avx512_bf16(const uint16_t* x, int64_t sx, const
     __m512bh wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
       const __m512i raw = _mm512_loadu_si512(w + j * sw + k);
       std::memcpy(&wv[j], &raw, sizeof raw);
     }

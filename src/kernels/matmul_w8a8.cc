@@ -96,7 +96,7 @@ SK_TARGET_AVX2 void tile_avx2(const int8_t* x, int64_t sx, const int8_t* w, int6
     __m256i aw[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
       wv[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + j * sw + k));
       aw[j] = _mm256_abs_epi8(wv[j]);  // -128 -> 0x80, read as u8 128
     }
@@ -148,7 +148,7 @@ SK_TARGET_AVX512 void tile_avx512(const int8_t* x, int64_t sx, const int8_t* w, 
     __mmask64 neg[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
       const __m512i wv = _mm512_maskz_loadu_epi8(mask, w + j * sw + k);
       aw[j] = _mm512_abs_epi8(wv);
       neg[j] = _mm512_movepi8_mask(wv);
@@ -196,7 +196,7 @@ SK_TARGET_AVX512_VNNI void tile_avx512_vnni(const int8_t* x, int64_t sx, const i
     __m512i wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
       wv[j] = _mm512_maskz_loadu_epi8(mask, w + j * sw + k);
       corr[j] = _mm512_dpbusd_epi32(corr[j], bias, wv[j]);
     }
