@@ -433,6 +433,8 @@ int64_t pick(const Sequence& s, int64_t m, double u) {
 constexpr int kDigits = 3;
 constexpr int kBits = 11;
 constexpr int kRadix = 1 << kBits;
+constexpr int kDigitBits = 8;  // rank_gathered's digits
+static_assert(kDigits * (kRadix + 1) >= 4 * ((1 << kDigitBits) + 1), "the count table holds four 8-bit digits");
 
 void rank_indices(const float* l, Bounded<uint32_t>& idx, int64_t n, Bounded<uint64_t>& a, Bounded<uint64_t>& b,
                   Bounded<int64_t>& count) {
@@ -482,9 +484,12 @@ double refine_c(const double* table, const uint32_t* idx, int64_t n, double tau)
   return std::numeric_limits<double>::infinity();
 }
 
+constexpr int64_t kFastChunk = 32;  // weights per step of the fast nucleus path (4 AVX-512 vectors)
+
 // One core's scratch for sampling a row of V logits, carved from its workspace slice.
 struct SampleScratch {
   Sequence seq;
+  Bounded<float> vals;  // gathered logits (fast nucleus path)
   Bounded<uint64_t> keys;
   Bounded<double> beta;
   Bounded<double> w;
@@ -508,8 +513,11 @@ SampleScratch carve_sample_scratch(int64_t v, const sk_sample_attrs& a, void* ba
   const int64_t bins = nucleus_all ? kDigits * (kRadix + 1) : 0;
   ScratchCarver c(base);
   SampleScratch s;
+  // The fast nucleus path evaluates weights 32 at a time past the end of the gathered tokens.
+  const int64_t padded = nucleus_all ? v + kFastChunk : seq;
   s.seq.idx = Bounded<uint32_t>(c.take<uint32_t>(seq), seq);
-  s.seq.w = Bounded<double>(c.take<double>(seq), seq);
+  s.seq.w = Bounded<double>(c.take<double>(padded), padded);
+  s.vals = Bounded<float>(c.take<float>(nucleus_all ? padded : 0), nucleus_all ? padded : 0);
   s.seq.cum = Bounded<double>(c.take<double>(seq), seq);
   s.keys = Bounded<uint64_t>(c.take<uint64_t>(k), k);
   s.beta = Bounded<double>(c.take<double>(blocks), blocks);
@@ -607,6 +615,273 @@ int64_t sample_nucleus_all(const float* l, int64_t v, float lmax, double inv_t, 
   }
 }
 
+#if SK_KERNELS_X86
+// ---------------------------------------------------------------------------------------------
+// The nucleus over the whole vocabulary without the exact pass over all V weights (AVX-512).
+//
+// The exact total S decides only through tau = top_p * S, and the nucleus size only through
+// which running sum first reaches tau. So: an f32 pass gives S~ and a rigorous bound E with
+// S in [S~ - E, S~ + E]; a prefix of the ranking {l >= lambda} (lambda from a sampled mass
+// profile) is ranked and summed exactly; when the first running sums reaching tau_lo and tau_hi
+// are the same entry, that is the nucleus, with the identical running sums and hence the
+// identical token. Otherwise (rare: tau falls within E of a running sum) the exact S decides;
+// a prefix too short, or lmax = +inf, goes to the exact path above.
+
+// The thresholds of the sampled mass profile, in log2 units below the largest weight.
+constexpr float kProfile[] = {0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.25f, 2.5f,  2.75f, 3.0f,
+                              3.25f, 3.5f, 3.75f, 4.0f, 4.5f,  5.0f, 6.0f,  8.0f, 10.0f, 13.0f, 16.0f, 24.0f};
+constexpr int kProfileSize = sizeof kProfile / sizeof kProfile[0];
+constexpr int kProfileStride = 16;  // the profile samples every 16th vector of 16 logits
+
+// 2^f for f in [-0.5, 0.5]: Taylor coefficients of exp(f ln 2) up to degree 7 (truncation
+// below 1e-8 relative).
+constexpr float kExp2C[8] = {1.0f,
+                             0.693147180559945f,
+                             0.240226506959101f,
+                             0.0555041086648216f,
+                             0.00961812910762848f,
+                             0.00133335581464284f,
+                             0.000154035303933816f,
+                             1.52527338040598e-05f};
+
+// Approximate weights of 16 logits: 2^t with t = (l - lmax) * a, a = log2(e) / temperature,
+// clamped below at -150 (NaN included: max() returns its second operand), so NaN and -inf give
+// a weight below 2^-149. t_out receives t.
+SK_TARGET_AVX512 inline __m512 approx_weights16(__m512 l, __m512 lm, __m512 a, __m512* t_out) {
+  const __m512 t = _mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(l, lm), a), _mm512_set1_ps(-150.0f));
+  const __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(t, k);
+  __m512 p = _mm512_set1_ps(kExp2C[7]);
+  for (int i = 6; i >= 0; --i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2C[i]));
+  *t_out = t;
+  return _mm512_scalef_ps(p, k);
+}
+
+// Lanes 8..15 (AVX-512F has no 256-bit float extract).
+SK_TARGET_AVX512 inline __m256 high_half(__m512 v) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
+struct ApproxTotal {
+  double sum = 0.0;                   // S~
+  double tsum = 0.0;                  // sum of w~ |t| (the part of the error that grows with |t|)
+  double profile[kProfileSize] = {};  // sampled mass with t >= -kProfile[j]
+  double sampled = 0.0;               // sampled mass in all
+};
+
+SK_TARGET_AVX512 ApproxTotal approx_total_avx512(const float* l, int64_t v, float lmax, double inv_t) {
+  const __m512 lm = _mm512_set1_ps(lmax);
+  const __m512 a = _mm512_set1_ps(static_cast<float>(inv_t * kLog2e));
+  __m512d acc0 = _mm512_setzero_pd();
+  __m512d acc1 = _mm512_setzero_pd();
+  __m512 tacc = _mm512_setzero_ps();
+  __m512 prof[kProfileSize];
+  for (__m512& q : prof) q = _mm512_setzero_ps();
+  __m512 sampled = _mm512_setzero_ps();
+  int64_t i = 0;
+  int64_t vec = 0;
+  for (; i + 64 <= v; i += 64, vec += 4) {
+    __m512 t[4];
+    __m512 w[4];
+    for (int q = 0; q < 4; ++q) {
+      w[q] = approx_weights16(_mm512_loadu_ps(l + i + 16 * q), lm, a, &t[q]);
+      tacc = _mm512_fnmadd_ps(w[q], t[q], tacc);  // t <= 0: adds w |t|
+    }
+    // Pairwise: two f32 roundings per weight before the double sum.
+    const __m512 w4 = _mm512_add_ps(_mm512_add_ps(w[0], w[1]), _mm512_add_ps(w[2], w[3]));
+    acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(w4)));
+    acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(high_half(w4)));
+    if (vec % kProfileStride == 0) {
+      sampled = _mm512_add_ps(sampled, w[0]);
+      for (int j = 0; j < kProfileSize; ++j) {
+        const __mmask16 m = _mm512_cmp_ps_mask(t[0], _mm512_set1_ps(-kProfile[j]), _CMP_GE_OQ);
+        prof[j] = _mm512_mask_add_ps(prof[j], m, prof[j], w[0]);
+      }
+    }
+  }
+  for (; i < v; i += 16) {
+    const __mmask16 m = simd::mask16(std::min<int64_t>(16, v - i));
+    __m512 t;
+    const __m512 w = _mm512_maskz_mov_ps(m, approx_weights16(_mm512_maskz_loadu_ps(m, l + i), lm, a, &t));
+    tacc = _mm512_fnmadd_ps(w, t, tacc);
+    acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(w)));
+    acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(high_half(w)));
+  }
+  ApproxTotal r;
+  alignas(64) double d[8];
+  _mm512_store_pd(d, _mm512_add_pd(acc0, acc1));
+  for (double x : d) r.sum += x;
+  r.tsum = simd::hsum16(tacc);
+  r.sampled = simd::hsum16(sampled);
+  for (int j = 0; j < kProfileSize; ++j) r.profile[j] = simd::hsum16(prof[j]);
+  return r;
+}
+
+// Gathers {i : l[i] >= lambda} in index order: indices to idx, logits to vals; returns the count.
+SK_TARGET_AVX512 int64_t gather_values_avx512(const float* l, int64_t n, float lambda, uint32_t* idx, float* vals) {
+  const __m512 lam = _mm512_set1_ps(lambda);
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int64_t count = 0;
+  int64_t i = 0;
+  for (; i < n; i += 16) {
+    const __mmask16 valid = simd::mask16(std::min<int64_t>(16, n - i));
+    const __m512 x = _mm512_maskz_loadu_ps(valid, l + i);
+    const __mmask16 m = _mm512_mask_cmp_ps_mask(valid, x, lam, _CMP_GE_OQ);
+    if (m == 0) continue;
+    const __m512i ids = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(i)));
+    const __mmask16 out = simd::mask16(__builtin_popcount(static_cast<unsigned>(m)));
+    // Compress in registers, then a masked store: a compressing store to memory is microcoded
+    // and slow on some cores.
+    _mm512_mask_storeu_epi32(idx + count, out, _mm512_maskz_compress_epi32(m, ids));
+    _mm512_mask_storeu_ps(vals + count, out, _mm512_maskz_compress_ps(m, x));
+    count += __builtin_popcount(static_cast<unsigned>(m));
+  }
+  return count;
+}
+
+// Orders the gathered (vals, idx)[0, n) (idx increasing) by rank: an LSD radix sort of
+// ~order_bits(value) minus its minimum over the set (so only the bits in which the prefix varies
+// are sorted), in 8-bit digits whose counts stay in L1; stable, so equal values keep the lower
+// index first.
+// Writes the ranked values and indices back.
+void rank_gathered(float* vals, uint32_t* idx, int64_t n, Bounded<uint64_t>& a, Bounded<uint64_t>& b,
+                   Bounded<int64_t>& count) {
+  if (n <= 1) return;
+  a.resize(static_cast<size_t>(n));
+  b.resize(static_cast<size_t>(n));
+  uint32_t lo = 0xFFFFFFFFu;
+  uint32_t hi = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const uint32_t key = ~topk::order_bits(vals[j]);
+    lo = std::min(lo, key);
+    hi = std::max(hi, key);
+    a[j] = (static_cast<uint64_t>(key) << 32) | idx[j];
+  }
+  const uint32_t span = hi - lo;
+  const int digits = span == 0 ? 0 : (32 - __builtin_clz(span) + kDigitBits - 1) / kDigitBits;
+  constexpr int64_t kR = int64_t{1} << kDigitBits;
+  count.assign(static_cast<size_t>(digits * (kR + 1)), 0);
+  const auto digit = [lo](uint64_t key, int d) {
+    return static_cast<int64_t>((((key >> 32) - lo) >> (kDigitBits * d)) & static_cast<uint64_t>(kR - 1));
+  };
+  for (int64_t j = 0; j < n; ++j) {
+    for (int d = 0; d < digits; ++d) ++count[d * (kR + 1) + digit(a[j], d) + 1];
+  }
+  for (int d = 0; d < digits; ++d) {
+    int64_t* c = &count[d * (kR + 1)];
+    for (int64_t q = 0; q < kR; ++q) c[q + 1] += c[q];
+    for (int64_t j = 0; j < n; ++j) b[c[digit(a[j], d)]++] = a[j];
+    a.swap(b);
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    idx[j] = static_cast<uint32_t>(a[j]);
+    // Inverse of order_bits (no NaN here; both zeros come back as +0, which weighs the same).
+    const uint32_t o = ~static_cast<uint32_t>(a[j] >> 32);
+    const uint32_t bits_v = o >= 0x80000000u ? (o & 0x7FFFFFFFu) : ~o;
+    std::memcpy(&vals[j], &bits_v, sizeof bits_v);
+  }
+}
+
+// Exact weights and running sums of the ranked prefix, 32 at a time, until the running sum
+// reaches tau_hi (or the prefix ends). Returns the number of entries summed; *first_lo and
+// *first_hi receive the first j with cum_j >= tau_lo / tau_hi (-1 when none).
+SK_TARGET_AVX512 int64_t cumulate_until(SampleScratch& sc, int64_t n, float lmax, double inv_t, double tau_lo,
+                                        double tau_hi, int64_t* first_lo, int64_t* first_hi) {
+  sc.seq.w.resize(static_cast<size_t>(n + kFastChunk));
+  sc.seq.cum.resize(static_cast<size_t>(n));
+  float* vals = sc.vals.data();
+  double* w = sc.seq.w.data();
+  double* cum = sc.seq.cum.data();
+  // NaN pads the last chunk: weight 0.
+  std::fill(vals + n, vals + n + kFastChunk, std::numeric_limits<float>::quiet_NaN());
+  const __m512d lm = _mm512_set1_pd(lmax);
+  const __m512d it = _mm512_set1_pd(inv_t);
+  *first_lo = -1;
+  *first_hi = -1;
+  double c = 0.0;
+  for (int64_t j0 = 0; j0 < n; j0 += kFastChunk) {
+    __m512d wv[kLanes];
+    weights_avx512(vals + j0, lm, it, wv);
+    for (int q = 0; q < kLanes; ++q) _mm512_storeu_pd(w + j0 + 8 * q, wv[q]);
+    const int64_t end = std::min(n, j0 + kFastChunk);
+    for (int64_t j = j0; j < end; ++j) {
+      c += w[j];
+      cum[j] = c;
+      if (*first_lo < 0 && c >= tau_lo) *first_lo = j;
+      if (c >= tau_hi) {
+        *first_hi = j;
+        return j + 1;
+      }
+    }
+  }
+  return n;
+}
+
+// Returns the token, or -1 when this path cannot decide (the exact path then does).
+int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t, double top_p, double u,
+                            SampleScratch& sc) {
+  if (std::isinf(lmax)) return -1;
+  const ApproxTotal at = approx_total_avx512(l, v, lmax, inv_t);
+  // |S - S~| <= E: the f32 weights are within 4.2e-7 relative of exp (truncation 1e-8, rounded
+  // coefficients 1.2e-7, Horner's roundings 1.7e-7, two f32 additions 1.2e-7) plus 1.5e-7 |t| (t's three roundings);
+  // weights below 2^-125 are off by less than 2^-125 each; the double sums (S's block order and S~) add a relative
+  // 2^-53 per term. Every factor is taken with a margin.
+  const double e = 5e-7 * at.sum + 2e-7 * at.tsum * 1.01 + static_cast<double>(v) * 0x1p-120 +
+                   static_cast<double>(v) * 0x1p-50 * at.sum;
+  const double s_lo = at.sum - e;
+  const double s_hi = at.sum + e;
+  if (!(s_lo > 0.0)) return -1;
+  // Rounding is monotone, so tau = top_p * S lies in [tau_lo, tau_hi].
+  const double tau_lo = top_p * s_lo;
+  const double tau_hi = top_p * s_hi;
+  // The smallest profile threshold whose estimated mass (the largest weight, 1, plus the sampled
+  // mass scaled up) passes tau_hi with a margin of a third of the slack.
+  const double want = tau_hi + (s_lo - tau_hi) / 3.0;
+  double c_t = kProfile[kProfileSize - 1];
+  for (int j = 0; j < kProfileSize; ++j) {
+    if (1.0 + kProfileStride * at.profile[j] >= want) {
+      c_t = kProfile[j];
+      break;
+    }
+  }
+  // The worst-case bound V e^-c <= (1 - top_p) S_lo, in log2 units.
+  const double c0_t = std::log2(static_cast<double>(v) / ((1.0 - top_p) * s_lo)) + 0.02;
+  uint32_t* idx = sc.seq.idx.data();
+  float* vals = sc.vals.data();
+  // The guess, a wider one, then the bound (or twice the guess, if that is wider still).
+  for (double c : {static_cast<double>(c_t), c_t * 1.3, std::max(c0_t, c_t * 2.0)}) {
+    // t >= -c, i.e. l >= lmax - c ln2 / a; rounded down so that the set only grows.
+    const float lambda = std::nextafter(static_cast<float>(static_cast<double>(lmax) - c * kLn2Hi / inv_t),
+                                        -std::numeric_limits<float>::infinity());
+    sc.seq.idx.resize(static_cast<size_t>(v));
+    sc.vals.resize(static_cast<size_t>(v + kFastChunk));
+    const int64_t n = gather_values_avx512(l, v, lambda, idx, vals);
+    rank_gathered(vals, idx, n, sc.sort_a, sc.sort_b, sc.sort_count);
+    int64_t first_lo = -1;
+    int64_t first_hi = -1;
+    const int64_t summed = cumulate_until(sc, n, lmax, inv_t, tau_lo, tau_hi, &first_lo, &first_hi);
+    if (first_hi < 0) continue;  // the prefix falls short of tau_hi: gather more
+    int64_t m = first_hi + 1;
+    if (first_lo != first_hi) {
+      // tau is within the bound of a running sum: the exact S decides.
+      const int64_t blocks = (v + kBlock - 1) / kBlock;
+      sc.beta.resize(static_cast<size_t>(blocks));
+      const double tau = top_p * select_blocks()(l, v, lmax, inv_t, sc.beta.data(), nullptr);
+      m = 0;
+      for (int64_t j = std::max<int64_t>(first_lo, 0); j < summed; ++j) {
+        if (sc.seq.cum[j] >= tau) {
+          m = j + 1;
+          break;
+        }
+      }
+      if (m == 0) return -1;
+    }
+    return pick(sc.seq, m, u);
+  }
+  return -1;
+}
+#endif
+
 // ---------------------------------------------------------------------------------------------
 // Plans
 
@@ -694,7 +969,15 @@ int64_t sample_row(const RowsPlan& p, const float* l, int64_t row, SampleScratch
   }
   const float lmax = topk::max_value(l, p.v);
   if (!(lmax > -std::numeric_limits<float>::infinity())) return topk::argmax(l, p.v);
-  if (nucleus) return sample_nucleus_all(l, p.v, lmax, inv_t, a.top_p, u, sc);
+  if (nucleus) {
+#if SK_KERNELS_X86
+    if (current_isa_level() == kIsaAvx512) {
+      const int64_t id = sample_nucleus_fast(l, p.v, lmax, inv_t, a.top_p, u, sc);
+      if (id >= 0) return id;
+    }
+#endif
+    return sample_nucleus_all(l, p.v, lmax, inv_t, a.top_p, u, sc);
+  }
   return sample_dense(l, p.v, lmax, inv_t, u, sc);
 }
 
