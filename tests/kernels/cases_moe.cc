@@ -950,4 +950,95 @@ TEST(MoeErrors, CombineRefusesAnOutputOverlappingAnInput) {
   expect_invalid("moe_combine.f32", ops, {"out overlaps y"});
 }
 
+// Experts with more rows than one weight pass of the GEMMs run over L2-sized column chunks; the
+// rows must still be the plain matmul of each expert, bit for bit, on any core count and ISA.
+// K = 2048 makes the chunks 32 (f32), 64 (bf16) and 128 (int8) columns, so N = 300 spans several
+// chunks per core, with a partial one at the end.
+TEST(GroupedMatmulSkew, BusyExpertsGiveThePlainMatmulBitsOnEveryCoreCount) {
+  const auto force = reinterpret_cast<int32_t (*)(int32_t)>(
+      dlsym(dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL), "sk_kernels_builtin_force_isa"));
+  ASSERT_NE(force, nullptr);
+  const int best = force(2);
+  struct Variant {
+    const char* grouped;
+    const char* plain;
+    int32_t w_dtype;
+  };
+  constexpr int64_t r = 48, k = 2048, n = 300;
+  const std::vector<int32_t> counts = {21, 0, 3, 17};
+  const auto e = static_cast<int64_t>(counts.size());
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (const Variant& vt : {Variant{"grouped_matmul.f32", "matmul.f32", SK_DTYPE_F32},
+                            Variant{"grouped_matmul.bf16", "matmul.bf16", SK_DTYPE_BF16},
+                            Variant{"grouped_matmul.w8a8_dyn", "matmul.w8a8_dyn", SK_DTYPE_I8}}) {
+    SCOPED_TRACE(vt.grouped);
+    const bool w8 = vt.w_dtype == SK_DTYPE_I8;
+    const int64_t wsize = sk_dtype_size(vt.w_dtype);
+    std::vector<float> x(static_cast<size_t>(r * k));
+    for (float& v : x) v = dist(rng);
+    std::vector<unsigned char> w(static_cast<size_t>(e * n * k * wsize));
+    for (size_t i = 0; i < w.size(); i += static_cast<size_t>(wsize)) {
+      if (w8) {
+        w[i] = static_cast<unsigned char>(rng() % 255);
+      } else if (wsize == 2) {
+        const float f = dist(rng);
+        uint32_t b;
+        std::memcpy(&b, &f, 4);
+        const auto h = static_cast<uint16_t>(b >> 16);
+        std::memcpy(&w[i], &h, 2);
+      } else {
+        const float f = dist(rng);
+        std::memcpy(&w[i], &f, 4);
+      }
+    }
+    std::vector<float> scales(static_cast<size_t>(e * n));
+    for (float& s : scales) s = 0.001f + 0.01f * (dist(rng) + 1.0f);
+    for (int level = 0; level <= best; ++level) {
+      force(level);
+      SCOPED_TRACE("isa level " + std::to_string(level));
+      std::vector<std::vector<float>> results;
+      for (int cores : {1, 2, 3}) {
+        const sk_kernel_desc* kg = builtin_kernel(vt.grouped);
+        ManualArgs ops(0xCD);
+        std::copy(x.begin(), x.end(), ops.in_ptr<float>(SK_DTYPE_F32, {r, k}));
+        std::copy(counts.begin(), counts.end(), ops.in_ptr<int32_t>(SK_DTYPE_I32, {e}));
+        std::memcpy(ops.in_ptr<unsigned char>(vt.w_dtype, {e, n, k}), w.data(), w.size());
+        if (w8) std::copy(scales.begin(), scales.end(), ops.in_ptr<float>(SK_DTYPE_F32, {e, n}));
+        float* y = ops.out_ptr<float>(SK_DTYPE_F32, {r, n});
+        ASSERT_TRUE(ops.tiling_from(kg));
+        for (int c = 0; c < cores; ++c) {
+          sk_core_ctx ctx{};
+          ctx.core_id = c;
+          ctx.num_cores = cores;
+          ASSERT_EQ(kg->run(&ops.args(), &ctx), SK_OK);
+        }
+        results.emplace_back(y, y + r * n);
+      }
+      EXPECT_EQ(results[1], results[0]) << "2 cores";
+      EXPECT_EQ(results[2], results[0]) << "3 cores";
+      int64_t row = 0;
+      for (int64_t ex = 0; ex < e; ++ex) {
+        const int64_t rows = counts[static_cast<size_t>(ex)];
+        if (rows == 0) continue;
+        const sk_kernel_desc* kp = builtin_kernel(vt.plain);
+        ManualArgs ops(0xCD);
+        std::copy(x.begin() + row * k, x.begin() + (row + rows) * k, ops.in_ptr<float>(SK_DTYPE_F32, {rows, k}));
+        std::memcpy(ops.in_ptr<unsigned char>(vt.w_dtype, {n, k}), w.data() + ex * n * k * wsize,
+                    static_cast<size_t>(n * k * wsize));
+        if (w8) std::copy(scales.begin() + ex * n, scales.begin() + (ex + 1) * n, ops.in_ptr<float>(SK_DTYPE_F32, {n}));
+        float* y = ops.out_ptr<float>(SK_DTYPE_F32, {rows, n});
+        if (kp->workspace_size != nullptr) ops.workspace_for(kp, 1);
+        sk_core_ctx ctx{};
+        ctx.num_cores = 1;
+        ASSERT_EQ(kp->run(&ops.args(), &ctx), SK_OK);
+        EXPECT_TRUE(std::equal(y, y + rows * n, results[0].begin() + row * n)) << "expert " << ex;
+        row += rows;
+      }
+      for (int64_t i = row * n; i < r * n; ++i) ASSERT_EQ(results[0][static_cast<size_t>(i)], 0.0f);
+    }
+    force(-1);
+  }
+}
+
 }  // namespace sk::kernel_test
