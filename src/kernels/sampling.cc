@@ -434,7 +434,6 @@ constexpr int kDigits = 3;
 constexpr int kBits = 11;
 constexpr int kRadix = 1 << kBits;
 constexpr int kDigitBits = 8;  // rank_gathered's digits
-static_assert(kDigits * (kRadix + 1) >= 4 * ((1 << kDigitBits) + 1), "the count table holds four 8-bit digits");
 
 void rank_indices(const float* l, Bounded<uint32_t>& idx, int64_t n, Bounded<uint64_t>& a, Bounded<uint64_t>& b,
                   Bounded<int64_t>& count) {
@@ -632,6 +631,7 @@ constexpr float kProfile[] = {0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f
                               3.25f, 3.5f, 3.75f, 4.0f, 4.5f,  5.0f, 6.0f,  8.0f, 10.0f, 13.0f, 16.0f, 24.0f};
 constexpr int kProfileSize = sizeof kProfile / sizeof kProfile[0];
 constexpr int kProfileStride = 16;  // the profile samples every 16th vector of 16 logits
+constexpr double kHeavy = 8192.0;   // heavy tokens weigh at least S~ / kHeavy
 
 // 2^f for f in [-0.5, 0.5]: Taylor coefficients of exp(f ln 2) up to degree 7 (truncation
 // below 1e-8 relative).
@@ -717,6 +717,24 @@ SK_TARGET_AVX512 ApproxTotal approx_total_avx512(const float* l, int64_t v, floa
   return r;
 }
 
+// Approximate mass of n logits (the weights of approx_total_avx512).
+SK_TARGET_AVX512 double approx_mass_avx512(const float* vals, int64_t n, float lmax, double inv_t) {
+  const __m512 lm = _mm512_set1_ps(lmax);
+  const __m512 a = _mm512_set1_ps(static_cast<float>(inv_t * kLog2e));
+  __m512d acc = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = simd::mask16(std::min<int64_t>(16, n - i));
+    __m512 t;
+    const __m512 w = _mm512_maskz_mov_ps(m, approx_weights16(_mm512_maskz_loadu_ps(m, vals + i), lm, a, &t));
+    acc = _mm512_add_pd(acc, _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(w)), _mm512_cvtps_pd(high_half(w))));
+  }
+  alignas(64) double d[8];
+  _mm512_store_pd(d, acc);
+  double sum = 0.0;
+  for (double x : d) sum += x;
+  return sum;
+}
+
 // Gathers {i : l[i] >= lambda} in index order: indices to idx, logits to vals; returns the count.
 SK_TARGET_AVX512 int64_t gather_values_avx512(const float* l, int64_t n, float lambda, uint32_t* idx, float* vals) {
   const __m512 lam = _mm512_set1_ps(lambda);
@@ -740,43 +758,47 @@ SK_TARGET_AVX512 int64_t gather_values_avx512(const float* l, int64_t n, float l
 }
 
 // Orders the gathered (vals, idx)[0, n) (idx increasing) by rank: an LSD radix sort of
-// ~order_bits(value) minus its minimum over the set (so only the bits in which the prefix varies
-// are sorted), in 8-bit digits whose counts stay in L1; stable, so equal values keep the lower
-// index first.
-// Writes the ranked values and indices back.
-void rank_gathered(float* vals, uint32_t* idx, int64_t n, Bounded<uint64_t>& a, Bounded<uint64_t>& b,
-                   Bounded<int64_t>& count) {
+// ~order_bits(value) - ~order_bits(lmax) (so only the bits in which the prefix varies are
+// sorted), in 8-bit digits; stable, so equal values keep the lower index first. Writes the ranked
+// values and indices back. The counts live on the stack (4 interleaved copies, so runs of equal
+// digits do not serialise on one counter).
+void rank_gathered(float* vals, uint32_t* idx, int64_t n, float lmax, Bounded<uint64_t>& a, Bounded<uint64_t>& b) {
   if (n <= 1) return;
   a.resize(static_cast<size_t>(n));
   b.resize(static_cast<size_t>(n));
-  uint32_t lo = 0xFFFFFFFFu;
-  uint32_t hi = 0;
+  constexpr int kR = 1 << kDigitBits;
+  constexpr int kCopies = 4;
+  const uint32_t lo = ~topk::order_bits(lmax);
+  uint32_t count[kCopies][4][kR] = {};
+  uint64_t* src = a.data();
+  uint64_t* dst = b.data();
+  uint32_t span = 0;
   for (int64_t j = 0; j < n; ++j) {
-    const uint32_t key = ~topk::order_bits(vals[j]);
-    lo = std::min(lo, key);
-    hi = std::max(hi, key);
-    a[j] = (static_cast<uint64_t>(key) << 32) | idx[j];
+    const uint32_t key = ~topk::order_bits(vals[j]) - lo;
+    span |= key;
+    src[j] = (static_cast<uint64_t>(key) << 32) | idx[j];
+    uint32_t(*c)[kR] = count[j % kCopies];
+    ++c[0][key & 0xFF];
+    ++c[1][(key >> 8) & 0xFF];
+    ++c[2][(key >> 16) & 0xFF];
+    ++c[3][key >> 24];
   }
-  const uint32_t span = hi - lo;
   const int digits = span == 0 ? 0 : (32 - __builtin_clz(span) + kDigitBits - 1) / kDigitBits;
-  constexpr int64_t kR = int64_t{1} << kDigitBits;
-  count.assign(static_cast<size_t>(digits * (kR + 1)), 0);
-  const auto digit = [lo](uint64_t key, int d) {
-    return static_cast<int64_t>((((key >> 32) - lo) >> (kDigitBits * d)) & static_cast<uint64_t>(kR - 1));
-  };
-  for (int64_t j = 0; j < n; ++j) {
-    for (int d = 0; d < digits; ++d) ++count[d * (kR + 1) + digit(a[j], d) + 1];
-  }
   for (int d = 0; d < digits; ++d) {
-    int64_t* c = &count[d * (kR + 1)];
-    for (int64_t q = 0; q < kR; ++q) c[q + 1] += c[q];
-    for (int64_t j = 0; j < n; ++j) b[c[digit(a[j], d)]++] = a[j];
-    a.swap(b);
+    uint32_t start[kR];
+    uint32_t total = 0;
+    for (int q = 0; q < kR; ++q) {
+      start[q] = total;
+      for (int cp = 0; cp < kCopies; ++cp) total += count[cp][d][q];
+    }
+    const int shift = 32 + kDigitBits * d;
+    for (int64_t j = 0; j < n; ++j) dst[start[(src[j] >> shift) & 0xFF]++] = src[j];
+    std::swap(src, dst);
   }
   for (int64_t j = 0; j < n; ++j) {
-    idx[j] = static_cast<uint32_t>(a[j]);
+    idx[j] = static_cast<uint32_t>(src[j]);
     // Inverse of order_bits (no NaN here; both zeros come back as +0, which weighs the same).
-    const uint32_t o = ~static_cast<uint32_t>(a[j] >> 32);
+    const uint32_t o = ~(static_cast<uint32_t>(src[j] >> 32) + lo);
     const uint32_t bits_v = o >= 0x80000000u ? (o & 0x7FFFFFFFu) : ~o;
     std::memcpy(&vals[j], &bits_v, sizeof bits_v);
   }
@@ -846,17 +868,26 @@ int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t,
   }
   // The worst-case bound V e^-c <= (1 - top_p) S_lo, in log2 units.
   const double c0_t = std::log2(static_cast<double>(v) / ((1.0 - top_p) * s_lo)) + 0.02;
+  // The heavy tokens, w >= S~ / kHeavy (at most kHeavy of them): when a few strong candidates
+  // hold most of the mass (a trained model's usual row), the sampled profile may miss them, and
+  // they alone often reach tau.
+  const double c_heavy = std::log2(kHeavy / at.sum);
   uint32_t* idx = sc.seq.idx.data();
   float* vals = sc.vals.data();
-  // The guess, a wider one, then the bound (or twice the guess, if that is wider still).
-  for (double c : {static_cast<double>(c_t), c_t * 1.3, std::max(c0_t, c_t * 2.0)}) {
+  // The heavy tokens, the guess, a wider one, then the bound (or twice the guess, if wider).
+  const double tries[] = {c_heavy > 0.0 && c_heavy < c_t ? c_heavy : -1.0, c_t, c_t * 1.3, std::max(c0_t, c_t * 2.0)};
+  const double need = tau_hi + 1e-5 * at.sum;  // the approximate mass a gathered prefix must show
+  for (double c : tries) {
+    if (c < 0.0) continue;
     // t >= -c, i.e. l >= lmax - c ln2 / a; rounded down so that the set only grows.
     const float lambda = std::nextafter(static_cast<float>(static_cast<double>(lmax) - c * kLn2Hi / inv_t),
                                         -std::numeric_limits<float>::infinity());
     sc.seq.idx.resize(static_cast<size_t>(v));
     sc.vals.resize(static_cast<size_t>(v + kFastChunk));
     const int64_t n = gather_values_avx512(l, v, lambda, idx, vals);
-    rank_gathered(vals, idx, n, sc.sort_a, sc.sort_b, sc.sort_count);
+    // Not worth ranking when even its approximate mass falls short.
+    if (approx_mass_avx512(vals, n, lmax, inv_t) < need) continue;
+    rank_gathered(vals, idx, n, lmax, sc.sort_a, sc.sort_b);
     int64_t first_lo = -1;
     int64_t first_hi = -1;
     const int64_t summed = cumulate_until(sc, n, lmax, inv_t, tau_lo, tau_hi, &first_lo, &first_hi);
