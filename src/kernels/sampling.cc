@@ -619,19 +619,20 @@ int64_t sample_nucleus_all(const float* l, int64_t v, float lmax, double inv_t, 
 // The nucleus over the whole vocabulary without the exact pass over all V weights (AVX-512).
 //
 // The exact total S decides only through tau = top_p * S, and the nucleus size only through
-// which running sum first reaches tau. So: an f32 pass gives S~ and a rigorous bound E with
-// S in [S~ - E, S~ + E]; a prefix of the ranking {l >= lambda} (lambda from a sampled mass
-// profile) is ranked and summed exactly; when the first running sums reaching tau_lo and tau_hi
+// which running sum first reaches tau. So: an f32 pass gives approximate weights with a rigorous
+// error bound; a prefix of the ranking {l >= lambda} (heavy tokens first, else lambda from a
+// sampled mass profile) is ranked and summed exactly, which bounds S by that exact sum plus the
+// approximate rest; when the first running sums reaching the lowest and the highest possible tau
 // are the same entry, that is the nucleus, with the identical running sums and hence the
-// identical token. Otherwise (rare: tau falls within E of a running sum) the exact S decides;
-// a prefix too short, or lmax = +inf, goes to the exact path above.
+// identical token. Otherwise (rare: tau falls within the bound of a running sum) the exact S
+// decides; a prefix too short, or lmax = +inf, goes to the exact path above.
 
 // The thresholds of the sampled mass profile, in log2 units below the largest weight.
 constexpr float kProfile[] = {0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.25f, 2.5f,  2.75f, 3.0f,
                               3.25f, 3.5f, 3.75f, 4.0f, 4.5f,  5.0f, 6.0f,  8.0f, 10.0f, 13.0f, 16.0f, 24.0f};
 constexpr int kProfileSize = sizeof kProfile / sizeof kProfile[0];
 constexpr int kProfileStride = 16;  // the profile samples every 16th vector of 16 logits
-constexpr double kHeavy = 8192.0;   // heavy tokens weigh at least S~ / kHeavy
+constexpr double kHeavy = 1024.0;   // heavy tokens weigh at least S~ / kHeavy
 
 // 2^f for f in [-0.5, 0.5]: Taylor coefficients of exp(f ln 2) up to degree 7 (truncation
 // below 1e-8 relative).
@@ -687,10 +688,11 @@ SK_TARGET_AVX512 ApproxTotal approx_total_avx512(const float* l, int64_t v, floa
       w[q] = approx_weights16(_mm512_loadu_ps(l + i + 16 * q), lm, a, &t[q]);
       tacc = _mm512_fnmadd_ps(w[q], t[q], tacc);  // t <= 0: adds w |t|
     }
-    // Pairwise: two f32 roundings per weight before the double sum.
-    const __m512 w4 = _mm512_add_ps(_mm512_add_ps(w[0], w[1]), _mm512_add_ps(w[2], w[3]));
-    acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(w4)));
-    acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(high_half(w4)));
+    // Straight into double: the total of any subset of the weights is then known as tightly.
+    for (int q = 0; q < 4; ++q) {
+      acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(w[q])));
+      acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(high_half(w[q])));
+    }
     if (vec % kProfileStride == 0) {
       sampled = _mm512_add_ps(sampled, w[0]);
       for (int j = 0; j < kProfileSize; ++j) {
@@ -717,22 +719,25 @@ SK_TARGET_AVX512 ApproxTotal approx_total_avx512(const float* l, int64_t v, floa
   return r;
 }
 
-// Approximate mass of n logits (the weights of approx_total_avx512).
-SK_TARGET_AVX512 double approx_mass_avx512(const float* vals, int64_t n, float lmax, double inv_t) {
+// Approximate mass of n logits, with the same per-token weights as approx_total_avx512.
+SK_TARGET_AVX512 ApproxTotal approx_mass_avx512(const float* vals, int64_t n, float lmax, double inv_t) {
   const __m512 lm = _mm512_set1_ps(lmax);
   const __m512 a = _mm512_set1_ps(static_cast<float>(inv_t * kLog2e));
   __m512d acc = _mm512_setzero_pd();
+  __m512 tacc = _mm512_setzero_ps();
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = simd::mask16(std::min<int64_t>(16, n - i));
     __m512 t;
     const __m512 w = _mm512_maskz_mov_ps(m, approx_weights16(_mm512_maskz_loadu_ps(m, vals + i), lm, a, &t));
+    tacc = _mm512_fnmadd_ps(w, t, tacc);
     acc = _mm512_add_pd(acc, _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(w)), _mm512_cvtps_pd(high_half(w))));
   }
+  ApproxTotal r;
   alignas(64) double d[8];
   _mm512_store_pd(d, acc);
-  double sum = 0.0;
-  for (double x : d) sum += x;
-  return sum;
+  for (double x : d) r.sum += x;
+  r.tsum = simd::hsum16(tacc);
+  return r;
 }
 
 // Gathers {i : l[i] >= lambda} in index order: indices to idx, logits to vals; returns the count.
@@ -804,11 +809,8 @@ void rank_gathered(float* vals, uint32_t* idx, int64_t n, float lmax, Bounded<ui
   }
 }
 
-// Exact weights and running sums of the ranked prefix, 32 at a time, until the running sum
-// reaches tau_hi (or the prefix ends). Returns the number of entries summed; *first_lo and
-// *first_hi receive the first j with cum_j >= tau_lo / tau_hi (-1 when none).
-SK_TARGET_AVX512 int64_t cumulate_until(SampleScratch& sc, int64_t n, float lmax, double inv_t, double tau_lo,
-                                        double tau_hi, int64_t* first_lo, int64_t* first_hi) {
+// Exact weights and running sums of the whole ranked prefix [0, n), 32 weights at a time.
+SK_TARGET_AVX512 void cumulate_all(SampleScratch& sc, int64_t n, float lmax, double inv_t) {
   sc.seq.w.resize(static_cast<size_t>(n + kFastChunk));
   sc.seq.cum.resize(static_cast<size_t>(n));
   float* vals = sc.vals.data();
@@ -818,8 +820,6 @@ SK_TARGET_AVX512 int64_t cumulate_until(SampleScratch& sc, int64_t n, float lmax
   std::fill(vals + n, vals + n + kFastChunk, std::numeric_limits<float>::quiet_NaN());
   const __m512d lm = _mm512_set1_pd(lmax);
   const __m512d it = _mm512_set1_pd(inv_t);
-  *first_lo = -1;
-  *first_hi = -1;
   double c = 0.0;
   for (int64_t j0 = 0; j0 < n; j0 += kFastChunk) {
     __m512d wv[kLanes];
@@ -829,14 +829,8 @@ SK_TARGET_AVX512 int64_t cumulate_until(SampleScratch& sc, int64_t n, float lmax
     for (int64_t j = j0; j < end; ++j) {
       c += w[j];
       cum[j] = c;
-      if (*first_lo < 0 && c >= tau_lo) *first_lo = j;
-      if (c >= tau_hi) {
-        *first_hi = j;
-        return j + 1;
-      }
     }
   }
-  return n;
 }
 
 // Returns the token, or -1 when this path cannot decide (the exact path then does).
@@ -844,21 +838,24 @@ int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t,
                             SampleScratch& sc) {
   if (std::isinf(lmax)) return -1;
   const ApproxTotal at = approx_total_avx512(l, v, lmax, inv_t);
-  // |S - S~| <= E: the f32 weights are within 4.2e-7 relative of exp (truncation 1e-8, rounded
-  // coefficients 1.2e-7, Horner's roundings 1.7e-7, two f32 additions 1.2e-7) plus 1.5e-7 |t| (t's three roundings);
-  // weights below 2^-125 are off by less than 2^-125 each; the double sums (S's block order and S~) add a relative
-  // 2^-53 per term. Every factor is taken with a margin.
-  const double e = 5e-7 * at.sum + 2e-7 * at.tsum * 1.01 + static_cast<double>(v) * 0x1p-120 +
-                   static_cast<double>(v) * 0x1p-50 * at.sum;
+  // The sum of the approximate weights of a set of tokens differs from the sum of their specified
+  // weights by at most bound(its sum, its sum of w~ |t|): the f32 weights are within 3e-7 relative
+  // of exp (truncation 1e-8, rounded coefficients 1.2e-7, Horner's roundings 1.7e-7) plus
+  // 1.5e-7 |t| (t's three roundings); weights below 2^-125 are off by less than 2^-125 each; the
+  // double sums (S's block order, S~ and the subtractions below) add at most V 2^-52 relative.
+  // Every factor is taken with a margin.
+  const double rounding = static_cast<double>(v) * 0x1p-50 * at.sum + static_cast<double>(v) * 0x1p-120;
+  const auto bound = [&](double sum, double tsum) { return 4e-7 * sum + 2.02e-7 * tsum + rounding; };
+  const double e = bound(at.sum, at.tsum);
   const double s_lo = at.sum - e;
   const double s_hi = at.sum + e;
   if (!(s_lo > 0.0)) return -1;
-  // Rounding is monotone, so tau = top_p * S lies in [tau_lo, tau_hi].
-  const double tau_lo = top_p * s_lo;
+  // Rounding is monotone, so tau = top_p * S lies in [top_p * s_lo, tau_hi].
   const double tau_hi = top_p * s_hi;
   // The smallest profile threshold whose estimated mass (the largest weight, 1, plus the sampled
-  // mass scaled up) passes tau_hi with a margin of a third of the slack.
-  const double want = tau_hi + (s_lo - tau_hi) / 3.0;
+  // mass scaled up) passes tau_hi with a margin of an eighth of the slack (a miss costs one more gather, never a
+  // ranking).
+  const double want = tau_hi + (s_lo - tau_hi) / 8.0;
   double c_t = kProfile[kProfileSize - 1];
   for (int j = 0; j < kProfileSize; ++j) {
     if (1.0 + kProfileStride * at.profile[j] >= want) {
@@ -874,8 +871,9 @@ int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t,
   const double c_heavy = std::log2(kHeavy / at.sum);
   uint32_t* idx = sc.seq.idx.data();
   float* vals = sc.vals.data();
-  // The heavy tokens, the guess, a wider one, then the bound (or twice the guess, if wider).
-  const double tries[] = {c_heavy > 0.0 && c_heavy < c_t ? c_heavy : -1.0, c_t, c_t * 1.3, std::max(c0_t, c_t * 2.0)};
+  // The heavy tokens, the guess, wider ones, then the bound (or twice the guess, if wider).
+  const double tries[] = {c_heavy > 0.0 && c_heavy < c_t ? c_heavy : -1.0, c_t, c_t * 1.15, c_t * 1.3,
+                          std::max(c0_t, c_t * 2.0)};
   const double need = tau_hi + 1e-5 * at.sum;  // the approximate mass a gathered prefix must show
   for (double c : tries) {
     if (c < 0.0) continue;
@@ -886,12 +884,23 @@ int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t,
     sc.vals.resize(static_cast<size_t>(v + kFastChunk));
     const int64_t n = gather_values_avx512(l, v, lambda, idx, vals);
     // Not worth ranking when even its approximate mass falls short.
-    if (approx_mass_avx512(vals, n, lmax, inv_t) < need) continue;
+    const ApproxTotal g = approx_mass_avx512(vals, n, lmax, inv_t);
+    if (g.sum < need) continue;
     rank_gathered(vals, idx, n, lmax, sc.sort_a, sc.sort_b);
-    int64_t first_lo = -1;
-    int64_t first_hi = -1;
-    const int64_t summed = cumulate_until(sc, n, lmax, inv_t, tau_lo, tau_hi, &first_lo, &first_hi);
-    if (first_hi < 0) continue;  // the prefix falls short of tau_hi: gather more
+    cumulate_all(sc, n, lmax, inv_t);
+    // Tighter bounds on S: the gathered tokens' exact sum plus the rest's approximate one, whose
+    // bound is a fraction of the first. The f32 sums of w~ |t| are within 5e-4 relative.
+    const double exact = sc.seq.cum[n - 1];
+    const double rest = std::max(0.0, at.sum - g.sum);
+    const double rest_t = std::max(0.0, at.tsum * (1.0 + 5e-4) - g.tsum * (1.0 - 5e-4));
+    const double e2 = bound(rest, rest_t) + static_cast<double>(n) * 0x1p-52 * exact;
+    const double tau_lo2 = top_p * (exact + rest - e2);
+    const double tau_hi2 = top_p * (exact + rest + e2);
+    if (exact < tau_hi2) continue;  // the prefix falls short of tau: gather more
+    const double* cum = sc.seq.cum.data();
+    const int64_t first_lo = std::lower_bound(cum, cum + n, tau_lo2) - cum;
+    const int64_t first_hi = std::lower_bound(cum, cum + n, tau_hi2) - cum;
+    const int64_t summed = first_hi + 1;
     int64_t m = first_hi + 1;
     if (first_lo != first_hi) {
       // tau is within the bound of a running sum: the exact S decides.
