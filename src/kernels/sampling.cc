@@ -688,11 +688,10 @@ SK_TARGET_AVX512 ApproxTotal approx_total_avx512(const float* l, int64_t v, floa
       w[q] = approx_weights16(_mm512_loadu_ps(l + i + 16 * q), lm, a, &t[q]);
       tacc = _mm512_fnmadd_ps(w[q], t[q], tacc);  // t <= 0: adds w |t|
     }
-    // Straight into double: the total of any subset of the weights is then known as tightly.
-    for (int q = 0; q < 4; ++q) {
-      acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(w[q])));
-      acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(high_half(w[q])));
-    }
+    // Pairwise in f32 first (two roundings per weight, 2^-23 relative), then in double.
+    const __m512 w4 = _mm512_add_ps(_mm512_add_ps(w[0], w[1]), _mm512_add_ps(w[2], w[3]));
+    acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(w4)));
+    acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(high_half(w4)));
     if (vec % kProfileStride == 0) {
       sampled = _mm512_add_ps(sampled, w[0]);
       for (int j = 0; j < kProfileSize; ++j) {
@@ -842,11 +841,14 @@ int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t,
   // weights by at most bound(its sum, its sum of w~ |t|): the f32 weights are within 3e-7 relative
   // of exp (truncation 1e-8, rounded coefficients 1.2e-7, Horner's roundings 1.7e-7) plus
   // 1.5e-7 |t| (t's three roundings); weights below 2^-125 are off by less than 2^-125 each; the
-  // double sums (S's block order, S~ and the subtractions below) add at most V 2^-52 relative.
+  // double sums (S's block order, S~ and the subtractions below) add at most V 2^-52 relative;
+  // S~'s f32 pairs are bounded apart (they are not the rest's alone).
   // Every factor is taken with a margin.
   const double rounding = static_cast<double>(v) * 0x1p-50 * at.sum + static_cast<double>(v) * 0x1p-120;
   const auto bound = [&](double sum, double tsum) { return 4e-7 * sum + 2.02e-7 * tsum + rounding; };
-  const double e = bound(at.sum, at.tsum);
+  // S~'s pairwise f32 additions: within 2^-23 of each weight, however the tokens are split.
+  const double pairwise = 1.25e-7 * at.sum;
+  const double e = bound(at.sum, at.tsum) + pairwise;
   const double s_lo = at.sum - e;
   const double s_hi = at.sum + e;
   if (!(s_lo > 0.0)) return -1;
@@ -893,7 +895,7 @@ int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t,
     const double exact = sc.seq.cum[n - 1];
     const double rest = std::max(0.0, at.sum - g.sum);
     const double rest_t = std::max(0.0, at.tsum * (1.0 + 5e-4) - g.tsum * (1.0 - 5e-4));
-    const double e2 = bound(rest, rest_t) + static_cast<double>(n) * 0x1p-52 * exact;
+    const double e2 = bound(rest, rest_t) + pairwise + static_cast<double>(n) * 0x1p-52 * exact;
     const double tau_lo2 = top_p * (exact + rest - e2);
     const double tau_hi2 = top_p * (exact + rest + e2);
     if (exact < tau_hi2) continue;  // the prefix falls short of tau: gather more
