@@ -880,8 +880,10 @@ int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t,
   for (double c : tries) {
     if (c < 0.0) continue;
     // t >= -c, i.e. l >= lmax - c ln2 / a; rounded down so that the set only grows.
-    const float lambda = std::nextafter(static_cast<float>(static_cast<double>(lmax) - c * kLn2Hi / inv_t),
-                                        -std::numeric_limits<float>::infinity());
+    // Clamped to the float range first: converting a double beyond it is undefined.
+    const double bound_l = std::max(static_cast<double>(lmax) - c * kLn2Hi / inv_t,
+                                    static_cast<double>(std::numeric_limits<float>::lowest()));
+    const float lambda = std::nextafter(static_cast<float>(bound_l), -std::numeric_limits<float>::infinity());
     sc.seq.idx.resize(static_cast<size_t>(v));
     sc.vals.resize(static_cast<size_t>(v + kFastChunk));
     const int64_t n = gather_values_avx512(l, v, lambda, idx, vals);
