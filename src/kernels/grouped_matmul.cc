@@ -15,13 +15,8 @@
 // every core. Cores split N, in the same kNSplitAlign chunks as the plain matmuls: each core
 // takes its slice of every expert's weights. The split depends only on shapes (so the access
 // callback can be exact about writes without seeing counts) and is balanced whatever the
-// routing: every core streams the same share of each active expert's weights, and computes the
-// same share of each expert's rows x columns.
-//
-// Skewed routing: the GEMMs stream their weights once per kRowsPerPass rows of x, so an expert
-// with many rows would read its weights from memory several times. Such experts run over
-// column chunks whose weights fit in L2, so the later passes hit the cache. Chunks start at
-// kNSplitAlign multiples, like the core split, so the bits do not depend on the chunking.
+// routing: every core streams the same share of each active expert's weights and computes the
+// same share of each expert's rows x columns, so a busy expert is shared like any other.
 #include <algorithm>
 #include <cstring>
 
@@ -48,15 +43,6 @@ constexpr Variant kBf16 = {"grouped_matmul.bf16", WType::kBf16, SK_DTYPE_BF16, 2
 constexpr Variant kW8 = {"grouped_matmul.w8a8_dyn", WType::kW8, SK_DTYPE_I8, 1, 4};
 
 enum { kOpX = 0, kOpCounts = 1, kOpW = 2, kOpWScale = 3 };
-
-constexpr int64_t kRowsPerPass = 16;              // rows of x per weight pass of the GEMMs
-constexpr int64_t kChunkWeightBytes = 256 << 10;  // weights of one column chunk (a share of L2)
-
-// Columns per chunk for an expert with more than kRowsPerPass rows: a multiple of kNSplitAlign.
-int64_t chunk_columns(int64_t k, int64_t w_size) {
-  const int64_t cols = kChunkWeightBytes / std::max<int64_t>(1, k * w_size);
-  return std::max<int64_t>(kNSplitAlign, cols / kNSplitAlign * kNSplitAlign);
-}
 
 // ---- Tiling blob ----
 
@@ -246,31 +232,28 @@ int32_t run(const Variant& v, const sk_kernel_args* args, const sk_core_ctx* cor
       return SK_ERR_INVALID_ARGUMENT;
     }
   }
+  const int64_t nn = r.end - r.begin;
   if (p.k > 0) {
     for (int64_t i = 0; i < h.num_items; ++i) {
       TilingItem it;
       std::memcpy(&it, items + i * sizeof it, sizeof it);
       const float* x = p.x + it.row_begin * p.sx;
-      const int64_t chunk = it.rows > kRowsPerPass ? chunk_columns(p.k, v.w_size) : r.end - r.begin;
-      for (int64_t c0 = r.begin; c0 < r.end; c0 += chunk) {
-        const int64_t nn = std::min(chunk, r.end - c0);
-        float* y = p.y + it.row_begin * p.sy + c0;
-        const int64_t w_off = it.expert * p.swe + c0 * p.swn;
-        switch (v.type) {
-          case WType::kF32:
-            gemm_f32(x, p.sx, static_cast<const float*>(p.w) + w_off, p.swn, y, p.sy, it.rows, nn, p.k);
-            break;
-          case WType::kBf16:
-            gemm_bf16(x, p.sx, static_cast<const uint16_t*>(p.w) + w_off, p.swn, y, p.sy, it.rows, nn, p.k);
-            break;
-          case WType::kW8: {
-            W8Rows rows;
-            rows.x = x;
-            rows.stride = p.sx;
-            gemm_w8a8(rows, static_cast<const int8_t*>(p.w) + w_off, p.swn,
-                      p.w_scale + it.expert * p.swse + c0 * p.swsn, p.swsn, y, p.sy, it.rows, nn, p.k);
-            break;
-          }
+      float* y = p.y + it.row_begin * p.sy + r.begin;
+      const int64_t w_off = it.expert * p.swe + r.begin * p.swn;
+      switch (v.type) {
+        case WType::kF32:
+          gemm_f32(x, p.sx, static_cast<const float*>(p.w) + w_off, p.swn, y, p.sy, it.rows, nn, p.k);
+          break;
+        case WType::kBf16:
+          gemm_bf16(x, p.sx, static_cast<const uint16_t*>(p.w) + w_off, p.swn, y, p.sy, it.rows, nn, p.k);
+          break;
+        case WType::kW8: {
+          W8Rows rows;
+          rows.x = x;
+          rows.stride = p.sx;
+          gemm_w8a8(rows, static_cast<const int8_t*>(p.w) + w_off, p.swn,
+                    p.w_scale + it.expert * p.swse + r.begin * p.swsn, p.swsn, y, p.sy, it.rows, nn, p.k);
+          break;
         }
       }
     }

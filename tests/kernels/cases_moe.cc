@@ -950,10 +950,9 @@ TEST(MoeErrors, CombineRefusesAnOutputOverlappingAnInput) {
   expect_invalid("moe_combine.f32", ops, {"out overlaps y"});
 }
 
-// Experts with more rows than one weight pass of the GEMMs run over L2-sized column chunks; the
-// rows must still be the plain matmul of each expert, bit for bit, on any core count and ISA.
-// K = 2048 makes the chunks 32 (f32), 64 (bf16) and 128 (int8) columns, so N = 300 spans several
-// chunks per core, with a partial one at the end.
+// Skewed routing: experts with more rows than one 16-row GEMM block, on N split over 1-3 cores
+// at every ISA level, give each row the plain matmul of its expert, bit for bit, whatever the
+// core count.
 TEST(GroupedMatmulSkew, BusyExpertsGiveThePlainMatmulBitsOnEveryCoreCount) {
   const auto force = reinterpret_cast<int32_t (*)(int32_t)>(
       dlsym(dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL), "sk_kernels_builtin_force_isa"));
