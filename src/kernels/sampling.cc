@@ -433,7 +433,6 @@ int64_t pick(const Sequence& s, int64_t m, double u) {
 constexpr int kDigits = 3;
 constexpr int kBits = 11;
 constexpr int kRadix = 1 << kBits;
-constexpr int kDigitBits = 8;  // rank_gathered's digits
 
 void rank_indices(const float* l, Bounded<uint32_t>& idx, int64_t n, Bounded<uint64_t>& a, Bounded<uint64_t>& b,
                   Bounded<int64_t>& count) {
@@ -621,10 +620,10 @@ int64_t sample_nucleus_all(const float* l, int64_t v, float lmax, double inv_t, 
 // The exact total S decides only through tau = top_p * S, and the nucleus size only through
 // which running sum first reaches tau. So: an f32 pass gives approximate weights with a rigorous
 // error bound; a prefix of the ranking {l >= lambda} (heavy tokens first, else lambda from a
-// sampled mass profile) is ranked and summed exactly, which bounds S by that exact sum plus the
-// approximate rest; when the first running sums reaching the lowest and the highest possible tau
-// are the same entry, that is the nucleus, with the identical running sums and hence the
-// identical token. Otherwise (rare: tau falls within the bound of a running sum) the exact S
+// sampled mass profile) is weighed exactly, which bounds S by that exact sum plus the
+// approximate rest, and its running sums are formed exactly where they matter (bucket_prefix); when the first running
+// sums reaching the lowest and the highest possible tau are the same entry, that is the nucleus, with the identical
+// running sums and hence the identical token. Otherwise (rare: tau falls within the bound of a running sum) the exact S
 // decides; a prefix too short, or lmax = +inf, goes to the exact path above.
 
 // The thresholds of the sampled mass profile, in log2 units below the largest weight.
@@ -761,75 +760,147 @@ SK_TARGET_AVX512 int64_t gather_values_avx512(const float* l, int64_t n, float l
   return count;
 }
 
-// Orders the gathered (vals, idx)[0, n) (idx increasing) by rank: an LSD radix sort of
-// ~order_bits(value) - ~order_bits(lmax) (so only the bits in which the prefix varies are
-// sorted), in 8-bit digits; stable, so equal values keep the lower index first. Writes the ranked
-// values and indices back. The counts live on the stack (4 interleaved copies, so runs of equal
-// digits do not serialise on one counter).
-void rank_gathered(float* vals, uint32_t* idx, int64_t n, float lmax, Bounded<uint64_t>& a, Bounded<uint64_t>& b) {
-  if (n <= 1) return;
-  a.resize(static_cast<size_t>(n));
-  b.resize(static_cast<size_t>(n));
-  constexpr int kR = 1 << kDigitBits;
-  constexpr int kCopies = 4;
-  const uint32_t lo = ~topk::order_bits(lmax);
-  uint32_t count[kCopies][4][kR] = {};
-  uint64_t* src = a.data();
-  uint64_t* dst = b.data();
+// The ranked prefix without a full sort. While the running sum c stays in one binade
+// [2^(E-1), 2^E), every double there is a multiple of u = ulp(c), so c + w rounds to
+// c + round(w / u) u, whatever the order of the additions, unless w / u is exactly halfway
+// (then the last bit of c decides). So the prefix is bucketed by value (a stable counting sort
+// on the top bits of the rank key; buckets are in rank order, tokens inside in index order), and
+// a bucket is added in bulk as the exact integer sum of round(w / u) when no weight in it is a
+// tie and its sum leaves c in its binade and below tau_lo; every other bucket (the first ones,
+// where c changes binade, where tau is reached) is sorted and added one token at a time. The
+// running sums are then exactly the specified ones at every token of a sorted bucket and at
+// every bucket boundary, which is all that the nucleus size and the draw look at.
+constexpr int kBucketBits = 10;
+constexpr int64_t kBuckets = int64_t{1} << kBucketBits;
+
+struct Buckets {
+  uint64_t* keys = nullptr;       // (rank key << 32) | index, by bucket
+  float* vals = nullptr;          // the logit of each entry
+  double* w = nullptr;            // its specified weight
+  double* cum = nullptr;          // running sums, valid in sorted buckets
+  uint64_t* order = nullptr;      // add_sorted's scratch: (rank key, position in bucket)
+  uint32_t* spare_idx = nullptr;  // add_sorted's scratch
+  double* spare_w = nullptr;      // add_sorted's scratch
+  int64_t start[kBuckets + 1] = {};
+  double cum_before[kBuckets + 1] = {};  // exact running sum before each bucket (walked ones)
+  bool sorted[kBuckets] = {};
+  int64_t walked = 0;  // buckets whose cum_before is known
+  uint32_t lo = 0;     // rank key of lmax
+};
+
+// Logit of a rank key relative to lo (inverse of order_bits; no NaN here, and both zeros come
+// back as +0, which weighs the same).
+inline float logit_of(uint64_t key, uint32_t lo) {
+  const uint32_t o = ~(static_cast<uint32_t>(key >> 32) + lo);
+  const uint32_t bits_v = o >= 0x80000000u ? (o & 0x7FFFFFFFu) : ~o;
+  float f;
+  std::memcpy(&f, &bits_v, sizeof f);
+  return f;
+}
+
+// Buckets the gathered (vals, idx)[0, n) (index order) and evaluates every weight.
+SK_TARGET_AVX512 void bucket_prefix(const float* vals, uint32_t* idx, int64_t n, float lmax, double inv_t,
+                                    SampleScratch& sc, Buckets& bk) {
+  sc.sort_a.resize(static_cast<size_t>(n));
+  sc.sort_b.resize(static_cast<size_t>(n));
+  sc.seq.w.resize(static_cast<size_t>(n + kFastChunk));
+  sc.seq.cum.resize(static_cast<size_t>(n));
+  sc.w.resize(static_cast<size_t>(n));
+  uint64_t* tmp = sc.sort_a.data();
+  bk.keys = sc.sort_b.data();
+  bk.w = sc.seq.w.data();
+  bk.cum = sc.seq.cum.data();
+  // Once bucketed, tmp, the gathered indices and the full-V weight table (which this path does
+  // not use) are add_sorted's scratch.
+  bk.order = tmp;
+  bk.spare_idx = idx;
+  bk.spare_w = sc.w.data();
+  bk.lo = ~topk::order_bits(lmax);
   uint32_t span = 0;
   for (int64_t j = 0; j < n; ++j) {
-    const uint32_t key = ~topk::order_bits(vals[j]) - lo;
+    const uint32_t key = ~topk::order_bits(vals[j]) - bk.lo;
     span |= key;
-    src[j] = (static_cast<uint64_t>(key) << 32) | idx[j];
-    uint32_t(*c)[kR] = count[j % kCopies];
-    ++c[0][key & 0xFF];
-    ++c[1][(key >> 8) & 0xFF];
-    ++c[2][(key >> 16) & 0xFF];
-    ++c[3][key >> 24];
+    tmp[j] = (static_cast<uint64_t>(key) << 32) | idx[j];
   }
-  const int digits = span == 0 ? 0 : (32 - __builtin_clz(span) + kDigitBits - 1) / kDigitBits;
-  for (int d = 0; d < digits; ++d) {
-    uint32_t start[kR];
-    uint32_t total = 0;
-    for (int q = 0; q < kR; ++q) {
-      start[q] = total;
-      for (int cp = 0; cp < kCopies; ++cp) total += count[cp][d][q];
-    }
-    const int shift = 32 + kDigitBits * d;
-    for (int64_t j = 0; j < n; ++j) dst[start[(src[j] >> shift) & 0xFF]++] = src[j];
-    std::swap(src, dst);
-  }
-  for (int64_t j = 0; j < n; ++j) {
-    idx[j] = static_cast<uint32_t>(src[j]);
-    // Inverse of order_bits (no NaN here; both zeros come back as +0, which weighs the same).
-    const uint32_t o = ~(static_cast<uint32_t>(src[j] >> 32) + lo);
-    const uint32_t bits_v = o >= 0x80000000u ? (o & 0x7FFFFFFFu) : ~o;
-    std::memcpy(&vals[j], &bits_v, sizeof bits_v);
+  const int bits = span == 0 ? 0 : 32 - __builtin_clz(span);
+  const int shift = 32 + std::max(0, bits - kBucketBits);
+  int64_t count[kBuckets + 1] = {};
+  for (int64_t j = 0; j < n; ++j) ++count[(tmp[j] >> shift) + 1];
+  for (int64_t q = 0; q < kBuckets; ++q) count[q + 1] += count[q];
+  std::copy(count, count + kBuckets + 1, bk.start);
+  for (int64_t j = 0; j < n; ++j) bk.keys[count[tmp[j] >> shift]++] = tmp[j];
+  // Logits in bucket order (vals is free now), padded with NaN for the 32-wide weight steps.
+  bk.vals = sc.vals.data();
+  for (int64_t j = 0; j < n; ++j) bk.vals[j] = logit_of(bk.keys[j], bk.lo);
+  std::fill(bk.vals + n, bk.vals + n + kFastChunk, std::numeric_limits<float>::quiet_NaN());
+  const __m512d lm = _mm512_set1_pd(lmax);
+  const __m512d it = _mm512_set1_pd(inv_t);
+  for (int64_t j0 = 0; j0 < n; j0 += kFastChunk) {
+    __m512d wv[kLanes];
+    weights_avx512(bk.vals + j0, lm, it, wv);
+    for (int q = 0; q < kLanes; ++q) _mm512_storeu_pd(bk.w + j0 + 8 * q, wv[q]);
   }
 }
 
-// Exact weights and running sums of the whole ranked prefix [0, n), 32 weights at a time.
-SK_TARGET_AVX512 void cumulate_all(SampleScratch& sc, int64_t n, float lmax, double inv_t) {
-  sc.seq.w.resize(static_cast<size_t>(n + kFastChunk));
-  sc.seq.cum.resize(static_cast<size_t>(n));
-  float* vals = sc.vals.data();
-  double* w = sc.seq.w.data();
-  double* cum = sc.seq.cum.data();
-  // NaN pads the last chunk: weight 0.
-  std::fill(vals + n, vals + n + kFastChunk, std::numeric_limits<float>::quiet_NaN());
-  const __m512d lm = _mm512_set1_pd(lmax);
-  const __m512d it = _mm512_set1_pd(inv_t);
-  double c = 0.0;
-  for (int64_t j0 = 0; j0 < n; j0 += kFastChunk) {
-    __m512d wv[kLanes];
-    weights_avx512(vals + j0, lm, it, wv);
-    for (int q = 0; q < kLanes; ++q) _mm512_storeu_pd(w + j0 + 8 * q, wv[q]);
-    const int64_t end = std::min(n, j0 + kFastChunk);
-    for (int64_t j = j0; j < end; ++j) {
-      c += w[j];
-      cum[j] = c;
-    }
+// Sorts bucket q by rank and adds it token by token from c, recording the running sums.
+// Returns the sum after the bucket. Inside a bucket tokens sit in index order, so sorting on
+// (rank key, position) keeps equal logits in index order; the weights move with their tokens.
+double add_sorted(Buckets& bk, int64_t q, double c) {
+  const int64_t s = bk.start[q];
+  const int64_t e = bk.start[q + 1];
+  for (int64_t j = s; j < e; ++j) {
+    bk.spare_idx[j] = static_cast<uint32_t>(bk.keys[j]);
+    bk.spare_w[j] = bk.w[j];
+    bk.order[j] = (bk.keys[j] & ~uint64_t{0xFFFFFFFF}) | static_cast<uint64_t>(j - s);
   }
+  std::sort(bk.order + s, bk.order + e);
+  for (int64_t j = s; j < e; ++j) {
+    const int64_t from = s + static_cast<int64_t>(bk.order[j] & 0xFFFFFFFFu);
+    bk.keys[j] = (bk.order[j] & ~uint64_t{0xFFFFFFFF}) | bk.spare_idx[from];
+    bk.w[j] = bk.spare_w[from];
+  }
+  for (int64_t j = s; j < e; ++j) {
+    c += bk.w[j];
+    bk.cum[j] = c;
+  }
+  bk.sorted[q] = true;
+  return c;
+}
+
+// Adds bucket q to c in bulk when that is exact (see above) and stays below `limit`; returns
+// false (c untouched) otherwise.
+SK_TARGET_AVX512 bool add_bulk(const Buckets& bk, int64_t q, double* c, double limit) {
+  if (!(*c > 0.0) || !std::isfinite(*c)) return false;
+  // c in [2^(e-1), 2^e): its biased exponent is e - 1 + 1023.
+  const int64_t e = ((bits_of(*c) >> 52) & 0x7FF) - 1022;
+  if (e - 53 < -1022 || e > 1000) return false;  // keeps ulp and the scale normal
+  const auto pow2 = [](int64_t k) {
+    const uint64_t b = static_cast<uint64_t>(k + 1023) << 52;
+    double d;
+    std::memcpy(&d, &b, sizeof d);
+    return d;
+  };
+  const __m512d scale = _mm512_set1_pd(pow2(53 - e));
+  const __m512d half = _mm512_set1_pd(0.5);
+  __m512d units = _mm512_setzero_pd();
+  __mmask8 tie = 0;
+  for (int64_t j = bk.start[q]; j < bk.start[q + 1]; j += 8) {
+    const __mmask8 m = static_cast<__mmask8>((1u << std::min<int64_t>(8, bk.start[q + 1] - j)) - 1u);
+    const __m512d y = _mm512_mul_pd(_mm512_maskz_loadu_pd(m, bk.w + j), scale);
+    const __m512d r = _mm512_roundscale_pd(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    tie |= _mm512_cmp_pd_mask(_mm512_abs_pd(_mm512_sub_pd(y, r)), half, _CMP_EQ_OQ);
+    units = _mm512_add_pd(units, r);
+  }
+  if (tie != 0) return false;
+  // Integers below 2^53 add exactly in any order; a sum that large leaves the binade anyway.
+  alignas(64) double u8[8];
+  _mm512_store_pd(u8, units);
+  double total = 0.0;
+  for (double x : u8) total += x;
+  const double next = *c + total * pow2(e - 53);
+  if (!(next < pow2(e)) || !(next < limit)) return false;
+  *c = next;
+  return true;
 }
 
 // Returns the token, or -1 when this path cannot decide (the exact path then does).
@@ -890,37 +961,69 @@ int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t,
     // Not worth ranking when even its approximate mass falls short.
     const ApproxTotal g = approx_mass_avx512(vals, n, lmax, inv_t);
     if (g.sum < need) continue;
-    rank_gathered(vals, idx, n, lmax, sc.sort_a, sc.sort_b);
-    cumulate_all(sc, n, lmax, inv_t);
+    Buckets bk;
+    bucket_prefix(vals, idx, n, lmax, inv_t, sc, bk);
     // Tighter bounds on S: the gathered tokens' exact sum plus the rest's approximate one, whose
     // bound is a fraction of the first. The f32 sums of w~ |t| are within 5e-4 relative.
-    const double exact = sc.seq.cum[n - 1];
+    double exact = 0.0;
+    for (int64_t j = 0; j < n; ++j) exact += bk.w[j];
     const double rest = std::max(0.0, at.sum - g.sum);
     const double rest_t = std::max(0.0, at.tsum * (1.0 + 5e-4) - g.tsum * (1.0 - 5e-4));
     const double e2 = bound(rest, rest_t) + pairwise + static_cast<double>(n) * 0x1p-52 * exact;
     const double tau_lo2 = top_p * (exact + rest - e2);
     const double tau_hi2 = top_p * (exact + rest + e2);
     if (exact < tau_hi2) continue;  // the prefix falls short of tau: gather more
-    const double* cum = sc.seq.cum.data();
-    const int64_t first_lo = std::lower_bound(cum, cum + n, tau_lo2) - cum;
-    const int64_t first_hi = std::lower_bound(cum, cum + n, tau_hi2) - cum;
-    const int64_t summed = first_hi + 1;
-    int64_t m = first_hi + 1;
-    if (first_lo != first_hi) {
-      // tau is within the bound of a running sum: the exact S decides.
-      const int64_t blocks = (v + kBlock - 1) / kBlock;
-      sc.beta.resize(static_cast<size_t>(blocks));
-      const double tau = top_p * select_blocks()(l, v, lmax, inv_t, sc.beta.data(), nullptr);
-      m = 0;
-      for (int64_t j = std::max<int64_t>(first_lo, 0); j < summed; ++j) {
-        if (sc.seq.cum[j] >= tau) {
-          m = j + 1;
+    // Walk the buckets until the running sum reaches tau_hi2.
+    int64_t first_lo = -1;
+    int64_t first_hi = -1;
+    double run = 0.0;
+    for (int64_t q = 0; q < kBuckets && first_hi < 0; ++q) {
+      bk.cum_before[q] = run;
+      bk.walked = q + 1;
+      if (bk.start[q] == bk.start[q + 1] || add_bulk(bk, q, &run, tau_lo2)) continue;
+      const int64_t s0 = bk.start[q];
+      run = add_sorted(bk, q, run);
+      for (int64_t j = s0; j < bk.start[q + 1]; ++j) {
+        if (first_lo < 0 && bk.cum[j] >= tau_lo2) first_lo = j;
+        if (bk.cum[j] >= tau_hi2) {
+          first_hi = j;
           break;
         }
       }
-      if (m == 0) return -1;
     }
-    return pick(sc.seq, m, u);
+    if (first_hi < 0 || first_lo < 0) continue;  // short after all (rounding): gather more
+    int64_t m = first_hi;                        // the last token of the nucleus (a position in the buckets)
+    if (first_lo != first_hi) {
+      // tau is within the bound of a running sum: the exact S decides. Every position from
+      // first_lo to first_hi lies in a sorted bucket.
+      const int64_t blocks = (v + kBlock - 1) / kBlock;
+      sc.beta.resize(static_cast<size_t>(blocks));
+      const double tau = top_p * select_blocks()(l, v, lmax, inv_t, sc.beta.data(), nullptr);
+      m = -1;
+      for (int64_t j = first_lo; j <= first_hi; ++j) {
+        if (bk.cum[j] >= tau) {
+          m = j;
+          break;
+        }
+      }
+      if (m < 0) return -1;
+    }
+    // The draw: r = u * cum_m; the first token whose running sum exceeds r. Bucket boundaries
+    // carry exact sums, so only the bucket where r is crossed is walked token by token.
+    const double r = u * bk.cum[m];
+    for (int64_t q = 0; q < bk.walked; ++q) {
+      const int64_t s0 = bk.start[q];
+      const int64_t e0 = bk.start[q + 1];
+      if (s0 == e0) continue;
+      const bool last = m < e0;
+      if (!last && !(q + 1 < bk.walked && bk.cum_before[q + 1] > r)) continue;
+      if (!bk.sorted[q]) add_sorted(bk, q, bk.cum_before[q]);
+      for (int64_t j = s0; j <= (last ? m : e0 - 1); ++j) {
+        if (bk.cum[j] > r) return static_cast<int64_t>(static_cast<uint32_t>(bk.keys[j]));
+      }
+      return -1;  // rounding left no running sum above r: the exact path's fallback decides
+    }
+    return -1;
   }
   return -1;
 }
