@@ -140,7 +140,11 @@ struct TensorInfo {
   int32_t definer = -1;       // first op writing it (intermediates and declared tensors)
   bool is_output = false;
   std::string output_name;
-  std::vector<uint8_t> data;  // constants
+  std::vector<uint8_t> data;  // constants (empty for external ones)
+  // External constants (Graph::constant_external): the bytes stay where the caller keeps them;
+  // `keep_alive` holds that memory for as long as the graph or any executable needs it.
+  const void* external_data = nullptr;
+  std::shared_ptr<const void> keep_alive;
 };
 
 struct ScopeInfo {
@@ -179,6 +183,12 @@ class Graph {
   // Copies `bytes` bytes of weights (must equal numel * dtype size).
   Tensor constant(std::string name, DType dtype, Shape shape, const void* data, size_t bytes);
   Tensor constant_f32(std::string name, Shape shape, std::span<const float> values);
+  // A constant whose bytes stay at `data` (e.g. in a memory-mapped file): every executable
+  // compiled from the graph reads them in place, without a copy. `keep_alive` owns that memory
+  // (may be null when the caller guarantees it outlives the graph and its executables); the graph
+  // and each executable hold it. `data` must be aligned to the dtype's size.
+  Tensor constant_external(std::string name, DType dtype, Shape shape, const void* data, size_t bytes,
+                           std::shared_ptr<const void> keep_alive);
   Tensor variable(std::string name, DType dtype, Shape shape);
   // An intermediate whose defining op comes later (OpSpec::write_into).
   Tensor declare(std::string name, DType dtype, Shape shape);

@@ -78,6 +78,13 @@ class Executable {
     return set_input(name, values.data(), values.size() * sizeof(float));
   }
 
+  // From now on the input or variable `name` lives in caller memory `data` (exactly its bytes,
+  // aligned to its dtype size), so several executables (prefill and decode, or different modes)
+  // can share one KV cache. The current contents of `data` are used as they are; set_input()
+  // then copies into it. `data` must stay valid while the executable runs or reads it, and must
+  // not overlap another tensor bound to this executable.
+  Status bind_variable(std::string_view name, void* data, size_t bytes);
+
   // Runs the whole graph once.
   Status run();
 
