@@ -68,6 +68,7 @@ class SafetensorsFile {
   void* map_ = nullptr;
   size_t map_bytes_ = 0;
   std::vector<SafetensorsTensor> tensors_;
+  std::vector<std::pair<std::string_view, size_t>> by_name_;  // sorted, into tensors_
   std::vector<std::pair<std::string, std::string>> metadata_;
 };
 
@@ -145,25 +146,35 @@ struct QuantizedWeight {
 };
 
 // Puts named weights into graphs as constants. Asking twice for the same name, dtype and shape
-// in one graph returns the same tensor. Weights are shared, never copied, by every graph built
-// from one source and every executable compiled from them.
+// in one graph returns the same tensor. Loaded (or generated, converted, quantised) bytes are kept
+// by the source and shared, never copied, by every graph built from it and every executable
+// compiled from those graphs. Not thread-safe: build graphs from one thread.
 class WeightSource {
  public:
-  virtual ~WeightSource() = default;
+  virtual ~WeightSource();
 
   // A weight of exactly `dtype` and `shape`. f32 and bf16 are converted into each other when the
   // stored dtype differs (one copy); otherwise the stored bytes are used in place.
-  virtual Expected<Tensor> get(Graph& g, const std::string& name, DType dtype, const Shape& shape, WeightInit init) = 0;
-  // A linear weight [N, K] (stored as f32 or bf16), quantised at load time.
+  Expected<Tensor> get(Graph& g, const std::string& name, DType dtype, const Shape& shape, WeightInit init);
+  // A linear weight [N, K] (stored as f32 or bf16), quantised at load time; the constants are
+  // named `name` (i8) and `name + ".scale"` (f32).
   Expected<QuantizedWeight> get_w8a8(Graph& g, const std::string& name, const Shape& shape);
 
-  // "checkpoint DIR" or "random seed N", for messages.
+  // "checkpoint DIR" or "random weights (seed N)", for messages.
   virtual std::string describe() const = 0;
 
  protected:
-  // The weight as f32 values (for quantisation): `owner` keeps the returned memory valid.
-  virtual Expected<const float*> read_f32(const std::string& name, const Shape& shape, WeightInit init,
-                                          std::shared_ptr<const void>* owner) = 0;
+  WeightSource();
+  // Bytes of exactly `dtype` and `shape`, aligned to the dtype size; `owner` keeps them valid.
+  struct Loaded {
+    const void* data = nullptr;
+    std::shared_ptr<const void> owner;
+  };
+  virtual Expected<Loaded> load(const std::string& name, DType dtype, const Shape& shape, WeightInit init) = 0;
+
+ private:
+  struct Cache;
+  std::unique_ptr<Cache> cache_;
 };
 
 // Deterministic random weights: the values depend only on the seed and the tensor name (and

@@ -181,6 +181,32 @@ Tensor Graph::constant(std::string name, DType dtype, Shape shape, const void* d
   return t;
 }
 
+Tensor Graph::constant_external(std::string name, DType dtype, Shape shape, const void* data, size_t bytes,
+                                std::shared_ptr<const void> keep_alive) {
+  std::string n = name;
+  Tensor t = new_leaf(*impl_, std::move(name), dtype, std::move(shape), TensorKind::kConstant);
+  TensorInfo& info = impl_->tensors[t.id];
+  const size_t expect = static_cast<size_t>(std::max<int64_t>(info.storage_bytes, 0));
+  const auto address = reinterpret_cast<uintptr_t>(data);
+  if (bytes != expect || (data == nullptr && bytes != 0)) {
+    impl_->error(Status::invalid_argument("external constant '" + n + "': got " + std::to_string(bytes) + " bytes at " +
+                                          (data ? "an address" : "a null address") + ", shape " +
+                                          shape_to_string(info.shape) + " of " + dtype_name(dtype) + " needs " +
+                                          std::to_string(expect)));
+  } else if (address % dtype_size(dtype) != 0) {
+    impl_->error(Status::invalid_argument("external constant '" + n + "': data at address " + std::to_string(address) +
+                                          " is not aligned to its " + std::to_string(dtype_size(dtype)) + "-byte " +
+                                          dtype_name(dtype) + " elements"));
+  } else {
+    info.external_data = data;
+    info.keep_alive = std::move(keep_alive);
+    return t;
+  }
+  // Verification fails on the recorded error; the placeholder keeps the graph well-formed.
+  info.data.assign(expect, 0);
+  return t;
+}
+
 Tensor Graph::constant_f32(std::string name, Shape shape, std::span<const float> values) {
   return constant(std::move(name), DType::kF32, std::move(shape), values.data(), values.size_bytes());
 }

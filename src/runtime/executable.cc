@@ -29,6 +29,47 @@ Status Executable::set_input(std::string_view name, const void* data, size_t byt
   return Status::ok();
 }
 
+Status Executable::bind_variable(std::string_view name, void* data, size_t bytes) {
+  Plan& plan = *impl_->plan;
+  const std::string where = "bind_variable('" + std::string(name) + "')";
+  auto it = impl_->names.find(std::string(name));
+  if (it == impl_->names.end()) return Status::not_found(where + ": graph has no input or variable of that name");
+  const int32_t id = it->second;
+  const TensorInfo& t = plan.tensors[id];
+  if (t.kind != TensorKind::kInput && t.kind != TensorKind::kVariable)
+    return Status::invalid_argument(where + ": '" + t.name + "' is a tensor of kind " + tensor_kind_name(t.kind) +
+                                    "; only inputs and variables can live in caller memory");
+  if (bytes != static_cast<size_t>(t.storage_bytes))
+    return Status::invalid_argument(where + ": got " + std::to_string(bytes) + " bytes, " + dtype_name(t.dtype) +
+                                    shape_to_string(t.shape) + " needs " + std::to_string(t.storage_bytes));
+  if (data == nullptr) return Status::invalid_argument(where + ": data is null");
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  if (begin % dtype_size(t.dtype) != 0)
+    return Status::invalid_argument(where + ": data is not aligned to its " + std::to_string(dtype_size(t.dtype)) +
+                                    "-byte " + dtype_name(t.dtype) + " elements");
+  // The compiled schedule orders accesses by address: two tensors sharing bytes would race.
+  const uintptr_t end = begin + bytes;
+  auto overlaps = [&](const void* p, size_t n) {
+    const auto b = reinterpret_cast<uintptr_t>(p);
+    return n > 0 && bytes > 0 && begin < b + n && b < end;
+  };
+  if (overlaps(plan.arena.data.get(), plan.arena.bytes))
+    return Status::invalid_argument(where + ": data overlaps the executable's own memory");
+  for (size_t other = 0; other < plan.bound.size(); ++other) {
+    if (static_cast<int32_t>(other) == id || !plan.bound[other]) continue;
+    if (overlaps(plan.bound[other], static_cast<size_t>(plan.tensors[other].storage_bytes)))
+      return Status::invalid_argument(where + ": data overlaps '" + plan.tensors[other].name +
+                                      "', already bound to caller memory");
+  }
+  for (size_t c = 0; c < plan.tensors.size(); ++c) {
+    const TensorInfo& k = plan.tensors[c];
+    if (k.kind == TensorKind::kConstant && overlaps(plan.root_data(static_cast<int32_t>(c)), k.storage_bytes))
+      return Status::invalid_argument(where + ": data overlaps constant '" + k.name + "'");
+  }
+  plan.bind(id, static_cast<uint8_t*>(data));
+  return Status::ok();
+}
+
 Status Executable::run() {
   impl_->dump.clear();
   impl_->trace.clear();

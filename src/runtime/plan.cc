@@ -1,5 +1,6 @@
 #include "runtime/plan.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -53,9 +54,29 @@ sk_tensor_arg make_tensor_arg(const TensorInfo& info) {
   return a;
 }
 
+void Plan::store_constant(int32_t id, TensorInfo& t) {
+  if (constants.size() <= static_cast<size_t>(id)) constants.resize(static_cast<size_t>(id) + 1);
+  if (t.external_data) return;
+  constants[id] = AlignedBuffer::allocate(t.data.size());
+  std::copy(t.data.begin(), t.data.end(), constants[id].data.get());
+  t.data.clear();
+  t.data.shrink_to_fit();
+}
+
+void Plan::bind(int32_t id, uint8_t* data) {
+  bound.resize(tensors.size(), nullptr);
+  bound[id] = data;
+  resolve_pointers();
+}
+
 uint8_t* Plan::root_data(int32_t id) const {
   const TensorInfo& t = tensors[id];
-  if (t.kind == TensorKind::kConstant) return constants[id].data.get();
+  if (t.kind == TensorKind::kConstant) {
+    // Kernels only read constants (the verifier rejects writes), so dropping const is safe.
+    if (t.external_data) return static_cast<uint8_t*>(const_cast<void*>(t.external_data));
+    return constants[id].data.get();
+  }
+  if (static_cast<size_t>(id) < bound.size() && bound[id]) return bound[id];
   SK_CHECK(memory.offset[id] >= 0) << "tensor '" << t.name << "' has no arena slot";
   return arena.data.get() + memory.offset[id];
 }
