@@ -1,5 +1,6 @@
 // The progress line of long work, on stderr so stdout keeps only results. On a terminal it
-// rewrites one line in place; otherwise (logs, pipes, tests) it prints one line per update.
+// rewrites one line in place; otherwise (logs, pipes, tests) it prints a line per update, at most
+// one a second so that logs stay short.
 //
 //   Progress p(quiet);
 //   p.update("compiling graph mode");
@@ -9,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -27,7 +29,11 @@ class Progress {
       std::fprintf(stderr, "\r\033[K[superkernel] %s", what.c_str());
       open_ = true;
     } else {
+      const auto now = std::chrono::steady_clock::now();
+      if (printed_ && now - last_ < std::chrono::seconds(1)) return;
       std::fprintf(stderr, "[superkernel] %s\n", what.c_str());
+      printed_ = true;
+      last_ = now;
     }
     std::fflush(stderr);
   }
@@ -43,6 +49,8 @@ class Progress {
   bool quiet_;
   bool tty_;
   bool open_ = false;
+  bool printed_ = false;
+  std::chrono::steady_clock::time_point last_;
 };
 
 }  // namespace sk::cli
