@@ -4,9 +4,11 @@
 #   googletest libgtest-dev libgmock-dev   tests
 #   libdnnl-dev          oneDNN, the matmul reference point of sk_bench_kernels (optional)
 #   libyaml-dev          model config files
+#   libyaml-cpp-dev      the superkernel CLI's YAML configs (src/config)
+#   libcli11-dev         the superkernel CLI's command line (tools/superkernel)
 set -euo pipefail
 
-required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev)
+required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev libyaml-cpp-dev libcli11-dev)
 optional=(libdnnl-dev)
 
 missing=()
