@@ -1,15 +1,19 @@
 // The per-ISA operations of attention_core.h. The AVX2 and AVX-512 paths are the same code at
 // two vector widths (W = 8 or 16 lanes); keep them in step.
 //
+// Cache rows are f32 here (attend() widens bf16 rows once per sub-block with `widen`).
+//
 // Register tiles: scores run tiles of 4 tokens x 2 heads (8 accumulators; each cache row vector
-// is loaded, and converted from bf16, once per head pair) over all tokens of a call; pv a tile of
+// is loaded once per head pair) over all tokens of a call; pv a tile of
 // 2 vectors x up to 6 heads (12 accumulators kept across the tokens, one load per cache row
 // vector). Each accumulator of pv takes one FMA per token, a chain of dependent FMAs: 12 chains
 // keep the FMA units busy through their latency where 8 barely would.
 #include "kernels/attention_core.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "kernels/cpu_isa.h"
 #include "kernels/simd.h"
@@ -27,13 +31,15 @@ constexpr int kPvHeads = 6;
 // ---- Scalar ----
 
 inline float load1(const float* p) { return *p; }
-inline float load1(const Bf16* p) { return bf16_to_f32(*p); }
+
+void widen_scalar(const Bf16* src, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+}
 
 // The fallback accumulates dot products in double: it is the slow path anyway, and the most
 // accurate level.
-template <class KT>
 void scores_scalar(const float* const* q1, const float* const* q2, int nh, int64_t n1, int64_t n2, int64_t off2,
-                   const KT* const* rows, int nt, float scale, float* s) {
+                   const float* const* rows, int nt, float scale, float* s) {
   for (int h = 0; h < nh; ++h) {
     for (int j = 0; j < nt; ++j) {
       double acc = 0.0;
@@ -61,15 +67,14 @@ void softmax_scalar(float* s, int nh, int nt, float* m, float* l, float* corr) {
   }
 }
 
-template <class KT>
-void pv_scalar(const float* p, int nh, int nt, const KT* const* rows, int64_t dv, float* const* acc, const float* corr,
-               bool first) {
+void pv_scalar(const float* p, int nh, int nt, const float* const* rows, int64_t dv, float* const* acc,
+               const float* corr, bool first) {
   for (int h = 0; h < nh; ++h) {
     float* a = acc[h];
     for (int64_t d = 0; d < dv; ++d) a[d] = first ? 0.0f : a[d] * corr[h];
     for (int j = 0; j < nt; ++j) {
       const float pj = p[h * kChunk + j];
-      const KT* v = rows[j];
+      const float* v = rows[j];
       for (int64_t d = 0; d < dv; ++d) a[d] += pj * load1(v + d);
     }
   }
@@ -97,9 +102,32 @@ SK_TARGET_AVX2 SK_ATTN_INLINE __m256 load8_tail(const Bf16* p, int64_t n) {
   return load8(buf);
 }
 
+// The sums of a 4-token x 2-head tile of 8-lane accumulators, times scale, into s[h * kChunk + t]:
+// simd::hsum8's tree (t[i] + t[i + 4], then t[i] + t[i + 2], then t[0] + t[1]) run on all eight
+// at once with shuffles, so every sum has hsum8's bits at a third of the instructions.
+SK_TARGET_AVX2 SK_ATTN_INLINE void store_sums_4x2(const __m256 (&acc)[4][2], float scale, float* s) {
+  __m256 y[4];  // y[t] = [acc[t][0] folded to 4 lanes | acc[t][1] folded to 4 lanes]
+#pragma GCC unroll 4
+  for (int t = 0; t < 4; ++t) {
+    y[t] = _mm256_add_ps(_mm256_permute2f128_ps(acc[t][0], acc[t][1], 0x20),
+                         _mm256_permute2f128_ps(acc[t][0], acc[t][1], 0x31));
+  }
+  // w0 = [t0 h0, t1 h0 | t0 h1, t1 h1] folded to 2 lanes each; w1 the same for t2, t3.
+  const __m256 w0 = _mm256_add_ps(_mm256_shuffle_ps(y[0], y[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm256_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 w1 = _mm256_add_ps(_mm256_shuffle_ps(y[2], y[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm256_shuffle_ps(y[2], y[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  // [t0..t3 of head 0 | t0..t3 of head 1]
+  const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m256 sv = _mm256_mul_ps(r, _mm256_set1_ps(scale));
+  _mm_storeu_ps(s, _mm256_castps256_ps128(sv));
+  _mm_storeu_ps(s + kChunk, _mm256_extractf128_ps(sv, 1));
+}
+
 // acc[t][h] += lanes of q[h][0, n) * rows[t][off, off + n).
-template <class KT, int NT, int NH>
-SK_TARGET_AVX2 SK_ATTN_INLINE void dot_segment_avx2(const float* const* q, const KT* const* rows, int64_t off,
+template <int NT, int NH>
+SK_TARGET_AVX2 SK_ATTN_INLINE void dot_segment_avx2(const float* const* q, const float* const* rows, int64_t off,
                                                     int64_t n, __m256 (&acc)[NT][NH]) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -127,9 +155,9 @@ SK_TARGET_AVX2 SK_ATTN_INLINE void dot_segment_avx2(const float* const* q, const
   }
 }
 
-template <class KT, int NT, int NH>
+template <int NT, int NH>
 SK_TARGET_AVX2 SK_ATTN_INLINE void score_tile_avx2(const float* const* q1, const float* const* q2, int64_t n1,
-                                                   int64_t n2, int64_t off2, const KT* const* rows, float scale,
+                                                   int64_t n2, int64_t off2, const float* const* rows, float scale,
                                                    float* s) {
   __m256 acc[NT][NH];
 #pragma GCC unroll 8
@@ -137,34 +165,48 @@ SK_TARGET_AVX2 SK_ATTN_INLINE void score_tile_avx2(const float* const* q1, const
 #pragma GCC unroll 8
     for (int h = 0; h < NH; ++h) acc[t][h] = _mm256_setzero_ps();
   }
-  dot_segment_avx2<KT, NT, NH>(q1, rows, 0, n1, acc);
-  if (n2 > 0) dot_segment_avx2<KT, NT, NH>(q2, rows, off2, n2, acc);
+  dot_segment_avx2<NT, NH>(q1, rows, 0, n1, acc);
+  if (n2 > 0) dot_segment_avx2<NT, NH>(q2, rows, off2, n2, acc);
+  if constexpr (NT == 4 && NH == 2) {
+    store_sums_4x2(acc, scale, s);
+  } else {
 #pragma GCC unroll 8
-  for (int t = 0; t < NT; ++t) {
+    for (int t = 0; t < NT; ++t) {
 #pragma GCC unroll 8
-    for (int h = 0; h < NH; ++h) s[h * kChunk + t] = simd::hsum8(acc[t][h]) * scale;
+      for (int h = 0; h < NH; ++h) s[h * kChunk + t] = simd::hsum8(acc[t][h]) * scale;
+    }
   }
 }
 
-template <class KT>
-using ScoreHeads = void (*)(const float* const*, const float* const*, int64_t, int64_t, int64_t, const KT* const*, int,
-                            float, float*);
+using ScoreHeads = void (*)(const float* const*, const float* const*, int64_t, int64_t, int64_t, const float* const*,
+                            int, float, float*);
 
 // All nt tokens of NH heads: tiles of kTileTokens tokens, then single tokens.
-template <class KT, int NH>
+template <int NH>
 SK_TARGET_AVX2 void score_heads_avx2(const float* const* q1, const float* const* q2, int64_t n1, int64_t n2,
-                                     int64_t off2, const KT* const* rows, int nt, float scale, float* s) {
+                                     int64_t off2, const float* const* rows, int nt, float scale, float* s) {
   int j = 0;
   for (; j + kTileTokens <= nt; j += kTileTokens) {
-    score_tile_avx2<KT, kTileTokens, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
+    score_tile_avx2<kTileTokens, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
   }
-  for (; j < nt; ++j) score_tile_avx2<KT, 1, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
+  for (; j < nt; ++j) score_tile_avx2<1, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
 }
 
-template <class KT>
+SK_TARGET_AVX2 void widen_avx2(const Bf16* src, int64_t n, float* dst) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm256_storeu_ps(dst + i, load8(src + i));
+    _mm256_storeu_ps(dst + i + 8, load8(src + i + 8));
+  }
+  for (; i < n; i += 8) {
+    const int64_t w = std::min<int64_t>(8, n - i);
+    _mm256_maskstore_ps(dst + i, simd::mask8(w), load8_tail(src + i, w));
+  }
+}
+
 void scores_avx2(const float* const* q1, const float* const* q2, int nh, int64_t n1, int64_t n2, int64_t off2,
-                 const KT* const* rows, int nt, float scale, float* s) {
-  static constexpr ScoreHeads<KT> kHeads[kTileHeads] = {score_heads_avx2<KT, 1>, score_heads_avx2<KT, 2>};
+                 const float* const* rows, int nt, float scale, float* s) {
+  static constexpr ScoreHeads kHeads[kTileHeads] = {score_heads_avx2<1>, score_heads_avx2<2>};
   for (int h = 0; h < nh; h += kTileHeads) {
     kHeads[std::min(kTileHeads, nh - h) - 1](q1 + h, q2 + h, n1, n2, off2, rows, nt, scale, s + h * kChunk);
   }
@@ -204,8 +246,8 @@ SK_TARGET_AVX2 void softmax_avx2(float* s, int nh, int nt, float* m, float* l, f
 }
 
 // Columns [d0, d0 + 16) of NH heads.
-template <class KT, int NH>
-SK_TARGET_AVX2 void pv_block_avx2(const float* p, int nt, const KT* const* rows, int64_t d0, float* const* acc,
+template <int NH>
+SK_TARGET_AVX2 void pv_block_avx2(const float* p, int nt, const float* const* rows, int64_t d0, float* const* acc,
                                   const float* corr, bool first) {
   __m256 a[NH][2];
 #pragma GCC unroll 8
@@ -236,8 +278,8 @@ SK_TARGET_AVX2 void pv_block_avx2(const float* p, int nt, const KT* const* rows,
 }
 
 // Columns [d0, d0 + w), w <= 8, of NH heads.
-template <class KT, int NH>
-SK_TARGET_AVX2 void pv_part_avx2(const float* p, int nt, const KT* const* rows, int64_t d0, int64_t w,
+template <int NH>
+SK_TARGET_AVX2 void pv_part_avx2(const float* p, int nt, const float* const* rows, int64_t d0, int64_t w,
                                  float* const* acc, const float* corr, bool first) {
   const __m256i mask = simd::mask8(w);
   __m256 a[NH];
@@ -254,18 +296,15 @@ SK_TARGET_AVX2 void pv_part_avx2(const float* p, int nt, const KT* const* rows, 
   for (int h = 0; h < NH; ++h) _mm256_maskstore_ps(acc[h] + d0, mask, a[h]);
 }
 
-template <class KT>
-using PvBlock = void (*)(const float*, int, const KT* const*, int64_t, float* const*, const float*, bool);
-template <class KT>
-using PvPart = void (*)(const float*, int, const KT* const*, int64_t, int64_t, float* const*, const float*, bool);
+using PvBlock = void (*)(const float*, int, const float* const*, int64_t, float* const*, const float*, bool);
+using PvPart = void (*)(const float*, int, const float* const*, int64_t, int64_t, float* const*, const float*, bool);
 
-template <class KT>
-void pv_avx2(const float* p, int nh, int nt, const KT* const* rows, int64_t dv, float* const* acc, const float* corr,
+void pv_avx2(const float* p, int nh, int nt, const float* const* rows, int64_t dv, float* const* acc, const float* corr,
              bool first) {
-  static constexpr PvBlock<KT> kBlocks[kPvHeads] = {pv_block_avx2<KT, 1>, pv_block_avx2<KT, 2>, pv_block_avx2<KT, 3>,
-                                                    pv_block_avx2<KT, 4>, pv_block_avx2<KT, 5>, pv_block_avx2<KT, 6>};
-  static constexpr PvPart<KT> kParts[kPvHeads] = {pv_part_avx2<KT, 1>, pv_part_avx2<KT, 2>, pv_part_avx2<KT, 3>,
-                                                  pv_part_avx2<KT, 4>, pv_part_avx2<KT, 5>, pv_part_avx2<KT, 6>};
+  static constexpr PvBlock kBlocks[kPvHeads] = {pv_block_avx2<1>, pv_block_avx2<2>, pv_block_avx2<3>,
+                                                pv_block_avx2<4>, pv_block_avx2<5>, pv_block_avx2<6>};
+  static constexpr PvPart kParts[kPvHeads] = {pv_part_avx2<1>, pv_part_avx2<2>, pv_part_avx2<3>,
+                                              pv_part_avx2<4>, pv_part_avx2<5>, pv_part_avx2<6>};
   int64_t d = 0;
   for (; d + 16 <= dv; d += 16) {
     for (int h = 0; h < nh; h += kPvHeads) {
@@ -306,8 +345,8 @@ SK_TARGET_AVX512 SK_ATTN_INLINE __m512 load16_tail(const Bf16* p, int64_t n) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
 }
 
-template <class KT, int NT, int NH>
-SK_TARGET_AVX512 SK_ATTN_INLINE void dot_segment_avx512(const float* const* q, const KT* const* rows, int64_t off,
+template <int NT, int NH>
+SK_TARGET_AVX512 SK_ATTN_INLINE void dot_segment_avx512(const float* const* q, const float* const* rows, int64_t off,
                                                         int64_t n, __m512 (&acc)[NT][NH]) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -335,9 +374,9 @@ SK_TARGET_AVX512 SK_ATTN_INLINE void dot_segment_avx512(const float* const* q, c
   }
 }
 
-template <class KT, int NT, int NH>
+template <int NT, int NH>
 SK_TARGET_AVX512 SK_ATTN_INLINE void score_tile_avx512(const float* const* q1, const float* const* q2, int64_t n1,
-                                                       int64_t n2, int64_t off2, const KT* const* rows, float scale,
+                                                       int64_t n2, int64_t off2, const float* const* rows, float scale,
                                                        float* s) {
   __m512 acc[NT][NH];
 #pragma GCC unroll 8
@@ -345,30 +384,55 @@ SK_TARGET_AVX512 SK_ATTN_INLINE void score_tile_avx512(const float* const* q1, c
 #pragma GCC unroll 8
     for (int h = 0; h < NH; ++h) acc[t][h] = _mm512_setzero_ps();
   }
-  dot_segment_avx512<KT, NT, NH>(q1, rows, 0, n1, acc);
-  if (n2 > 0) dot_segment_avx512<KT, NT, NH>(q2, rows, off2, n2, acc);
+  dot_segment_avx512<NT, NH>(q1, rows, 0, n1, acc);
+  if (n2 > 0) dot_segment_avx512<NT, NH>(q2, rows, off2, n2, acc);
+  if constexpr (NT == 4 && NH == 2) {
+    // hsum16 folds the upper 8 lanes onto the lower 8, then runs hsum8's tree.
+    __m256 half[4][2];
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; ++t) {
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        half[t][h] = _mm256_add_ps(_mm512_castps512_ps256(acc[t][h]),
+                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[t][h]), 1)));
+      }
+    }
+    store_sums_4x2(half, scale, s);
+  } else {
 #pragma GCC unroll 8
-  for (int t = 0; t < NT; ++t) {
+    for (int t = 0; t < NT; ++t) {
 #pragma GCC unroll 8
-    for (int h = 0; h < NH; ++h) s[h * kChunk + t] = simd::hsum16(acc[t][h]) * scale;
+      for (int h = 0; h < NH; ++h) s[h * kChunk + t] = simd::hsum16(acc[t][h]) * scale;
+    }
   }
 }
 
 // All nt tokens of NH heads: tiles of kTileTokens tokens, then single tokens.
-template <class KT, int NH>
+template <int NH>
 SK_TARGET_AVX512 void score_heads_avx512(const float* const* q1, const float* const* q2, int64_t n1, int64_t n2,
-                                         int64_t off2, const KT* const* rows, int nt, float scale, float* s) {
+                                         int64_t off2, const float* const* rows, int nt, float scale, float* s) {
   int j = 0;
   for (; j + kTileTokens <= nt; j += kTileTokens) {
-    score_tile_avx512<KT, kTileTokens, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
+    score_tile_avx512<kTileTokens, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
   }
-  for (; j < nt; ++j) score_tile_avx512<KT, 1, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
+  for (; j < nt; ++j) score_tile_avx512<1, NH>(q1, q2, n1, n2, off2, rows + j, scale, s + j);
 }
 
-template <class KT>
+SK_TARGET_AVX512 void widen_avx512(const Bf16* src, int64_t n, float* dst) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    _mm512_storeu_ps(dst + i, load16(src + i));
+    _mm512_storeu_ps(dst + i + 16, load16(src + i + 16));
+  }
+  for (; i < n; i += 16) {
+    const int64_t w = std::min<int64_t>(16, n - i);
+    _mm512_mask_storeu_ps(dst + i, simd::mask16(w), load16_tail(src + i, w));
+  }
+}
+
 void scores_avx512(const float* const* q1, const float* const* q2, int nh, int64_t n1, int64_t n2, int64_t off2,
-                   const KT* const* rows, int nt, float scale, float* s) {
-  static constexpr ScoreHeads<KT> kHeads[kTileHeads] = {score_heads_avx512<KT, 1>, score_heads_avx512<KT, 2>};
+                   const float* const* rows, int nt, float scale, float* s) {
+  static constexpr ScoreHeads kHeads[kTileHeads] = {score_heads_avx512<1>, score_heads_avx512<2>};
   for (int h = 0; h < nh; h += kTileHeads) {
     kHeads[std::min(kTileHeads, nh - h) - 1](q1 + h, q2 + h, n1, n2, off2, rows, nt, scale, s + h * kChunk);
   }
@@ -404,8 +468,8 @@ SK_TARGET_AVX512 void softmax_avx512(float* s, int nh, int nt, float* m, float* 
 }
 
 // Columns [d0, d0 + 32) of NH heads.
-template <class KT, int NH>
-SK_TARGET_AVX512 void pv_block_avx512(const float* p, int nt, const KT* const* rows, int64_t d0, float* const* acc,
+template <int NH>
+SK_TARGET_AVX512 void pv_block_avx512(const float* p, int nt, const float* const* rows, int64_t d0, float* const* acc,
                                       const float* corr, bool first) {
   __m512 a[NH][2];
 #pragma GCC unroll 8
@@ -436,8 +500,8 @@ SK_TARGET_AVX512 void pv_block_avx512(const float* p, int nt, const KT* const* r
 }
 
 // Columns [d0, d0 + w), w <= 16, of NH heads.
-template <class KT, int NH>
-SK_TARGET_AVX512 void pv_part_avx512(const float* p, int nt, const KT* const* rows, int64_t d0, int64_t w,
+template <int NH>
+SK_TARGET_AVX512 void pv_part_avx512(const float* p, int nt, const float* const* rows, int64_t d0, int64_t w,
                                      float* const* acc, const float* corr, bool first) {
   const __mmask16 mask = simd::mask16(w);
   __m512 a[NH];
@@ -455,14 +519,12 @@ SK_TARGET_AVX512 void pv_part_avx512(const float* p, int nt, const KT* const* ro
   for (int h = 0; h < NH; ++h) _mm512_mask_storeu_ps(acc[h] + d0, mask, a[h]);
 }
 
-template <class KT>
-void pv_avx512(const float* p, int nh, int nt, const KT* const* rows, int64_t dv, float* const* acc, const float* corr,
-               bool first) {
-  static constexpr PvBlock<KT> kBlocks[kPvHeads] = {pv_block_avx512<KT, 1>, pv_block_avx512<KT, 2>,
-                                                    pv_block_avx512<KT, 3>, pv_block_avx512<KT, 4>,
-                                                    pv_block_avx512<KT, 5>, pv_block_avx512<KT, 6>};
-  static constexpr PvPart<KT> kParts[kPvHeads] = {pv_part_avx512<KT, 1>, pv_part_avx512<KT, 2>, pv_part_avx512<KT, 3>,
-                                                  pv_part_avx512<KT, 4>, pv_part_avx512<KT, 5>, pv_part_avx512<KT, 6>};
+void pv_avx512(const float* p, int nh, int nt, const float* const* rows, int64_t dv, float* const* acc,
+               const float* corr, bool first) {
+  static constexpr PvBlock kBlocks[kPvHeads] = {pv_block_avx512<1>, pv_block_avx512<2>, pv_block_avx512<3>,
+                                                pv_block_avx512<4>, pv_block_avx512<5>, pv_block_avx512<6>};
+  static constexpr PvPart kParts[kPvHeads] = {pv_part_avx512<1>, pv_part_avx512<2>, pv_part_avx512<3>,
+                                              pv_part_avx512<4>, pv_part_avx512<5>, pv_part_avx512<6>};
   int64_t d = 0;
   for (; d + 32 <= dv; d += 32) {
     for (int h = 0; h < nh; h += kPvHeads) {
@@ -488,34 +550,27 @@ SK_TARGET_AVX512 void scale_avx512(float* y, int64_t n, float f) {
 }
 #endif  // SK_KERNELS_X86
 
-template <class KT>
-constexpr Ops<KT> kScalarOps = {scores_scalar<KT>, softmax_scalar, pv_scalar<KT>, scale_scalar};
+constexpr Ops kScalarOps = {scores_scalar, softmax_scalar, pv_scalar, scale_scalar, widen_scalar};
 #if SK_KERNELS_X86
-template <class KT>
-constexpr Ops<KT> kAvx2Ops = {scores_avx2<KT>, softmax_avx2, pv_avx2<KT>, scale_avx2};
-template <class KT>
-constexpr Ops<KT> kAvx512Ops = {scores_avx512<KT>, softmax_avx512, pv_avx512<KT>, scale_avx512};
+constexpr Ops kAvx2Ops = {scores_avx2, softmax_avx2, pv_avx2, scale_avx2, widen_avx2};
+constexpr Ops kAvx512Ops = {scores_avx512, softmax_avx512, pv_avx512, scale_avx512, widen_avx512};
 #endif
 
-template <class KT>
-const Ops<KT>& select_ops() {
+}  // namespace
+
+const Ops& ops() {
 #if SK_KERNELS_X86
   switch (current_isa_level()) {
     case kIsaAvx512:
-      return kAvx512Ops<KT>;
+      return kAvx512Ops;
     case kIsaAvx2:
-      return kAvx2Ops<KT>;
+      return kAvx2Ops;
     default:
       break;
   }
 #endif
-  return kScalarOps<KT>;
+  return kScalarOps;
 }
-
-}  // namespace
-
-const Ops<float>& ops_f32() { return select_ops<float>(); }
-const Ops<Bf16>& ops_bf16() { return select_ops<Bf16>(); }
 
 bool plan_seq_tables(const sk_tensor_arg& block_tables, const sk_tensor_arg& context_lens, int64_t batch,
                      int64_t num_blocks, int64_t block_size, const char* kernel, const char* cache, SeqTables* st,
@@ -549,7 +604,90 @@ bool plan_seq_tables(const sk_tensor_arg& block_tables, const sk_tensor_arg& con
   return true;
 }
 
+bool plan_token_tables(const sk_tensor_arg& block_tables, const sk_tensor_arg& seq_ids, const sk_tensor_arg& positions,
+                       int64_t tokens, int64_t num_blocks, int64_t block_size, const char* kernel, const char* cache,
+                       SeqTables* st, ErrorSink err) {
+  if (block_size < 1) {
+    return invalid(err, "%s: %s block_size is %lld, must be >= 1", kernel, cache, static_cast<long long>(block_size));
+  }
+  if (!check_tensor(block_tables, kernel, "block_tables", SK_DTYPE_I32, 2, err) ||
+      !check_tensor(seq_ids, kernel, "seq_ids", SK_DTYPE_I32, 1, err) ||
+      !check_tensor(positions, kernel, "positions", SK_DTYPE_I32, 1, err)) {
+    return false;
+  }
+  char s1[96];
+  if (block_tables.rank != 2) {
+    return invalid(err, "%s: block_tables shape %s is not [B, max_blocks]", kernel,
+                   format_shape(block_tables, s1, sizeof s1));
+  }
+  for (const auto& [t, what] : {std::pair<const sk_tensor_arg*, const char*>{&seq_ids, "seq_ids"},
+                                std::pair<const sk_tensor_arg*, const char*>{&positions, "positions"}}) {
+    if (t->rank != 1 || t->shape[0] != tokens) {
+      return invalid(err, "%s: %s shape %s is not [T = %lld]", kernel, what, format_shape(*t, s1, sizeof s1),
+                     static_cast<long long>(tokens));
+    }
+  }
+  st->block_tables = static_cast<const int32_t*>(block_tables.data);
+  st->bt_stride[0] = block_tables.stride[0];
+  st->bt_stride[1] = block_tables.stride[1];
+  st->max_blocks = block_tables.shape[1];
+  st->batch = block_tables.shape[0];
+  st->num_blocks = num_blocks;
+  st->block_size = block_size;
+  st->seq_ids = static_cast<const int32_t*>(seq_ids.data);
+  st->si_stride = seq_ids.stride[0];
+  st->positions = static_cast<const int32_t*>(positions.data);
+  st->pos_stride = positions.stride[0];
+  st->tokens = tokens;
+  return true;
+}
+
+namespace {
+
+// The block ids of the first ctx tokens of sequence b; `token` >= 0 names the prefill token.
+bool check_blocks(const SeqTables& st, int64_t b, int64_t ctx, int64_t token, const char* kernel, ErrorSink err) {
+  const int64_t used = (ctx + st.block_size - 1) / st.block_size;
+  for (int64_t i = 0; i < used; ++i) {
+    const int64_t id = st.block(b, i);
+    if (id < 0 || id >= st.num_blocks) {
+      char tok[48] = "";
+      if (token >= 0) std::snprintf(tok, sizeof tok, ", token %lld", static_cast<long long>(token));
+      return invalid(err,
+                     "%s: block_tables[%lld, %lld] = %lld (sequence %lld, block %lld%s) is out of range for a cache "
+                     "of %lld blocks",
+                     kernel, static_cast<long long>(b), static_cast<long long>(i), static_cast<long long>(id),
+                     static_cast<long long>(b), static_cast<long long>(i), tok, static_cast<long long>(st.num_blocks));
+    }
+  }
+  return true;
+}
+
+bool check_token_tables(const SeqTables& st, const char* kernel, ErrorSink err) {
+  const int64_t capacity = st.max_blocks * st.block_size;
+  for (int64_t t = 0; t < st.tokens; ++t) {
+    const int64_t b = st.token_seq(t);
+    if (b < 0 || b >= st.batch) {
+      return invalid(err, "%s: seq_ids[%lld] = %lld is out of range for block_tables of %lld sequences", kernel,
+                     static_cast<long long>(t), static_cast<long long>(b), static_cast<long long>(st.batch));
+    }
+    const int64_t pos = st.token_context(t) - 1;
+    if (pos < 0 || pos >= capacity) {
+      return invalid(err,
+                     "%s: positions[%lld] = %lld is out of range: sequence %lld can hold positions 0 to max_blocks "
+                     "(%lld) * block_size (%lld) - 1 = %lld",
+                     kernel, static_cast<long long>(t), static_cast<long long>(pos), static_cast<long long>(b),
+                     static_cast<long long>(st.max_blocks), static_cast<long long>(st.block_size),
+                     static_cast<long long>(capacity - 1));
+    }
+    if (!check_blocks(st, b, pos + 1, t, kernel, err)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool check_seq_tables(const SeqTables& st, const char* kernel, ErrorSink err) {
+  if (st.seq_ids != nullptr) return check_token_tables(st, kernel, err);
   const int64_t capacity = st.max_blocks * st.block_size;
   for (int64_t b = 0; b < st.batch; ++b) {
     const int64_t ctx = st.context(b);
@@ -561,19 +699,16 @@ bool check_seq_tables(const SeqTables& st, const char* kernel, ErrorSink err) {
                      static_cast<long long>(st.max_blocks), static_cast<long long>(st.block_size),
                      static_cast<long long>(capacity));
     }
-    const int64_t used = (ctx + st.block_size - 1) / st.block_size;
-    for (int64_t i = 0; i < used; ++i) {
-      const int64_t id = st.block(b, i);
-      if (id < 0 || id >= st.num_blocks) {
-        return invalid(err,
-                       "%s: block_tables[%lld, %lld] = %lld (sequence %lld, block %lld) is out of range for a cache "
-                       "of %lld blocks",
-                       kernel, static_cast<long long>(b), static_cast<long long>(i), static_cast<long long>(id),
-                       static_cast<long long>(b), static_cast<long long>(i), static_cast<long long>(st.num_blocks));
-      }
-    }
+    if (!check_blocks(st, b, ctx, -1, kernel, err)) return false;
   }
   return true;
+}
+
+PrefillSplit prefill_split(int64_t tokens, int64_t kv_heads, int64_t group, int32_t core_id, int32_t num_cores) {
+  const int32_t pieces = 2 * num_cores;
+  const int64_t align = tokens * kv_heads >= pieces ? group : 1;
+  const int64_t rows = tokens * kv_heads * group;
+  return {{sk_split_range(rows, core_id, pieces, align), sk_split_range(rows, pieces - 1 - core_id, pieces, align)}};
 }
 
 }  // namespace sk::kernels::attn

@@ -30,8 +30,12 @@ constexpr Reference kReferences[] = {
     {"mla_cache_append.bf16", mla_cache_append_bf16, 0.0, 0.0},
     {"paged_attention.f32", paged_attention_f32, 1e-5, 1e-4},
     {"paged_attention.bf16", paged_attention_bf16, 1e-5, 1e-4},
+    {"paged_attention_prefill.f32", paged_attention_prefill_f32, 1e-5, 1e-4},
+    {"paged_attention_prefill.bf16", paged_attention_prefill_bf16, 1e-5, 1e-4},
     {"mla_attention.f32", mla_attention_f32, 1e-5, 1e-4},
     {"mla_attention.bf16", mla_attention_bf16, 1e-5, 1e-4},
+    {"mla_attention_prefill.f32", mla_attention_prefill_f32, 1e-5, 1e-4},
+    {"mla_attention_prefill.bf16", mla_attention_prefill_bf16, 1e-5, 1e-4},
     {"batched_matmul.f32", batched_matmul_f32, 1e-4, 1e-4},
     // ---- MoE and sampling family ----
     {"moe_router.f32", moe_router_f32, 1e-6, 2e-5},

@@ -44,6 +44,8 @@
 //   mla_attention.f32     1e-5  1e-4  [-1, 1] and contexts up to a few thousand tokens (typical
 //   mla_attention.bf16    1e-5  1e-4  errors are ~1e-6); bf16 caches are compared on the same
 //                                     bf16 values, so the cache rounding is not an error
+//   paged_attention_prefill.*, mla_attention_prefill.*  1e-5  1e-4  as the decode kernels (each
+//                                     token is the decode computation over positions[t] + 1)
 //   batched_matmul.f32    1e-4  1e-4  as matmul.f32
 //   ---- MoE and sampling family ----
 //   moe_router.f32      1e-6  2e-5  weights: the scores use the vector exp() and an f32 sum
@@ -108,8 +110,12 @@ int32_t mla_cache_append_f32(const sk_kernel_args* args);
 int32_t mla_cache_append_bf16(const sk_kernel_args* args);
 int32_t paged_attention_f32(const sk_kernel_args* args);
 int32_t paged_attention_bf16(const sk_kernel_args* args);
+int32_t paged_attention_prefill_f32(const sk_kernel_args* args);
+int32_t paged_attention_prefill_bf16(const sk_kernel_args* args);
 int32_t mla_attention_f32(const sk_kernel_args* args);
 int32_t mla_attention_bf16(const sk_kernel_args* args);
+int32_t mla_attention_prefill_f32(const sk_kernel_args* args);
+int32_t mla_attention_prefill_bf16(const sk_kernel_args* args);
 int32_t batched_matmul_f32(const sk_kernel_args* args);
 // ---- MoE and sampling family ----
 // moe.cc, sampling.cc
