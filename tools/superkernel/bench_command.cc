@@ -202,10 +202,6 @@ int bench_command(const BenchArgs& args) {
       progress.done();
       return fail(gen.status().with_context(std::string("mode ") + execution_mode_name(mode)), kExitBadConfig);
     }
-    if (runs.empty() && !(*gen)->note().empty()) {
-      progress.done();
-      std::fprintf(stderr, "superkernel: note: %s\n", (*gen)->note().c_str());
-    }
     runs.push_back({mode, std::move(*gen), {}, {}, {}});
     if (Status st = generate(cfg, model, runs.back(), progress); !st) {
       progress.done();

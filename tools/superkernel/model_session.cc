@@ -271,16 +271,8 @@ Expected<std::unique_ptr<Generator>> Generator::create(const config::Config& cfg
   gen->decode_ = std::move(*decode);
   if (model.prefill) {
     auto prefill = compile(*model.prefill);
-    if (prefill) {
-      gen->prefill_ = std::move(*prefill);
-    } else if (prefill.status().code() == StatusCode::kNotFound) {
-      // Kernels only the prefill graph uses are missing: the prompt can still go through the
-      // decode graph, one token per step, to the same cache contents.
-      gen->note_ = "the prefill graph cannot run here (" + prefill.status().message() +
-                   "); the prompt goes through the decode graph one token per step";
-    } else {
-      return prefill.status();
-    }
+    if (!prefill) return prefill.status();
+    gen->prefill_ = std::move(*prefill);
     gen->layout_.emplace(model.build);
   }
   for (const std::string& name : model.caches) {
@@ -290,7 +282,7 @@ Expected<std::unique_ptr<Generator>> Generator::create(const config::Config& cfg
     std::shared_ptr<void> mem = zeroed(bytes);
     if (!mem) return Status::failed_precondition("cannot allocate " + std::to_string(bytes) + " bytes for " + name);
     gen->cache_memory_.push_back(mem);
-    if (gen->prefill_) SK_RETURN_IF_ERROR(gen->prefill_->bind_variable(name, mem.get(), bytes));
+    SK_RETURN_IF_ERROR(gen->prefill_->bind_variable(name, mem.get(), bytes));
     SK_RETURN_IF_ERROR(gen->decode_->bind_variable(name, mem.get(), bytes));
   }
   if (model.arch != Architecture::kLongCatFlashAfd) {
@@ -356,18 +348,6 @@ Status Generator::prefill(const std::vector<std::vector<int32_t>>& prompts) {
     logits_ = std::move(h);
     return Status::ok();
   }
-  if (!prefill_) {
-    const size_t length = prompts.empty() ? 0 : prompts.front().size();
-    for (const auto& p : prompts) {
-      if (p.size() != length) return Status::invalid_argument("prompts of different lengths need the prefill graph");
-    }
-    ids_.assign(prompts.size(), 0);
-    for (size_t i = 0; i < length; ++i) {
-      for (size_t b = 0; b < prompts.size(); ++b) ids_[b] = prompts[b][i];
-      SK_RETURN_IF_ERROR(run_decode());
-    }
-    return sample();
-  }
   auto in = layout_->prefill(prompts);
   if (!in) return in.status();
   SK_RETURN_IF_ERROR(models::set_step_inputs(*prefill_, *in));
@@ -385,19 +365,13 @@ Status Generator::decode_step() {
     SK_RETURN_IF_ERROR(decode_->run());
     return read_logits(*decode_, rows);
   }
-  SK_RETURN_IF_ERROR(run_decode());
-  return sample();
-}
-
-Status Generator::run_decode() {
-  std::vector<int64_t> rows(static_cast<size_t>(cfg_->decode.batch));
-  std::iota(rows.begin(), rows.end(), 0);
   auto in = layout_->decode(ids_);
   if (!in) return in.status();
   last_ = std::move(*in);
   SK_RETURN_IF_ERROR(models::set_step_inputs(*decode_, last_));
   SK_RETURN_IF_ERROR(decode_->run());
-  return read_logits(*decode_, rows);
+  SK_RETURN_IF_ERROR(read_logits(*decode_, rows));
+  return sample();
 }
 
 Status Generator::rerun_step() { return decode_->run(); }

@@ -69,15 +69,11 @@ class Generator {
   const models::StepInputs& last_inputs() const { return last_; }
   // Binds the shared caches to another executable of the decode graph (same contents).
   Status bind_caches(Executable& exe);
-  // Why this generator deviates from the plan (e.g. no prefill kernels); empty when it does not.
-  const std::string& note() const { return note_; }
 
  private:
   Generator() = default;
   Status read_logits(Executable& exe, const std::vector<int64_t>& rows);
   Status sample();
-  // Appends ids() to the caches through the decode graph; logits() become its outputs.
-  Status run_decode();
 
   const config::Config* cfg_ = nullptr;
   const Model* model_ = nullptr;
@@ -88,7 +84,6 @@ class Generator {
   std::vector<float> logits_;
   std::vector<int32_t> ids_;
   int64_t step_ = 0;
-  std::string note_;
 };
 
 }  // namespace sk::cli

@@ -61,10 +61,6 @@ int run_command(const RunArgs& args) {
   progress.update(std::string("compiling (") + execution_mode_name(cfg.exe_mode) + ")");
   auto gen = Generator::create(cfg, *s.model, *s.runtime, cfg.compile_options(cfg.exe_mode));
   if (!gen) return fail(gen.status(), kExitBadConfig);
-  if (!(*gen)->note().empty()) {
-    progress.done();
-    std::fprintf(stderr, "superkernel: note: %s\n", (*gen)->note().c_str());
-  }
   const auto prompts = make_prompts(cfg, *s.model, prompt);
   const bool afd = s.model->arch == Architecture::kLongCatFlashAfd;
 
