@@ -12,7 +12,6 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <set>
 
 #include "bench_common.h"
 #include "commands.h"
