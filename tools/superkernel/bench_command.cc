@@ -3,18 +3,22 @@
 // in interleaved rounds (so drift on a busy machine hits all modes alike) and reports it against
 // two bounds measured in the same run:
 //   overhead fraction   (step - sum of the step's kernels timed in isolation) / step, where each
-//                       kernel's isolated time is its best time on its slowest core over traced
-//                       eager runs (one launch and join per kernel, nothing else running);
+//                       kernel runs as a one-op graph fed the values it saw in the step
+//                       (isolated_kernels.h);
 //   bandwidth share     bytes the step must read / step time / STREAM triad bandwidth.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "bench_common.h"
 #include "commands.h"
+#include "isolated_kernels.h"
 
 namespace sk::cli {
 namespace {
@@ -88,47 +92,35 @@ Status feed_last_step(const Model& model, Generator& gen, Executable& exe) {
   return models::set_step_inputs(exe, gen.last_inputs());
 }
 
-// The sum over the step's kernels of each kernel's best time (over `runs` traced eager runs of the
-// decode step) on its slowest core. Per-core durations leave out how late each core was woken,
-// which is dispatch cost, not kernel time; the best run leaves out preemption on a busy machine.
-Expected<double> isolated_kernel_seconds(const config::Config& cfg, const Model& model, Runtime& rt, Generator& gen,
-                                         int runs) {
-  CompileOptions opts = cfg.compile_options(ExecutionMode::kEager);
-  opts.super_kernel_debug_options.debug_op_exec_trace = true;
-  auto exe = rt.compile(model.decode, opts);
-  if (!exe) return exe.status();
-  SK_RETURN_IF_ERROR(feed_last_step(model, gen, **exe));
-  std::map<std::pair<int32_t, std::string>, int64_t> best;  // (launch, op) -> ns
-  for (int r = 0; r < runs + 1; ++r) {
-    SK_RETURN_IF_ERROR((*exe)->run());
-    if (r == 0) continue;                                        // warm-up
-    std::map<std::pair<int32_t, std::string>, int64_t> slowest;  // this run, on the op's slowest core
-    for (const TraceEvent& e : (*exe)->trace()) {
-      int64_t& ns = slowest[{e.launch, e.op}];
-      ns = std::max(ns, e.end_ns - e.start_ns);
-    }
-    for (const auto& [key, ns] : slowest) {
-      auto [it, fresh] = best.try_emplace(key, ns);
-      if (!fresh) it->second = std::min(it->second, ns);
-    }
-  }
-  int64_t total = 0;
-  for (const auto& [key, ns] : best) total += ns;
-  return static_cast<double>(total) * 1e-9;
-}
-
-// Bytes one decode step must read: every constant once, except that an embedding table counts
-// only the rows looked up and expert weights only the experts that received tokens (read from a
-// data dump of the step), plus the cached context the attention reads.
-Expected<double> step_bytes(const config::Config& cfg, const Model& model, Runtime& rt, Generator& gen) {
+// The decode step run once more in eager mode with the data dump on: every op's outputs, which
+// the byte count and the isolated kernels read.
+Expected<std::unique_ptr<Executable>> dumped_step(const config::Config& cfg, const Model& model, Runtime& rt,
+                                                  Generator& gen) {
   CompileOptions opts = cfg.compile_options(ExecutionMode::kEager);
   opts.dump = true;
   auto exe = rt.compile(model.decode, opts);
   if (!exe) return exe.status();
   SK_RETURN_IF_ERROR(feed_last_step(model, gen, **exe));
   SK_RETURN_IF_ERROR((*exe)->run());
+  return exe;
+}
+
+// The last-level cache of the CPU we run on, as sysfs describes it (glibc's sysconf may report
+// the whole package's L3 on a VM). 32 MiB when neither knows.
+size_t last_level_cache_bytes() {
+  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
+  size_t kib = 0;
+  if (f >> kib && kib > 0) return kib << 10;
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return l3 > 0 ? static_cast<size_t>(l3) : size_t{32} << 20;
+}
+
+// Bytes one decode step must read: every constant once, except that an embedding table counts
+// only the rows looked up and expert weights only the experts that received tokens (read from a
+// data dump of the step), plus the cached context the attention reads.
+Expected<double> step_bytes(const Model& model, const Executable& exe, Generator& gen) {
   std::map<std::string, const DumpRecord*> dumped;
-  for (const DumpRecord& r : (*exe)->dump()) dumped[r.tensor] = &r;
+  for (const DumpRecord& r : exe.dump()) dumped[r.tensor] = &r;
 
   const Graph& g = model.decode;
   const std::vector<int32_t>& context = gen.last_inputs().context_lens;
@@ -233,12 +225,19 @@ int bench_command(const BenchArgs& args) {
       if (r >= 0) run.step_s.push_back(bench::now_seconds() - t0);
     }
   }
-  progress.update("timing each kernel in isolation");
-  auto kernel_s = isolated_kernel_seconds(cfg, model, *s.runtime, *runs.front().gen, cfg.bench.runs);
-  if (!kernel_s) return fail(kernel_s.status().with_context("isolated kernel timing"), kExitFailed);
   progress.update("counting the bytes a step reads");
-  auto bytes = step_bytes(cfg, model, *s.runtime, *runs.front().gen);
+  auto dumped = dumped_step(cfg, model, *s.runtime, *runs.front().gen);
+  if (!dumped) return fail(dumped.status().with_context("dumping a decode step"), kExitFailed);
+  auto bytes = step_bytes(model, **dumped, *runs.front().gen);
   if (!bytes) return fail(bytes.status().with_context("step bytes"), kExitFailed);
+  progress.update("timing each kernel in isolation");
+  IsolationOptions iso;
+  if (*bytes > static_cast<double>(last_level_cache_bytes())) {
+    iso.flush_bytes = 2 * last_level_cache_bytes();
+    iso.runs = 3;  // each run streams the flush buffer first
+  }
+  auto kernel_s = isolated_kernel_seconds(*s.runtime, model.decode, **dumped, iso);
+  if (!kernel_s) return fail(kernel_s.status().with_context("isolated kernel timing"), kExitFailed);
   progress.update("STREAM triad");
   const double triad = bench::triad_gb_per_s(cores, 5);
   progress.done();
@@ -272,15 +271,17 @@ int bench_command(const BenchArgs& args) {
   }
   results.push_back({"stream_triad", "stream", cores, "gb_per_s", triad, triad, triad, 5, "GB/s"});
   results.push_back({name + "/" + test, "kernels_isolated", cores, "step_latency", *kernel_s * 1e3, *kernel_s * 1e3,
-                     *kernel_s * 1e3, cfg.bench.runs, "ms"});
+                     *kernel_s * 1e3, iso.runs, "ms"});
   results.push_back({name + "/" + test, "bytes", cores, "step_bytes", *bytes, *bytes, *bytes, 1, "bytes"});
 
   std::printf(
       "\nmedian ± median absolute deviation of %d interleaved steps per mode (after %d warm-up rounds); "
       "vs = step time ratio\n",
       cfg.bench.runs, cfg.bench.warmup);
-  std::printf("kernels in isolation: %.3f ms per step (best of traced eager runs); overhead = (step - that) / step\n",
-              *kernel_s * 1e3);
+  std::printf(
+      "kernels in isolation: %.3f ms per step (each a one-op graph, best of %d runs, launch cost taken off%s); "
+      "overhead = (step - that) / step\n",
+      *kernel_s * 1e3, iso.runs, iso.flush_bytes ? ", caches flushed before each" : "");
   std::printf("step reads %s; STREAM triad %.1f GB/s on %d cores; %% triad = bytes / step / triad\n",
               mib(*bytes).c_str(), triad, cores);
   std::printf("outputs: prefill and %d decode steps bitwise identical in eager, graph and superkernel\n",
