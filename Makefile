@@ -16,14 +16,17 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# The main job: LongCat-Flash decode in the three execution modes, side by side (superkernel bench).
 demo: build
 	@./scripts/demo.sh $(BUILD)
 
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
 
+# Micro-benchmarks: per-node dispatch cost of the three modes, then the built-in kernels.
 bench: build
 	@$(BUILD)/bench/sk_bench_dispatch --json $(BUILD)/bench_dispatch.json
+	@$(BUILD)/bench/sk_bench_kernels --quick --json $(BUILD)/bench_kernels.json
 
 asan: deps
 	@cmake --preset asan >/dev/null && cmake --build build-asan -j $(JOBS) && ctest --preset asan -j $(JOBS)

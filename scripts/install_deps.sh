@@ -4,10 +4,12 @@
 #   googletest libgtest-dev libgmock-dev   tests
 #   libdnnl-dev          oneDNN, the matmul reference point of sk_bench_kernels (optional)
 #   libyaml-dev          model config files
+#   libyaml-cpp-dev      the superkernel CLI's YAML configs (src/config)
+#   libcli11-dev         the superkernel CLI's command line (tools/superkernel)
 #   python3-numpy        the reference implementation the model numerics test compares against
 set -euo pipefail
 
-required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev python3-numpy)
+required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev libyaml-cpp-dev libcli11-dev python3-numpy)
 optional=(libdnnl-dev)
 
 missing=()
