@@ -185,7 +185,6 @@ Status CompileOptions::validate() const {
                                  "' is not supported yet by this build");
   };
   if (o.preload_code) return not_yet("preload_code");
-  if (o.stream_fusion) return not_yet("stream_fusion");
   if (o.early_start) return not_yet("early_start");
   if (super_kernel_debug_options.debug_per_op_max_core_num < 0)
     return Status::invalid_argument("option 'super_kernel_debug_options.debug_per_op_max_core_num' must be >= 0");
