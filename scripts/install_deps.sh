@@ -6,9 +6,10 @@
 #   libyaml-dev          model config files
 #   libyaml-cpp-dev      the superkernel CLI's YAML configs (src/config)
 #   libcli11-dev         the superkernel CLI's command line (tools/superkernel)
+#   python3-numpy        the reference implementation the model numerics test compares against
 set -euo pipefail
 
-required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev libyaml-cpp-dev libcli11-dev)
+required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev libyaml-cpp-dev libcli11-dev python3-numpy)
 optional=(libdnnl-dev)
 
 missing=()
