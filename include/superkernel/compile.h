@@ -41,6 +41,11 @@ struct SegmentReport {
   CutReason cut = CutReason::kGraphEnd;
   int32_t cut_op = -1;  // the op that caused the cut (-1 at the graph end)
   std::string cut_detail;
+  // Stream fusion: each stream's cores ("stream 'moe' cores 2-2 (LimitCoreNum 1)") and every
+  // point where an op waits for an op of another stream ("op 'a' (stream 'moe') waits for op 'b'
+  // (stream 'default'): data" or ": event 'e'").
+  std::vector<std::string> partitions;
+  std::vector<std::string> sync_points;
 };
 
 // An op that runs outside every super kernel, and why.

@@ -101,8 +101,10 @@ struct BuildOptions {
   int64_t block_size = 16;             // paged-cache slots per block
   int64_t max_context = 256;           // tokens per sequence the cache holds
   int32_t moe_core_limit = 0;          // cores of the MoE scope (LimitCoreNum); 0 = no limit
-  // 0: every op on the main stream. 1, 2: the MoE branch (and the AFD prefetch) on their own
-  // streams — not supported yet (an error), since streams do not fuse or overlap today.
+  // 0: every op on the main stream. 1, 2: LongCat-Flash's shortcut MoE on stream "moe" under
+  // moe_core_limit, its scopes fused with the main branch's into one super kernel (scope option
+  // stream-fusion=1 added unless the scope's options set it). The AFD variant has one branch only
+  // and builds the same graph either way.
   int32_t multi_streams = 0;
   // AFD: prefetch the next layer's router and expert gate/up weights. Not supported yet (an
   // error): there is no prefetch op.

@@ -15,9 +15,11 @@ struct Buffer {
   int32_t tensor = -1;  // or -1 for a workspace
   int32_t op = -1;      // workspace owner
   int64_t offset = -1;
+  std::vector<int32_t> streams;  // sorted streams of the ops that touch it (with op_stream given)
 };
 
 bool lifetimes_overlap(const Buffer& a, const Buffer& b) { return a.first <= b.last && b.first <= a.last; }
+bool may_share_bytes(const Buffer& a, const Buffer& b) { return !lifetimes_overlap(a, b) && a.streams == b.streams; }
 
 }  // namespace
 
@@ -32,9 +34,15 @@ void plan_memory(Plan& plan, const MemoryPlanOptions& options) {
     if (first[root] < 0 || op < first[root]) first[root] = op;
     last[root] = std::max(last[root], op);
   };
+  std::vector<std::vector<int32_t>> streams(n_t);
+  auto add_stream = [&](std::vector<int32_t>& v, int32_t op) {
+    if (options.op_stream.empty()) return;
+    const int32_t s = options.op_stream[op];
+    if (std::find(v.begin(), v.end(), s) == v.end()) v.insert(std::upper_bound(v.begin(), v.end(), s), s);
+  };
   for (int32_t i = 0; i < n_ops; ++i) {
-    for (int32_t id : plan.ops[i].input_ids) touch(root_of(id), i);
-    for (int32_t id : plan.ops[i].output_ids) touch(root_of(id), i);
+    for (int32_t id : plan.ops[i].input_ids) touch(root_of(id), i), add_stream(streams[root_of(id)], i);
+    for (int32_t id : plan.ops[i].output_ids) touch(root_of(id), i), add_stream(streams[root_of(id)], i);
   }
   for (size_t i = 0; i < n_t; ++i)
     if (plan.tensors[i].is_output) last[root_of(static_cast<int32_t>(i))] = end;
@@ -46,6 +54,7 @@ void plan_memory(Plan& plan, const MemoryPlanOptions& options) {
     Buffer b;
     b.bytes = align_up(std::max<int64_t>(t.storage_bytes, 1));
     b.tensor = static_cast<int32_t>(i);
+    b.streams = streams[i];
     if (t.kind == TensorKind::kInput || t.kind == TensorKind::kVariable) {
       b.first = 0;
       b.last = end;
@@ -61,6 +70,7 @@ void plan_memory(Plan& plan, const MemoryPlanOptions& options) {
     b.bytes = align_up(static_cast<int64_t>(plan.ops[i].workspace_arena_bytes()));
     b.first = b.last = i;
     b.op = i;
+    add_stream(b.streams, i);
     buffers.push_back(b);
   }
 
@@ -85,7 +95,7 @@ void plan_memory(Plan& plan, const MemoryPlanOptions& options) {
       Buffer& b = buffers[idx];
       busy.clear();
       for (size_t p : placed)
-        if (lifetimes_overlap(b, buffers[p])) busy.push_back({buffers[p].offset, buffers[p].offset + buffers[p].bytes});
+        if (!may_share_bytes(b, buffers[p])) busy.push_back({buffers[p].offset, buffers[p].offset + buffers[p].bytes});
       std::sort(busy.begin(), busy.end());
       int64_t candidate = 0;
       for (const auto& [lo, hi] : busy) {

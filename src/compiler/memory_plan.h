@@ -5,7 +5,9 @@
 // their first write to their last use through any view. Buffers are placed greedily, largest
 // first, at the lowest offset that does not overlap a buffer whose lifetime intersects (the
 // "greedy by size" strategy). Dependencies are later computed over these memory ranges, so reuse
-// creates no hazards that the scheduler does not see.
+// creates no hazards that the scheduler does not see. With op streams given (superkernel mode),
+// buffers touched by different sets of streams never share bytes: stream-fused partitions run
+// concurrently, and a shared byte would order them by a false dependency.
 #ifndef SUPERKERNEL_COMPILER_MEMORY_PLAN_H_
 #define SUPERKERNEL_COMPILER_MEMORY_PLAN_H_
 
@@ -17,6 +19,8 @@ namespace sk {
 
 struct MemoryPlanOptions {
   bool reuse = true;  // false: every buffer gets its own bytes (eager mode, data dump)
+  // Per plan op: its stream. Empty: streams play no part in reuse.
+  std::vector<int32_t> op_stream;
 };
 
 // Fills plan.memory and every op's workspace_offset.

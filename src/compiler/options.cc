@@ -188,7 +188,6 @@ Status CompileOptions::validate() const {
                                  "' is not supported yet by this build");
   };
   if (o.preload_code) return not_yet("preload_code");
-  if (o.stream_fusion) return not_yet("stream_fusion");
   if (o.early_start) return not_yet("early_start");
   if (arena_limit_bytes < 0)
     return Status::invalid_argument("option 'arena_limit_bytes' must be >= 0 (0: the machine's physical memory)");

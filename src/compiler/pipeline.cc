@@ -16,6 +16,7 @@
 #include "compiler/graph_program.h"
 #include "compiler/in_place.h"
 #include "compiler/memory_plan.h"
+#include "compiler/partition_streams.h"
 #include "compiler/schedule.h"
 #include "compiler/scope_options.h"
 #include "compiler/segment.h"
@@ -106,6 +107,8 @@ Status memory_plan_pass(CompileContext& ctx) {
   // Eager mode allocates every tensor on its own; the data dump needs every output intact until
   // it is copied at the end of its launch.
   mp.reuse = ctx.options.mode() != ExecutionMode::kEager && !ctx.options.dump;
+  if (ctx.options.mode() == ExecutionMode::kSuperKernel && ctx.graph.num_streams() > 1)
+    for (const PlanOp& op : plan.ops) mp.op_stream.push_back(ctx.graph.op(op.graph_op).stream);
   plan_memory(plan, mp);
   if (plan.memory.arena_bytes > limit)
     return Status::invalid_argument("graph '" + ctx.graph.name() + "' needs an arena of " +
@@ -156,7 +159,11 @@ std::string describe_segments(const CompileContext& ctx) {
   for (const Segment& s : ctx.segments) {
     out += "  segment " + std::to_string(s.id) + " scope '" + s.scope_label + "' ops";
     for (int32_t op : s.ops) out += " " + ctx.plan->ops[op].name;
-    out += " | cut " + std::string(cut_reason_name(s.cut)) + "\n";
+    out += " | cut " + std::string(cut_reason_name(s.cut));
+    for (const StreamPartition& p : s.partitions)
+      out += " | stream '" + ctx.graph.stream_name(p.stream) + "' cores " + std::to_string(p.first_core) + "-" +
+             std::to_string(p.first_core + p.num_cores - 1);
+    out += "\n";
   }
   return out;
 }
@@ -175,6 +182,7 @@ std::vector<Pass> pipeline(ExecutionMode mode) {
   if (mode == ExecutionMode::kGraph) passes.push_back({"graph_program", build_graph_program, program_text});
   if (mode == ExecutionMode::kSuperKernel) {
     passes.push_back({"segment", segment_graph, describe_segments});
+    passes.push_back({"partition_streams", partition_streams, describe_segments});
     passes.push_back({"schedule", schedule_segments, program_text});
   }
   return passes;
@@ -269,6 +277,8 @@ Expected<std::string> explain(Runtime& runtime, const Graph& graph, const Compil
     if (s.cut_op >= 0) out += " at op '" + graph.op(s.cut_op).name + "'";
     if (!s.cut_detail.empty()) out += " (" + s.cut_detail + ")";
     out += "\n";
+    for (const std::string& p : s.partitions) out += "  partition " + p + "\n";
+    for (const std::string& p : s.sync_points) out += "  cross-stream sync: " + p + "\n";
   }
   for (const UnfusedOp& u : r.unfused)
     out += "unfused op '" + graph.op(u.op).name + "': " + cut_reason_name(u.reason) + "\n";

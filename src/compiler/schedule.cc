@@ -96,6 +96,9 @@ Status apply_core_caps(CompileContext& ctx, const Segment& seg) {
         cores_for_kernel(ctx.layout, type, combine(info.core_limit_cube, aic), combine(info.core_limit_vector, aiv),
                          ctx.options.super_kernel_debug_options.debug_per_op_max_core_num, op.name);
     if (!cores) return cores.status();
+    // Stay inside the op's stream partition (its cores are contiguous without a cube/vector split).
+    if (ctx.layout.cube_cores == 0)
+      for (int32_t& c : *cores) c += op.cores.front();
     // Only ever narrow: a cap above the natural count changes nothing.
     if (cores->size() < op.cores.size()) op.cores = std::move(*cores);
   }
@@ -116,7 +119,13 @@ struct Wait {
   int32_t producer;  // producer task
 };
 
-Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg) {
+// "op 'a' (stream 'moe')", for the cross-stream sync points explain prints.
+std::string op_on_stream(const CompileContext& ctx, int32_t op_index) {
+  const PlanOp& op = ctx.plan->ops[op_index];
+  return "op '" + op.name + "' (stream '" + ctx.graph.stream_name(ctx.graph.op(op.graph_op).stream) + "')";
+}
+
+Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg, std::vector<std::string>& sync_points) {
   Plan& plan = *ctx.plan;
   int32_t n_cores = 1;
   for (int32_t i : seg.ops)
@@ -142,6 +151,11 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg) {
     tasks.push_back({i, false, op.cores});
   }
   const int32_t n_tasks = static_cast<int32_t>(tasks.size());
+  std::unordered_map<int32_t, int32_t> run_position;                     // plan op -> position of its RUN task
+  std::unordered_map<int32_t, std::vector<const EventDep*>> event_deps;  // by consumer plan op
+  for (const EventDep& dep : seg.event_deps) event_deps[dep.consumer].push_back(&dep);
+  auto stream_of = [&](int32_t op_index) { return ctx.graph.op(plan.ops[op_index].graph_op).stream; };
+  std::vector<std::pair<int32_t, int32_t>> synced;  // (consumer, producer) plan ops already reported
 
   std::vector<IntervalMap> writes(n_cores), reads(n_cores);
   std::vector<std::vector<int32_t>> vc(n_cores, std::vector<int32_t>(n_cores, -1));
@@ -180,11 +194,29 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg) {
           newest = std::max({newest, writes[p].latest(r.first, r.second), reads[p].latest(r.first, r.second)});
         if (newest > vc[c][p]) need.push_back({newest, p});
       }
+      // Events order the consumer after every core of the op recorded before the event.
+      const auto deps = event_deps.find(task.op_index);
+      if (deps != event_deps.end())
+        for (const EventDep* dep : deps->second) {
+          const int32_t producer = run_position.at(dep->producer);
+          for (int32_t p : tasks[producer].cores)
+            if (p != c && producer > vc[c][p]) need.push_back({producer, p});
+        }
       std::sort(need.rbegin(), need.rend());
       for (const auto& [producer, p] : need) {
         if (producer <= vc[c][p]) continue;  // learnt through an earlier wait
         waits[c].push_back({pos, p, producer});
         signal_needed[p][producer] = 1;
+        const int32_t from = tasks[producer].op_index;
+        if (stream_of(from) != stream_of(task.op_index) &&
+            std::find(synced.begin(), synced.end(), std::pair{task.op_index, from}) == synced.end()) {
+          synced.push_back({task.op_index, from});
+          std::string why = ": data";
+          if (deps != event_deps.end())
+            for (const EventDep* dep : deps->second)
+              if (dep->producer == from) why = ": event '" + ctx.graph.event_name(dep->event) + "'";
+          sync_points.push_back(op_on_stream(ctx, task.op_index) + " waits for " + op_on_stream(ctx, from) + why);
+        }
         const std::vector<int32_t>& theirs = snapshot.at(snap_key(p, producer));
         for (int32_t q = 0; q < n_cores; ++q) vc[c][q] = std::max(vc[c][q], theirs[q]);
       }
@@ -197,6 +229,7 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg) {
     // A sync_all inside the kernel (idle cores fed) is a barrier every core passes after its
     // earlier ops.
     if (!task.tiling && uses_sync_all(op)) merge_all();
+    if (!task.tiling) run_position[task.op_index] = pos;
     for (int32_t c : task.cores) {
       vc[c][c] = pos;
       snapshot[snap_key(c, pos)] = vc[c];
@@ -256,6 +289,7 @@ Status schedule_segments(CompileContext& ctx) {
   prog.op_labels = op_labels(plan);
   for (const Segment& seg : ctx.segments) SK_RETURN_IF_ERROR(apply_core_caps(ctx, seg));
 
+  std::vector<std::vector<std::string>> sync_points(ctx.segments.size());
   GraphLaunchBuilder unfused(prog, ctx.layout.num_cores);
   for (int32_t i = 0; i < static_cast<int32_t>(plan.ops.size()); ++i) {
     const PlanOp& op = plan.ops[i];
@@ -264,7 +298,7 @@ Status schedule_segments(CompileContext& ctx) {
       const Segment& seg = ctx.segments[seg_id];
       if (seg.ops.front() != i) continue;
       unfused.close();
-      auto launch = schedule_segment(ctx, seg);
+      auto launch = schedule_segment(ctx, seg, sync_points[seg_id]);
       if (!launch) return launch.status();
       prog.launches.push_back(std::move(*launch));
       prog.steps.push_back({Step::Kind::kLaunch, static_cast<int32_t>(prog.launches.size() - 1)});
@@ -286,6 +320,12 @@ Status schedule_segments(CompileContext& ctx) {
     r.cut = seg.cut;
     r.cut_op = seg.cut_op;
     r.cut_detail = seg.cut_detail;
+    for (const StreamPartition& p : seg.partitions)
+      r.partitions.push_back(
+          "stream '" + ctx.graph.stream_name(p.stream) + "' cores " + std::to_string(p.first_core) + "-" +
+          std::to_string(p.first_core + p.num_cores - 1) +
+          (p.core_limit > 0 ? " (LimitCoreNum " + std::to_string(p.core_limit) + ")" : " (no limit)"));
+    r.sync_points = std::move(sync_points[seg.id]);
     ctx.report.segments.push_back(std::move(r));
   }
   for (int32_t i = 0; i < static_cast<int32_t>(plan.ops.size()); ++i)

@@ -11,6 +11,10 @@
 // reads needs no sync at all. Kernels calling sync_all get feed barriers on idle cores when
 // feed-sync-all is on; debug-sync-all puts a full barrier after every op. Ops outside segments
 // run in graph-mode launches (op, full barrier, op, ...), host ops on the calling thread.
+// In a stream-fused segment the same analysis orders the streams' partitions against each other:
+// a core waits for another stream only where data flows or where its stream waited for an event
+// (every core of the op recorded before the event), and each such wait is reported as a
+// cross-stream sync point.
 #ifndef SUPERKERNEL_COMPILER_SCHEDULE_H_
 #define SUPERKERNEL_COMPILER_SCHEDULE_H_
 

@@ -15,9 +15,10 @@ std::string_view trim(std::string_view s) {
 }
 
 // Implemented keys first, then keys of features this build does not have yet.
-const std::vector<std::string> kImplemented = {"strict-scope-check", "debug-aic-num",  "debug-aiv-num", "feed-sync-all",
-                                               "split-mode",         "debug-sync-all", "profiling"};
-const std::vector<std::string> kNotYet = {"stream-fusion", "early-start", "preload-code", "func-align"};
+const std::vector<std::string> kImplemented = {"strict-scope-check", "debug-aic-num", "debug-aiv-num",
+                                               "feed-sync-all",      "split-mode",    "debug-sync-all",
+                                               "profiling",          "stream-fusion"};
+const std::vector<std::string> kNotYet = {"early-start", "preload-code", "func-align"};
 
 Status value_error(std::string_view scope, std::string_view key, std::string_view value, const std::string& expect) {
   return Status::invalid_argument("scope '" + std::string(scope) + "' option '" + std::string(key) +
@@ -50,7 +51,8 @@ void ScopeOptions::inherit(const ScopeOptions& outer) {
                               {&feed_sync_all, outer.feed_sync_all},
                               {&split_mode, outer.split_mode},
                               {&debug_sync_all, outer.debug_sync_all},
-                              {&profiling, outer.profiling}})
+                              {&profiling, outer.profiling},
+                              {&stream_fusion, outer.stream_fusion}})
     if (*mine < 0) *mine = theirs;
 }
 
@@ -114,6 +116,8 @@ Expected<ScopeOptions> parse_scope_options(std::string_view scope, std::string_v
       SK_RETURN_IF_ERROR(parse_switch(scope, key, value, o.debug_sync_all));
     } else if (key == "profiling") {
       SK_RETURN_IF_ERROR(parse_switch(scope, key, value, o.profiling));
+    } else if (key == "stream-fusion") {
+      SK_RETURN_IF_ERROR(parse_switch(scope, key, value, o.stream_fusion));
     }
   }
   if (o.debug_aic_num >= 0 && o.debug_aiv_num >= 0) {

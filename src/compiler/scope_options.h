@@ -26,6 +26,7 @@ struct ScopeOptions {
   int split_mode = -1;     // -1: not set; >= 1: at most this many launches per segment
   int debug_sync_all = -1;
   int profiling = -1;
+  int stream_fusion = -1;  // -1: not set (super_kernel_optimize_options.stream_fusion decides)
 
   // Fills unset fields from `outer` (options of an enclosing scope).
   void inherit(const ScopeOptions& outer);

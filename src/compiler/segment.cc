@@ -16,6 +16,36 @@ std::string stack_label(const Graph& g, const std::vector<int32_t>& stack) {
   return s;
 }
 
+bool stream_fusion_on(const ScopeOptions& o, const CompileOptions& global) {
+  return o.stream_fusion >= 0 ? o.stream_fusion == 1 : global.super_kernel_optimize_options.stream_fusion;
+}
+
+// Cross-stream orderings from events: after a stream waits for an event, each of its ops in the
+// same segment runs after the op the recording stream ran last before the record.
+void collect_event_deps(CompileContext& ctx) {
+  const Graph& g = ctx.graph;
+  const Plan& plan = *ctx.plan;
+  std::vector<int32_t> last_on_stream(g.num_streams(), -1);
+  std::vector<int32_t> recorded_after(g.num_events(), -1);
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> waited(g.num_streams());  // (producer, event)
+  for (int32_t i = 0; i < static_cast<int32_t>(plan.ops.size()); ++i) {
+    const PlanOp& op = plan.ops[i];
+    const OpInfo& info = g.op(op.graph_op);
+    if (op.kind == OpKind::kRecordEvent) {
+      recorded_after[info.event] = last_on_stream[info.stream];
+    } else if (op.kind == OpKind::kWaitEvent) {
+      const int32_t producer = recorded_after[info.event];
+      if (producer >= 0) waited[info.stream].push_back({producer, info.event});
+    } else if (op.is_kernel() || op.kind == OpKind::kHost) {
+      const int32_t seg = ctx.op_segment[i];
+      for (const auto& [producer, event] : waited[info.stream])
+        if (seg >= 0 && ctx.op_segment[producer] == seg && g.op(plan.ops[producer].graph_op).stream != info.stream)
+          ctx.segments[seg].event_deps.push_back({i, producer, event});
+      last_on_stream[info.stream] = i;
+    }
+  }
+}
+
 std::string describe_op(const PlanOp& op) {
   if (op.kind == OpKind::kHost) return "host op '" + op.name + "'";
   return "op '" + op.name + "' (kernel '" + op.kernel_name + "')";
@@ -52,6 +82,7 @@ Status segment_graph(CompileContext& ctx) {
     if (has_named_scopes && stack.empty()) return std::nullopt;
     return has_named_scopes ? stack : std::vector<int32_t>{};
   };
+  auto stream_fusion_on = [&](const ScopeOptions& o) { return sk::stream_fusion_on(o, ctx.options); };
   auto options_of = [&](const std::vector<int32_t>& stack) {
     ScopeOptions o;
     for (auto it = stack.rbegin(); it != stack.rend(); ++it) o.inherit(parsed[*it]);
@@ -121,24 +152,43 @@ Status segment_graph(CompileContext& ctx) {
     }
     const int32_t stream = g.op(op.graph_op).stream;
     if (open >= 0) {
-      const Segment& cur = ctx.segments[open];
-      if (cur.scopes != *key) {
-        close(CutReason::kScopeBoundary, i, "next op belongs to scope '" + stack_label(g, *key) + "'");
-      } else if (cur.stream != stream) {
+      Segment& cur = ctx.segments[open];
+      const int32_t prev_stream = g.op(plan.ops[cur.ops.back()].graph_op).stream;
+      const bool fuse_streams = stream_fusion_on(cur.options) && stream_fusion_on(options_of(*key));
+      const bool known_scope =
+          std::find(cur.joined_scopes.begin(), cur.joined_scopes.end(), *key) != cur.joined_scopes.end();
+      if (known_scope) {
+        if (std::find(cur.streams.begin(), cur.streams.end(), stream) == cur.streams.end() && !fuse_streams)
+          return Status::invalid_argument(
+              "scope '" + cur.scope_label + "': op '" + op.name + "' on stream '" + g.stream_name(stream) +
+              "' would share one super kernel with stream '" + g.stream_name(cur.streams.front()) +
+              "', but stream fusion is off; set the scope option stream-fusion=1 (or "
+              "super_kernel_optimize_options.stream_fusion=true), or give each stream its own scope");
+      } else if (stream != prev_stream && fuse_streams) {
+        // A scope change at a stream switch: concurrent branches live in scopes of their own.
+        cur.joined_scopes.push_back(*key);
+        cur.scope_label += " + " + stack_label(g, *key);
+      } else if (stream != prev_stream) {
         close(CutReason::kStreamLimit, i,
-              "next op is on stream '" + g.stream_name(stream) + "' and stream fusion is off");
+              "next op is on stream '" + g.stream_name(stream) + "' in scope '" + stack_label(g, *key) +
+                  "'; with stream-fusion=1 on both scopes they would share one super kernel");
+      } else {
+        close(CutReason::kScopeBoundary, i, "next op belongs to scope '" + stack_label(g, *key) + "'");
       }
     }
     if (open < 0) {
       Segment s;
       s.id = static_cast<int32_t>(ctx.segments.size());
       s.scopes = *key;
+      s.joined_scopes = {*key};
       s.scope_label = stack_label(g, *key);
       s.options = options_of(*key);
-      s.stream = stream;
       ctx.segments.push_back(std::move(s));
       open = static_cast<int32_t>(ctx.segments.size() - 1);
     }
+    Segment& target = ctx.segments[open];
+    if (std::find(target.streams.begin(), target.streams.end(), stream) == target.streams.end())
+      target.streams.push_back(stream);
     ctx.segments[open].ops.push_back(i);
   }
   close(CutReason::kGraphEnd, -1);
@@ -152,6 +202,12 @@ Status segment_graph(CompileContext& ctx) {
       const size_t b = s.ops.size() * p / parts, e = s.ops.size() * (p + 1) / parts;
       Segment piece = s;
       piece.ops.assign(s.ops.begin() + static_cast<std::ptrdiff_t>(b), s.ops.begin() + static_cast<std::ptrdiff_t>(e));
+      piece.streams.clear();
+      for (int32_t op : piece.ops) {
+        const int32_t stream = g.op(plan.ops[op].graph_op).stream;
+        if (std::find(piece.streams.begin(), piece.streams.end(), stream) == piece.streams.end())
+          piece.streams.push_back(stream);
+      }
       if (p + 1 < parts) {
         piece.cut = CutReason::kSplitMode;
         piece.cut_op = s.ops[e];
@@ -164,6 +220,7 @@ Status segment_graph(CompileContext& ctx) {
   ctx.segments = std::move(split);
   for (const Segment& s : ctx.segments)
     for (int32_t op : s.ops) ctx.op_segment[op] = s.id;
+  collect_event_deps(ctx);
   return Status::ok();
 }
 

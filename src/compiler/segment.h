@@ -8,6 +8,14 @@
 // non-fusible kernel just cuts and a host op (a graph break) is an error; `bypass` runs the
 // whole scope unfused with a warning; `abort` fails compilation. split-mode (scope option, or
 // super_kernel_optimize_options.split_mode) divides each segment into at most N launches.
+//
+// Streams: ops of several streams share a segment only with stream fusion (scope option
+// stream-fusion=1, or super_kernel_optimize_options.stream_fusion). Then a scope change that
+// coincides with a stream switch joins the next scope to the open segment (concurrent branches
+// live in scopes of their own), and the segment records, per event a stream waited for, which op
+// of another stream each later op of the waiting stream must follow. Without stream fusion, a
+// second stream inside one scope is an error naming both streams and the option; a stream
+// switch at a scope change cuts (STREAM_LIMIT).
 #ifndef SUPERKERNEL_COMPILER_SEGMENT_H_
 #define SUPERKERNEL_COMPILER_SEGMENT_H_
 

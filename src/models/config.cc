@@ -212,11 +212,6 @@ Status BuildOptions::validate() const {
   if (moe_core_limit < 0) return bad("moe_core_limit", "must be >= 0, got " + std::to_string(moe_core_limit));
   if (multi_streams < 0 || multi_streams > 2)
     return bad("multi_streams", "must be 0, 1 or 2, got " + std::to_string(multi_streams));
-  if (multi_streams > 0)
-    return Status::unimplemented(
-        "build option 'multi_streams' = " + std::to_string(multi_streams) +
-        ": not supported yet (streams do not fuse or overlap yet); the MoE branch runs on the main stream in "
-        "program order with multi_streams = 0");
   if (prefetch)
     return Status::unimplemented(
         "build option 'prefetch': not supported yet (there is no prefetch op); build with prefetch off");

@@ -19,7 +19,8 @@ struct LongCat {
   Graph& g;
   ModelWeights& w;
   StepTensors in;
-  Tensor cos_sin;  // rope table [max_context, qk_rope_head_dim]
+  Tensor cos_sin;     // rope table [max_context, qk_rope_head_dim]
+  Stream moe_stream;  // the MoE branch's stream: "moe" with multi_streams, else the main stream
   float eps() const { return static_cast<float>(cfg.rms_norm_eps); }
 };
 
@@ -147,21 +148,32 @@ Tensor decoder_layer(LongCat& m, Tensor x, int64_t layer) {
     x = add(g, x, mla(m, norm(m, x, p + "input_layernorm.0"), layer, 0), p + "residual.0");
     n = norm(m, x, p + "post_attention_layernorm.0");
   }
+  // With multi_streams the shortcut MoE runs on its own stream beside the main branch, inside the
+  // same super kernel (stream fusion); events order it after n and the shortcut add after it.
+  const bool branch_stream = m.moe_stream.id != g.current_stream().id;
+  Event n_ready, moe_done;
+  if (branch_stream) {
+    n_ready = g.create_event(p + "n_ready");
+    moe_done = g.create_event(p + "moe_done");
+    g.record(n_ready);
+  }
   Tensor moe_out;
   {
-    // The shortcut branch depends only on n. Without stream fusion it runs here, in program
-    // order on the main stream, under the MoE core limit.
     const std::string scope = layer_scope(layer, "part2_moe");
-    SuperKernelScope s(g, scope, scope_options(m.opts, scope));
+    SuperKernelScope s(g, scope, stream_fused_scope_options(m.opts, scope));
+    StreamScope on(g, m.moe_stream);
     LimitCoreNum limit(g, m.opts.moe_core_limit, m.opts.moe_core_limit);
+    if (branch_stream) g.wait(n_ready);
     moe_out = moe(m, n, layer);
+    if (branch_stream) g.record(moe_done);
   }
   {
     const std::string scope = layer_scope(layer, "part2_main");
-    SuperKernelScope s(g, scope, scope_options(m.opts, scope));
+    SuperKernelScope s(g, scope, stream_fused_scope_options(m.opts, scope));
     x = add(g, x, mlp(m, n, p + "mlps.0.", ffn), p + "residual.1");
     x = add(g, x, mla(m, norm(m, x, p + "input_layernorm.1"), layer, 1), p + "residual.2");
     x = add(g, x, mlp(m, norm(m, x, p + "post_attention_layernorm.1"), p + "mlps.1.", ffn), p + "residual.3");
+    if (branch_stream) g.wait(moe_done);
     x = add(g, x, moe_out, p + "shortcut");
   }
   return x;
@@ -186,7 +198,8 @@ Expected<Graph> build_longcat_flash(const LongCatFlashConfig& config, const Buil
   SK_RETURN_IF_ERROR(check(config, options));
   Graph g(phase == Phase::kDecode ? "longcat_flash_decode" : "longcat_flash_prefill");
   ModelWeights w(g, weights, options.weight_dtype);
-  LongCat m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}};
+  LongCat m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}, g.current_stream()};
+  if (options.multi_streams > 0) m.moe_stream = g.create_stream("moe");
   m.cos_sin =
       nn::rope_cos_sin_table(g, "rope_cos_sin", options.max_context, config.qk_rope_head_dim, config.rope_theta);
   Tensor x;
@@ -211,7 +224,7 @@ Expected<Graph> build_longcat_flash_afd(const LongCatFlashConfig& config, const 
   SK_RETURN_IF_ERROR(check(config, options));
   Graph g("longcat_flash_afd");
   ModelWeights w(g, weights, options.weight_dtype);
-  LongCat m{config, options, g, w, StepTensors{}, Tensor{}};
+  LongCat m{config, options, g, w, StepTensors{}, Tensor{}, g.current_stream()};
   m.in.tokens = options.batch;
   Tensor x = g.input(kHiddenStates, DType::kF32, {options.batch, config.hidden_size});
   for (int64_t i = 0; i < config.num_layers && w.status(); ++i) {

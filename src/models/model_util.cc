@@ -108,6 +108,12 @@ std::string scope_options(const BuildOptions& options, std::string_view scope) {
   return options.scope_options ? options.scope_options(scope) : std::string();
 }
 
+std::string stream_fused_scope_options(const BuildOptions& options, std::string_view scope) {
+  std::string text = scope_options(options, scope);
+  if (options.multi_streams == 0 || text.find("stream-fusion") != std::string::npos) return text;
+  return text + (text.empty() ? "" : ":") + "stream-fusion=1";
+}
+
 std::string layer_scope(int64_t layer, std::string_view part) {
   return "scope_" + std::to_string(layer) + "_" + std::string(part);
 }

@@ -58,6 +58,9 @@ class ModelWeights {
 
 // The options string of a scope (empty without a callback).
 std::string scope_options(const BuildOptions& options, std::string_view scope);
+// The options of a scope whose ops share a super kernel with another stream's: scope_options,
+// plus stream-fusion=1 when multi_streams is on and the options do not set stream-fusion.
+std::string stream_fused_scope_options(const BuildOptions& options, std::string_view scope);
 // "scope_{layer}_{part}".
 std::string layer_scope(int64_t layer, std::string_view part);
 

@@ -20,6 +20,10 @@ struct RandomGraphOptions {
   int max_ops = 30;
   bool scopes = false;    // wrap random runs of ops in random fusion scopes
   bool host_ops = false;  // insert host ops (never fusible)
+  // Streams: ops spread over this many streams (1: all on the default stream), with random
+  // events between them and, with core_limits, a random LimitCoreNum per stream (0 to 2).
+  int streams = 1;
+  bool core_limits = false;
 };
 
 struct RandomGraph {
@@ -58,7 +62,25 @@ inline RandomGraph make_random_graph(uint32_t seed, const RandomGraphOptions& op
   const int n_ops = pick(opt.min_ops, opt.max_ops);
   std::optional<SuperKernelScope> scope;
   int scope_left = 0;
+  std::vector<Stream> streams = {g.current_stream()};
+  std::vector<int32_t> stream_limit = {0};
+  std::vector<Event> recorded;
+  for (int s = 1; s < opt.streams; ++s) {
+    streams.push_back(g.create_stream("stream" + std::to_string(s)));
+    stream_limit.push_back(0);
+  }
+  if (opt.core_limits)
+    for (int32_t& limit : stream_limit) limit = pick(0, 2);
   for (int i = 0; i < n_ops; ++i) {
+    if (opt.streams > 1) {
+      // Switch streams now and then; record and wait for events in between.
+      if (pick(0, 3) == 0) {
+        const int s = pick(0, opt.streams - 1);
+        g.set_stream(streams[s]);
+        g.set_core_limit(stream_limit[s], stream_limit[s]);
+      }
+      if (!recorded.empty() && pick(0, 3) == 0) g.wait(recorded[pick(0, static_cast<int>(recorded.size()) - 1)]);
+    }
     if (opt.scopes && scope_left == 0) {
       scope.reset();
       int r = pick(0, 9);
@@ -132,8 +154,14 @@ inline RandomGraph make_random_graph(uint32_t seed, const RandomGraphOptions& op
         break;
     }
     pool.push_back(t);
+    if (opt.streams > 1 && pick(0, 3) == 0) {
+      recorded.push_back(g.create_event("e" + std::to_string(recorded.size())));
+      g.record(recorded.back());
+    }
   }
   scope.reset();
+  g.set_stream(streams[0]);
+  g.set_core_limit(0, 0);
   // Outputs: the last tensor and a couple of random ones.
   g.output(pool.back(), "out_last");
   for (int i = 0; i < 2; ++i) {

@@ -173,20 +173,60 @@ TEST(Models, AfdIdenticalInEveryMode) {
   }
 }
 
-TEST(Models, StreamsAndPrefetchAreNotSupportedYet) {
+TEST(Models, PrefetchIsNotSupportedYet) {
   auto weights = random_weights(1);
   auto options = tiny_options();
-  options.multi_streams = 1;
-  auto g = models::build_longcat_flash(tiny_longcat(), options, models::Phase::kDecode, *weights);
-  ASSERT_FALSE(g);
-  EXPECT_EQ(g.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(g.status().message().find("multi_streams"), std::string::npos);
-  options = tiny_options();
+  options.multi_streams = 2;
   options.prefetch = true;
   auto afd = models::build_longcat_flash_afd(tiny_longcat(), options, *weights);
   ASSERT_FALSE(afd);
   EXPECT_EQ(afd.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(afd.status().message().find("prefetch"), std::string::npos);
+}
+
+// multi_streams: the shortcut MoE runs on stream "moe" under its core limit, fused with the main
+// branch into one super kernel per layer, and the logits match the single-stream build's.
+TEST(Models, LongCatFlashMultiStreamsFuseTheMoEBranch) {
+  const auto config = tiny_longcat();
+  auto weights = random_weights(7);
+  auto reference_options = tiny_options();
+  auto rt1 = testing::make_runtime(1);
+  auto reference = testing::drive(
+      *rt1, CompileOptions::for_mode(ExecutionMode::kEager),
+      [&](models::Phase p) { return models::build_longcat_flash(config, reference_options, p, *weights); },
+      reference_options, models::cache_names(config), kPrompts, kSteps, config.vocab_size);
+  ASSERT_TRUE(reference) << reference.status().to_string();
+  for (int cores : {1, 2, 3}) {
+    auto options = tiny_options();
+    options.multi_streams = 1;
+    options.moe_core_limit = cores > 1 ? 1 : 0;  // one core: the streams share it
+    auto build = [&](models::Phase p) { return models::build_longcat_flash(config, options, p, *weights); };
+    auto rt = testing::make_runtime(cores);
+    for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
+      const std::string what = std::string(execution_mode_name(mode)) + ", " + std::to_string(cores) + " cores";
+      auto r = testing::drive(*rt, CompileOptions::for_mode(mode), build, options, models::cache_names(config),
+                              kPrompts, kSteps, config.vocab_size);
+      ASSERT_TRUE(r) << what << ": " << r.status().to_string();
+      ASSERT_EQ(r->logits.size(), reference->logits.size()) << what;
+      EXPECT_EQ(std::memcmp(r->logits.data(), reference->logits.data(), r->logits.size() * sizeof(float)), 0) << what;
+      if (mode != ExecutionMode::kSuperKernel) continue;
+      for (int i = 0; i < config.num_layers; ++i) {
+        const std::string layer = "scope_" + std::to_string(i) + "_";
+        EXPECT_TRUE(has_scope(r->decode_scopes, layer + "part2_moe + " + layer + "part2_main")) << what;
+      }
+    }
+  }
+  // The core limit must leave the main stream a core.
+  auto options = tiny_options();
+  options.multi_streams = 1;
+  options.moe_core_limit = 2;
+  auto rt = testing::make_runtime(2);
+  auto r = testing::drive(
+      *rt, CompileOptions::for_mode(ExecutionMode::kSuperKernel),
+      [&](models::Phase p) { return models::build_longcat_flash(config, options, p, *weights); }, options,
+      models::cache_names(config), kPrompts, kSteps, config.vocab_size);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("leave none for stream 'default'"), std::string::npos) << r.status().to_string();
 }
 
 TEST(Models, ConfigErrorsNameTheKey) {

@@ -81,12 +81,26 @@ TEST(ScopeOptions, PairWithoutEqualsIsAWarningAndSkipped) {
 }
 
 TEST(ScopeOptions, LaterFeaturesAreRejectedAsNotSupportedYet) {
-  for (const char* text : {"stream-fusion=1", "early-start=1", "preload-code=1", "func-align=64"}) {
+  for (const char* text : {"early-start=1", "preload-code=1", "func-align=64"}) {
     auto r = parse_scope_options("s1", text, nullptr);
     ASSERT_FALSE(r.has_value()) << text;
     EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
     EXPECT_TRUE(mentions(r.status(), "not supported yet"));
   }
+}
+
+TEST(ScopeOptions, StreamFusionIsASwitchInheritedFromEnclosingScopes) {
+  auto outer = parse_scope_options("outer", "stream-fusion=1", nullptr);
+  ASSERT_TRUE(outer.has_value()) << outer.status().to_string();
+  EXPECT_EQ(outer->stream_fusion, 1);
+  auto inner = parse_scope_options("inner", "", nullptr);
+  ASSERT_TRUE(inner.has_value());
+  EXPECT_EQ(inner->stream_fusion, -1);
+  inner->inherit(*outer);
+  EXPECT_EQ(inner->stream_fusion, 1);
+  Status bad = parse_error("stream-fusion=2");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_TRUE(mentions(bad, "stream-fusion"));
 }
 
 TEST(ScopeOptions, AicAivRatiosAreRestricted) {

@@ -251,7 +251,7 @@ TEST(Segmentation, NestedScopesWithDifferentStacksAreDifferentSegments) {
   EXPECT_EQ(exe->report().segments[0].cut, CutReason::kScopeBoundary);
 }
 
-TEST(Segmentation, StreamChangeCutsWithStreamLimit) {
+TEST(Segmentation, SecondStreamInAScopeWithoutStreamFusionIsAnError) {
   auto rt = make_runtime(2);
   Graph g;
   Stream side = g.create_stream("side");
@@ -259,6 +259,32 @@ TEST(Segmentation, StreamChangeCutsWithStreamLimit) {
   {
     SuperKernelScope s(g, "s");
     t = add1(g, t);
+    StreamScope on(g, side);
+    t = add1(g, t, "on_side");
+  }
+  g.output(t, "y");
+  auto exe = rt->compile(g, sk_opts());
+  ASSERT_FALSE(exe.has_value());
+  const std::string msg = exe.status().message();
+  EXPECT_NE(msg.find("op 'on_side' on stream 'side'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("stream-fusion=1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("super_kernel_optimize_options.stream_fusion"), std::string::npos) << msg;
+  // Eager and graph mode run the same graph in program order.
+  for (ExecutionMode m : {ExecutionMode::kEager, ExecutionMode::kGraph})
+    EXPECT_TRUE(rt->compile(g, CompileOptions::for_mode(m)).has_value()) << execution_mode_name(m);
+}
+
+TEST(Segmentation, StreamSwitchAtAScopeChangeCutsWithStreamLimit) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Stream side = g.create_stream("side");
+  Tensor t = g.input("x", DType::kF32, {64});
+  {
+    SuperKernelScope s(g, "a");
+    t = add1(g, t);
+  }
+  {
+    SuperKernelScope s(g, "b");
     StreamScope on(g, side);
     t = add1(g, t, "on_side");
   }

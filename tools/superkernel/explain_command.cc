@@ -132,6 +132,8 @@ int explain_command(const ExplainArgs& args) {
     if (seg.cut_op >= 0) std::printf(" ('%s')", g.op(seg.cut_op).name.c_str());
     if (!seg.cut_detail.empty()) std::printf(" [%s]", seg.cut_detail.c_str());
     std::printf("\n");
+    for (const std::string& p : seg.partitions) std::printf("    partition %s\n", p.c_str());
+    for (const std::string& p : seg.sync_points) std::printf("    cross-stream sync: %s\n", p.c_str());
   }
   if (!rep.unfused.empty()) {
     std::map<std::string, int> reasons;
