@@ -23,9 +23,9 @@ void sort_longest_first(std::vector<WaitTotal>& totals) {
   std::stable_sort(totals.begin(), totals.end(), [](const WaitTotal& a, const WaitTotal& b) { return a.ns > b.ns; });
 }
 
-std::string ms(int64_t ns) {
+std::string us(int64_t ns) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3f", static_cast<double>(ns) / 1e6);
+  std::snprintf(buf, sizeof(buf), "%.1f", static_cast<double>(ns) / 1e3);
   return buf;
 }
 
@@ -84,14 +84,14 @@ WaitAccount account_waits(const std::vector<TraceEvent>& events) {
 }
 
 std::string format_waits(const WaitAccount& a, int top) {
-  std::string out = "core time (ms, summed over cores): compute " + ms(a.compute_ns) + ", waiting " + ms(a.wait_ns) +
-                    ", barriers " + ms(a.barrier_ns) + ", idle " + ms(a.idle_ns) + "\n";
+  std::string out = "core time (us, summed over cores): compute " + us(a.compute_ns) + ", waiting " + us(a.wait_ns) +
+                    ", barriers " + us(a.barrier_ns) + ", idle " + us(a.idle_ns) + "\n";
   if (a.top.empty()) return out + "no cross-core waits\n";
-  out += "| waited for (op, kernel) | producer core | waits | total ms |\n|---|---:|---:|---:|\n";
+  out += "| waited for (op, kernel) | producer core | waits | total us |\n|---|---:|---:|---:|\n";
   for (size_t i = 0; i < a.top.size() && static_cast<int>(i) < top; ++i) {
     const WaitTotal& w = a.top[i];
     out += "| " + (w.op.empty() ? std::string("?") : w.op) + " (" + w.kernel + ") | " + std::to_string(w.producer) +
-           " | " + std::to_string(w.count) + " | " + ms(w.ns) + " |\n";
+           " | " + std::to_string(w.count) + " | " + us(w.ns) + " |\n";
   }
   return out;
 }
