@@ -10,8 +10,8 @@
 //   auto weights = sk::random_weights(42);
 //   auto prefill = sk::models::build_longcat_flash(cfg, opts, sk::models::Phase::kPrefill, *weights);
 //   auto decode = sk::models::build_longcat_flash(cfg, opts, sk::models::Phase::kDecode, *weights);
-//   // compile both, share the caches (names from cache_names()), then drive them with
-//   // PagedCacheLayout: prefill(prompts) once, decode(next_ids) per generated token.
+//   // compile both, bind both to one CacheStorage (names from cache_names()), then drive them
+//   // with PagedCacheLayout: prefill(prompts) once, decode(next_ids) per generated token.
 //
 // Graph inputs (all i32): `input_ids [T]`, `positions [T]`, `slot_mapping [T]`,
 // `block_tables [B, max_blocks]`, and `context_lens [B]` (decode) or `seq_ids [T]` (prefill);
@@ -159,14 +159,17 @@ struct StepInputs {
 //   for (...) { in = cache.decode(next_ids); set_step_inputs(*decode_exe, *in); decode_exe->run(); }
 class PagedCacheLayout {
  public:
+  // Options with a non-positive batch, block_size, max_context or prefill_tokens give an empty
+  // layout whose prefill() and decode() return the error (status()).
   explicit PagedCacheLayout(const BuildOptions& options);
+  const Status& status() const { return status_; }
 
   int64_t batch() const { return batch_; }
   int64_t block_size() const { return block_size_; }
   int64_t max_blocks_per_sequence() const { return max_blocks_; }
   int64_t num_blocks() const { return batch_ * max_blocks_; }
-  int64_t context_len(int64_t sequence) const { return lens_[sequence]; }
-  // Cache slot of token `position` of `sequence`.
+  int64_t context_len(int64_t sequence) const { return in_batch(sequence) ? lens_[sequence] : 0; }
+  // Cache slot of token `position` of `sequence`; -1 outside the batch or max_context.
   int32_t slot(int64_t sequence, int64_t position) const;
 
   // Appends one prompt per sequence (prompts.size() == batch, total <= prefill_tokens; the rest
@@ -175,9 +178,13 @@ class PagedCacheLayout {
   // Appends one token per sequence (ids.size() == batch).
   Expected<StepInputs> decode(const std::vector<int32_t>& ids);
   // Row of the prefill logits holding the last prompt token of `sequence` (after prefill()).
-  int64_t last_prefill_row(int64_t sequence) const { return last_rows_[sequence]; }
+  int64_t last_prefill_row(int64_t sequence) const { return in_batch(sequence) ? last_rows_[sequence] : -1; }
+  // Forgets every sequence's tokens (the caches' contents are then stale, never read).
+  void reset();
 
  private:
+  bool in_batch(int64_t sequence) const { return sequence >= 0 && sequence < batch_; }
+  Status status_;
   int64_t batch_, block_size_, max_blocks_, max_context_, prefill_tokens_;
   std::vector<int64_t> lens_;
   std::vector<int64_t> last_rows_;
@@ -186,6 +193,26 @@ class PagedCacheLayout {
 
 // Feeds every input of `inputs` to the executable.
 Status set_step_inputs(Executable& exe, const StepInputs& inputs);
+
+// Caller-owned memory for a model's caches, shared by every executable bound to it (the prefill
+// and decode executables, or the same step compiled in several modes).
+//
+//   sk::models::CacheStorage caches;
+//   caches.bind(*prefill_exe, sk::models::cache_names(cfg));
+//   caches.bind(*decode_exe, sk::models::cache_names(cfg));
+class CacheStorage {
+ public:
+  // The first call allocates a zeroed buffer per name, sized from `exe`'s variable; every call
+  // binds the buffers to `exe` (Executable::bind_variable). Sizes must agree between executables.
+  Status bind(Executable& exe, const std::vector<std::string>& names);
+  // Zeroes every buffer: empty caches (use with PagedCacheLayout::reset()).
+  void clear();
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<std::vector<uint64_t>> buffers_;  // 8-byte aligned
+  std::vector<size_t> bytes_;
+};
 
 }  // namespace sk::models
 

@@ -1,5 +1,7 @@
 #include "models/model_util.h"
 
+#include <cstring>
+#include <memory>
 #include <vector>
 
 namespace sk::models {
@@ -47,6 +49,59 @@ nn::Linear ModelWeights::linear(const std::string& name, const Shape& shape) {
     return {};
   }
   return {*t, Tensor{}};
+}
+
+const void* constant_bytes(const TensorInfo& info) {
+  return info.external_data != nullptr ? info.external_data : info.data.data();
+}
+
+nn::Linear ModelWeights::experts(const std::string& packed, const Shape& shape,
+                                 const std::function<std::vector<std::string>(int64_t)>& per_expert) {
+  if (!status_) return {};
+  // Probe the packed layout in f32 or bf16 (an int8 probe would quantise it).
+  const DType probe = dtype_ == WeightDType::kBF16 ? DType::kBF16 : DType::kF32;
+  Expected<Tensor> t = source_.get(g_, packed, probe, shape, WeightInit::kLinear);
+  if (t && dtype_ != WeightDType::kW8A8) return {*t, Tensor{}};
+  if (t) {
+    status_ = Status::unimplemented("weight '" + packed + "' " + shape_to_string(shape) +
+                                    ": packed expert weights cannot be quantised to w8a8 yet (the weight source "
+                                    "quantises [N, K] Linear weights; per-expert checkpoints can); use f32 or bf16");
+    return {};
+  }
+  if (t.status().code() != StatusCode::kNotFound) {
+    status_ = t.status();
+    return {};
+  }
+  nn::Linear stacked = stack_experts(packed, shape, per_expert);
+  if (!status_) status_ = status_.with_context("expert weights: no packed '" + packed + "' and per-expert");
+  return stacked;
+}
+
+nn::Linear ModelWeights::stack_experts(const std::string& packed, const Shape& shape,
+                                       const std::function<std::vector<std::string>(int64_t)>& per_expert) {
+  const int64_t experts = shape[0], out = shape[1], in = shape[2];
+  const bool quantised = dtype_ == WeightDType::kW8A8;
+  const DType dtype = quantised ? DType::kI8 : dtype_ == WeightDType::kBF16 ? DType::kBF16 : DType::kF32;
+  const size_t row_bytes = static_cast<size_t>(in) * dtype_size(dtype);
+  auto weight = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(experts * out) * row_bytes);
+  auto scale = std::make_shared<std::vector<float>>(quantised ? static_cast<size_t>(experts * out) : 0);
+  for (int64_t e = 0; e < experts; ++e) {
+    const std::vector<std::string> names = per_expert(e);
+    const int64_t rows = out / static_cast<int64_t>(names.size());
+    for (size_t part = 0; part < names.size(); ++part) {
+      const size_t first_row = static_cast<size_t>(e * out + static_cast<int64_t>(part) * rows);
+      nn::Linear w = linear(names[part], {rows, in});
+      if (!status_) return {};
+      std::memcpy(weight->data() + first_row * row_bytes, constant_bytes(g_.tensor(w.weight)), rows * row_bytes);
+      if (quantised) std::memcpy(scale->data() + first_row, constant_bytes(g_.tensor(w.scale)), rows * sizeof(float));
+    }
+  }
+  nn::Linear stacked;
+  stacked.weight = g_.constant_external(packed, dtype, shape, weight->data(), weight->size(), weight);
+  if (quantised)
+    stacked.scale = g_.constant_external(packed + ".scale", DType::kF32, {experts, out}, scale->data(),
+                                         scale->size() * sizeof(float), scale);
+  return stacked;
 }
 
 std::string scope_options(const BuildOptions& options, std::string_view scope) {

@@ -3,8 +3,10 @@
 #ifndef SUPERKERNEL_MODELS_MODEL_UTIL_H_
 #define SUPERKERNEL_MODELS_MODEL_UTIL_H_
 
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "superkernel/graph.h"
 #include "superkernel/models.h"
@@ -26,6 +28,9 @@ StepTensors make_step_inputs(Graph& g, const BuildOptions& options, Phase phase)
 // Fetches weights by published name in the dtype the build options ask for. The first failure
 // is kept (status()) and later calls return invalid handles, so model code reads straight
 // through; builders check status() before returning the graph.
+// The bytes of a constant (graph-owned or external).
+const void* constant_bytes(const TensorInfo& info);
+
 class ModelWeights {
  public:
   ModelWeights(Graph& g, WeightSource& source, WeightDType dtype) : g_(g), source_(source), dtype_(dtype) {}
@@ -34,9 +39,17 @@ class ModelWeights {
   Tensor norm(const std::string& name, int64_t dim) { return f32(name, {dim}, WeightInit::kNorm); }
   // A Linear weight [out, in] (or stacked experts [E, out, in]) in the build's weight dtype.
   nn::Linear linear(const std::string& name, const Shape& shape);
+  // Stacked expert weights [E, out, in] in the build's weight dtype: the packed tensor `packed`
+  // when the source has it; otherwise, for each expert e, the tensors `per_expert(e)` (each
+  // [out / parts, in]) stacked along `out` and copied once into one constant of this graph.
+  // Packed weights cannot be quantised to w8a8 yet (an UNIMPLEMENTED error); per-expert ones can.
+  nn::Linear experts(const std::string& packed, const Shape& shape,
+                     const std::function<std::vector<std::string>(int64_t)>& per_expert);
   const Status& status() const { return status_; }
 
  private:
+  nn::Linear stack_experts(const std::string& packed, const Shape& shape,
+                           const std::function<std::vector<std::string>(int64_t)>& per_expert);
   Graph& g_;
   WeightSource& source_;
   WeightDType dtype_;

@@ -1,4 +1,5 @@
 // Host-side paged-cache bookkeeping: block tables, slot mapping, positions per run.
+#include <algorithm>
 #include <string>
 
 #include "models/model_util.h"
@@ -7,15 +8,30 @@
 
 namespace sk::models {
 
+namespace {
+Status layout_error(const BuildOptions& o) {
+  const std::pair<const char*, int64_t> sizes[] = {{"batch", o.batch},
+                                                   {"block_size", o.block_size},
+                                                   {"max_context", o.max_context},
+                                                   {"prefill_tokens", o.prefill_tokens}};
+  for (auto [name, value] : sizes)
+    if (value <= 0)
+      return Status::invalid_argument("paged cache layout: build option '" + std::string(name) +
+                                      "' must be positive, got " + std::to_string(value));
+  return Status::ok();
+}
+}  // namespace
+
 PagedCacheLayout::PagedCacheLayout(const BuildOptions& options)
-    : batch_(options.batch),
-      block_size_(options.block_size),
-      max_blocks_(models::max_blocks_per_sequence(options)),
-      max_context_(options.max_context),
-      prefill_tokens_(options.prefill_tokens),
-      lens_(static_cast<size_t>(options.batch), 0),
-      last_rows_(static_cast<size_t>(options.batch), -1),
-      block_tables_(static_cast<size_t>(options.batch * max_blocks_)) {
+    : status_(layout_error(options)),
+      batch_(status_ ? options.batch : 0),
+      block_size_(status_ ? options.block_size : 1),
+      max_blocks_(status_ ? models::max_blocks_per_sequence(options) : 0),
+      max_context_(status_ ? options.max_context : 0),
+      prefill_tokens_(status_ ? options.prefill_tokens : 0),
+      lens_(static_cast<size_t>(batch_), 0),
+      last_rows_(static_cast<size_t>(batch_), -1),
+      block_tables_(static_cast<size_t>(batch_ * max_blocks_)) {
   // Block j of sequence b is block j * batch + b: the sequences' blocks interleave, so a kernel
   // that ignored the block table would read another sequence's tokens.
   for (int64_t b = 0; b < batch_; ++b)
@@ -23,11 +39,13 @@ PagedCacheLayout::PagedCacheLayout(const BuildOptions& options)
 }
 
 int32_t PagedCacheLayout::slot(int64_t sequence, int64_t position) const {
+  if (!in_batch(sequence) || position < 0 || position >= max_context_) return -1;
   const int32_t block = block_tables_[sequence * max_blocks_ + position / block_size_];
   return static_cast<int32_t>(block * block_size_ + position % block_size_);
 }
 
 Expected<StepInputs> PagedCacheLayout::prefill(const std::vector<std::vector<int32_t>>& prompts) {
+  SK_RETURN_IF_ERROR(status_);
   if (static_cast<int64_t>(prompts.size()) != batch_)
     return Status::invalid_argument("prefill: " + std::to_string(prompts.size()) + " prompts for a batch of " +
                                     std::to_string(batch_) + " sequences");
@@ -66,6 +84,7 @@ Expected<StepInputs> PagedCacheLayout::prefill(const std::vector<std::vector<int
 }
 
 Expected<StepInputs> PagedCacheLayout::decode(const std::vector<int32_t>& ids) {
+  SK_RETURN_IF_ERROR(status_);
   if (static_cast<int64_t>(ids.size()) != batch_)
     return Status::invalid_argument("decode: " + std::to_string(ids.size()) + " token ids for a batch of " +
                                     std::to_string(batch_) + " sequences");
@@ -86,6 +105,11 @@ Expected<StepInputs> PagedCacheLayout::decode(const std::vector<int32_t>& ids) {
   return in;
 }
 
+void PagedCacheLayout::reset() {
+  std::fill(lens_.begin(), lens_.end(), 0);
+  std::fill(last_rows_.begin(), last_rows_.end(), -1);
+}
+
 Status set_step_inputs(Executable& exe, const StepInputs& in) {
   auto feed = [&](const char* name, const std::vector<int32_t>& values) {
     return exe.set_input(name, values.data(), values.size() * sizeof(int32_t));
@@ -96,6 +120,31 @@ Status set_step_inputs(Executable& exe, const StepInputs& in) {
   SK_RETURN_IF_ERROR(feed(kBlockTables, in.block_tables));
   if (in.phase == Phase::kDecode) return feed(kContextLens, in.context_lens);
   return feed(kSeqIds, in.seq_ids);
+}
+
+Status CacheStorage::bind(Executable& exe, const std::vector<std::string>& names) {
+  const bool first = names_.empty();
+  if (!first && names != names_)
+    return Status::invalid_argument("cache storage: bound to other cache names than the first executable's");
+  for (size_t i = 0; i < names.size(); ++i) {
+    Expected<HostTensor> t = exe.tensor(names[i]);
+    if (!t) return t.status().with_context("cache storage");
+    const size_t bytes = t->bytes();
+    if (first) {
+      buffers_.emplace_back((bytes + sizeof(uint64_t) - 1) / sizeof(uint64_t), 0);
+      bytes_.push_back(bytes);
+    } else if (bytes != bytes_[i]) {
+      return Status::invalid_argument("cache storage: cache '" + names[i] + "' has " + std::to_string(bytes) +
+                                      " bytes here, " + std::to_string(bytes_[i]) + " in the first executable");
+    }
+    SK_RETURN_IF_ERROR(exe.bind_variable(names[i], buffers_[i].data(), bytes));
+  }
+  if (first) names_ = names;
+  return Status::ok();
+}
+
+void CacheStorage::clear() {
+  for (auto& buffer : buffers_) std::fill(buffer.begin(), buffer.end(), 0);
 }
 
 }  // namespace sk::models

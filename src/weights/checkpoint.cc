@@ -101,8 +101,14 @@ Expected<std::shared_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
 Expected<CheckpointTensor> Checkpoint::find(std::string_view name) const {
   auto it = std::lower_bound(index_.begin(), index_.end(), name,
                              [](const auto& entry, std::string_view n) { return entry.first < n; });
-  if (it == index_.end() || it->first != name)
-    return Status::not_found("checkpoint '" + dir_ + "': no file holds tensor '" + std::string(name) + "'");
+  if (it == index_.end() || it->first != name) {
+    std::string searched;
+    for (size_t f = 0; f < files_.size() && f < 3; ++f)
+      searched += (f ? ", " : "") + fs::path(files_[f]->path()).filename().string();
+    if (files_.size() > 3) searched += " and " + std::to_string(files_.size() - 3) + " more";
+    return Status::not_found("checkpoint '" + dir_ + "': tensor '" + std::string(name) + "' is missing (searched " +
+                             searched + ")");
+  }
   const auto& file = files_[it->second.first];
   return CheckpointTensor{file, &file->tensors()[it->second.second]};
 }

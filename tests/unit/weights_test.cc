@@ -233,6 +233,28 @@ TEST_F(WeightsTest, BadHeadersNameTheFileAndTheTensor) {
                {"bad header", "limit"});
 }
 
+// As the reference writer lays files out: metadata first, header padded with spaces to 8 bytes.
+TEST_F(WeightsTest, ReadsAHandWrittenFileInTheReferenceLayout) {
+  std::string header = R"({"__metadata__":{"format":"pt"},"b":{"dtype":"BF16","shape":[2],"data_offsets":[4,8]},)"
+                       R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::ofstream out(path("ref.safetensors"), std::ios::binary);
+  const uint64_t n = header.size();
+  out.write(reinterpret_cast<const char*>(&n), 8);
+  const float a = 0.25f;
+  const uint16_t b[2] = {f32_to_bf16(1.0f), f32_to_bf16(-2.0f)};
+  out << header;
+  out.write(reinterpret_cast<const char*>(&a), 4).write(reinterpret_cast<const char*>(b), 4);
+  out.close();
+  auto file = SafetensorsFile::open(path("ref.safetensors"));
+  ASSERT_TRUE(file) << file.status().to_string();
+  ASSERT_EQ((*file)->tensors().size(), 2u);
+  EXPECT_EQ((*file)->tensors()[0].name, "a");  // in data order
+  EXPECT_EQ(*reinterpret_cast<const float*>((*file)->find("a")->data), 0.25f);
+  EXPECT_EQ(std::memcmp((*file)->find("b")->data, b, 4), 0);
+  EXPECT_EQ((*file)->metadata().at(0).second, "pt");
+}
+
 TEST_F(WeightsTest, WriterRejectsBadEntries) {
   const std::vector<float> a(4, 0.0f);
   expect_error(write_safetensors(path("w.safetensors"), {entry("a", DType::kF32, {5}, a)}),
@@ -371,7 +393,7 @@ TEST_F(CheckpointSourceTest, ConvertsBetweenBf16AndF32WithOneCopy) {
 TEST_F(CheckpointSourceTest, ErrorsNameTheFileAndTheTensor) {
   Graph g;
   expect_error(source_->get(g, "w.missing", DType::kF32, {8, 16}, WeightInit::kLinear).status(), StatusCode::kNotFound,
-               {"tensor 'w.missing'", dir_});
+               {"tensor 'w.missing'", dir_, "missing", "model.safetensors"});
   expect_error(source_->get(g, "w.f32", DType::kF32, {16, 8}, WeightInit::kLinear).status(),
                StatusCode::kInvalidArgument, {path("model.safetensors"), "tensor 'w.f32'", "[8, 16]", "[16, 8]"});
   expect_error(source_->get(g, "ids", DType::kF32, {3}, WeightInit::kLinear).status(), StatusCode::kInvalidArgument,

@@ -3,7 +3,6 @@
 #include "model_session.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
@@ -151,14 +150,6 @@ Status build_graphs(const config::Config& cfg, const Checkpoint* ckpt, WeightSou
   return Status::ok();
 }
 
-std::shared_ptr<void> zeroed(size_t bytes) {
-  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
-  if (!p) return nullptr;
-  std::memset(p, 0, rounded);
-  return std::shared_ptr<void>(p, std::free);
-}
-
 // Compile errors name scopes; add the config line whose scope options that scope got.
 Status with_scope_rule(const config::Config& cfg, const Graph& g, const Status& s) {
   for (size_t i = 0; i < g.num_scopes(); ++i) {
@@ -275,15 +266,9 @@ Expected<std::unique_ptr<Generator>> Generator::create(const config::Config& cfg
     gen->prefill_ = std::move(*prefill);
     gen->layout_.emplace(model.build);
   }
-  for (const std::string& name : model.caches) {
-    const int32_t id = model.decode.find_tensor(name);
-    if (id < 0) return Status::internal("decode graph has no cache variable '" + name + "'");
-    const size_t bytes = static_cast<size_t>(model.decode.tensor(id).storage_bytes);
-    std::shared_ptr<void> mem = zeroed(bytes);
-    if (!mem) return Status::failed_precondition("cannot allocate " + std::to_string(bytes) + " bytes for " + name);
-    gen->cache_memory_.push_back(mem);
-    SK_RETURN_IF_ERROR(gen->prefill_->bind_variable(name, mem.get(), bytes));
-    SK_RETURN_IF_ERROR(gen->decode_->bind_variable(name, mem.get(), bytes));
+  if (gen->prefill_) {
+    SK_RETURN_IF_ERROR(gen->caches_.bind(*gen->prefill_, model.caches));
+    SK_RETURN_IF_ERROR(gen->caches_.bind(*gen->decode_, model.caches));
   }
   if (model.arch != Architecture::kLongCatFlashAfd) {
     // Sampling runs the library's sample kernel, so every mode draws the same tokens.
@@ -306,14 +291,7 @@ Expected<std::unique_ptr<Generator>> Generator::create(const config::Config& cfg
   return gen;
 }
 
-Status Generator::bind_caches(Executable& exe) {
-  for (size_t i = 0; i < model_->caches.size(); ++i) {
-    const int32_t id = model_->decode.find_tensor(model_->caches[i]);
-    SK_RETURN_IF_ERROR(exe.bind_variable(model_->caches[i], cache_memory_[i].get(),
-                                         static_cast<size_t>(model_->decode.tensor(id).storage_bytes)));
-  }
-  return Status::ok();
-}
+Status Generator::bind_caches(Executable& exe) { return caches_.bind(exe, model_->caches); }
 
 Status Generator::read_logits(Executable& exe, const std::vector<int64_t>& rows) {
   const char* out = model_->arch == Architecture::kLongCatFlashAfd ? models::kHiddenStatesOut : models::kLogits;

@@ -78,7 +78,7 @@ class Generator {
   const config::Config* cfg_ = nullptr;
   const Model* model_ = nullptr;
   std::unique_ptr<Executable> prefill_, decode_, sampler_;
-  std::vector<std::shared_ptr<void>> cache_memory_;
+  models::CacheStorage caches_;
   std::optional<models::PagedCacheLayout> layout_;
   models::StepInputs last_;
   std::vector<float> logits_;
