@@ -214,6 +214,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> columns = {"eager", "graph", "superkernel"};
   if (args.dump) columns.insert(columns.end(), {"graph+dump", "superkernel+dump"});
+  if (args.trace) columns.insert(columns.end(), {"eager+trace", "graph+trace", "superkernel+trace"});
   bench::print_table(results, columns, "graph");
   if (max_cores >= 2 && bench::cores_selected(args, 2)) {
     // The first two CPUs the process may use: where the runtime's cores 0 and 1 run.
