@@ -194,9 +194,11 @@ Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress
     if (m->name == a.name) found = &a;
   }
   if (!found) {
-    return Status::invalid_argument(cfg.where("model.architecture").to_string() +
-                                    ": key 'model.architecture': expected one of " + architecture_list() + ", got '" +
-                                    m->name + "'");
+    // Named in the config file, or else by the checkpoint's model_type.
+    const std::string where = cfg.model.architecture.empty()
+                                  ? ckpt->config_path() + ": key 'model_type'"
+                                  : cfg.where("model.architecture").to_string() + ": key 'model.architecture'";
+    return Status::invalid_argument(where + ": expected one of " + architecture_list() + ", got '" + m->name + "'");
   }
   m->arch = found->arch;
   auto b = build_options(cfg);
