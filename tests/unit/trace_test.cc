@@ -194,6 +194,14 @@ TEST(Trace, UnwritablePathIsAnError) {
   Status s = write_chrome_trace("/nonexistent-dir/t.json", {});
   EXPECT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("/nonexistent-dir/t.json"), std::string::npos);
+  // Through the option, the run fails naming it.
+  CompileOptions o = CompileOptions::for_mode(ExecutionMode::kGraph);
+  ASSERT_TRUE(o.set("trace", "/nonexistent-dir/t.json").is_ok());
+  auto exe = rt->compile(waiting_graph(), o);
+  ASSERT_TRUE(exe.has_value());
+  s = (*exe)->run();
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("option 'trace'"), std::string::npos) << s.message();
 }
 
 }  // namespace
