@@ -72,6 +72,7 @@ struct Args {
   std::vector<std::string> modes;  // modes to run (empty: all)
   int cores = 0;                   // run only this core count (0: 1 and 2)
   bool dump = false;               // also measure the data dump's cost
+  bool trace = false;              // also measure tracing's cost (debug_op_exec_trace)
 };
 
 inline Args parse_args(int argc, char** argv, const char* usage) {
@@ -94,6 +95,8 @@ inline Args parse_args(int argc, char** argv, const char* usage) {
       a.runs = 5;
     } else if (s == "--only") {
       a.only.push_back(need("--only"));
+    } else if (s == "--trace") {
+      a.trace = true;
     } else if (s == "--dump") {
       a.dump = true;
     } else if (s == "--mode") {

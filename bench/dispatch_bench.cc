@@ -112,6 +112,8 @@ double handoff_round_trip_ns(int a, int b) {
 const char* kUsage =
     "usage: sk_bench_dispatch [--json PATH] [--runs N] [--quick] [--only BENCH]... [--mode MODE]... [--cores N]\n"
     "                         [--dump]   (adds graph+dump and superkernel+dump: the data dump's cost)\n"
+    "                         [--trace]  (adds <mode>+trace for every mode: tracing's cost; tracing off is\n"
+    "                                     the plain rows)\n"
     "  benches: chain_elementwise chain_matvec_norm_256 chain_matvec_norm_512\n";
 
 }  // namespace
@@ -148,6 +150,7 @@ int main(int argc, char** argv) {
         ExecutionMode mode;
         bool dump;
         std::string name;
+        bool trace = false;
       };
       std::vector<Config> configs;
       for (ExecutionMode m : modes) configs.push_back({m, false, execution_mode_name(m)});
@@ -155,6 +158,9 @@ int main(int argc, char** argv) {
         configs.push_back({ExecutionMode::kGraph, true, "graph+dump"});
         configs.push_back({ExecutionMode::kSuperKernel, true, "superkernel+dump"});
       }
+      if (args.trace)
+        for (ExecutionMode m : modes)
+          configs.push_back({m, false, std::string(execution_mode_name(m)) + "+trace", true});
       // Compile every configuration first, then time them in interleaved rounds (each round runs
       // every configuration once, in rotating order) so slow drifts of a shared machine hit all
       // configurations alike.
@@ -170,6 +176,7 @@ int main(int argc, char** argv) {
         Chain chain = b.make(config.mode == ExecutionMode::kSuperKernel);
         CompileOptions opts = CompileOptions::for_mode(config.mode);
         opts.dump = config.dump;
+        opts.super_kernel_debug_options.debug_op_exec_trace = config.trace;
         auto exe = (*rt)->compile(*chain.graph, opts);
         if (!exe) {
           std::fprintf(stderr, "%s/%s: skipped: %s\n", b.name.c_str(), config.name.c_str(),
@@ -207,6 +214,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> columns = {"eager", "graph", "superkernel"};
   if (args.dump) columns.insert(columns.end(), {"graph+dump", "superkernel+dump"});
+  if (args.trace) columns.insert(columns.end(), {"eager+trace", "graph+trace", "superkernel+trace"});
   bench::print_table(results, columns, "graph");
   if (max_cores >= 2 && bench::cores_selected(args, 2)) {
     // The first two CPUs the process may use: where the runtime's cores 0 and 1 run.

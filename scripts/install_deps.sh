@@ -5,12 +5,13 @@
 #   libdnnl-dev          oneDNN, the matmul reference point of sk_bench_kernels (optional)
 #   libyaml-dev          model config files
 #   libyaml-cpp-dev      the superkernel CLI's YAML configs (src/config)
+#   chromium             renders the HTML report in the report test (optional; the test is skipped without it)
 #   libcli11-dev         the superkernel CLI's command line (tools/superkernel)
 #   python3-numpy        the reference implementation the model numerics test compares against
 set -euo pipefail
 
 required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev libyaml-cpp-dev libcli11-dev python3-numpy)
-optional=(libdnnl-dev)
+optional=(libdnnl-dev chromium)
 
 missing=()
 for pkg in "${required[@]}" "${optional[@]}"; do

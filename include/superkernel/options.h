@@ -43,6 +43,9 @@ struct SuperKernelDebugOptions {
   bool debug_sync_all = false;        // full barrier between every pair of sub-kernels
   bool debug_op_exec_trace = false;   // record per-core start/end of every sub-kernel
   int debug_per_op_max_core_num = 0;  // cap every sub-kernel's cores (0 = no cap)
+  // Run op by op, each sub-kernel one core at a time, and fail when a core changed bytes outside
+  // the ranges its access callback declared (slow; for testing kernel packages).
+  bool debug_cross_core_sync_check = false;
 };
 
 struct CompileOptions {
@@ -59,6 +62,8 @@ struct CompileOptions {
   // a graph that needs more fails to compile naming both figures. 0: the machine's physical
   // memory, so that no plan asks for memory the machine does not have.
   int64_t arena_limit_bytes = 0;
+  // Path of a Chrome/Perfetto trace JSON written after every run (turns tracing on; docs/TRACING.md).
+  std::string trace;
 
   static CompileOptions for_mode(ExecutionMode mode);
   ExecutionMode mode() const;

@@ -111,9 +111,13 @@ class Executable {
 
   // Data dump of the last run (CompileOptions::dump): every op's outputs.
   const std::vector<DumpRecord>& dump() const;
-  // Per-core sub-kernel trace of the last run (super_kernel_debug_options.debug_op_exec_trace or
-  // the scope option profiling=1).
+  // Per-core trace of the last run (super_kernel_debug_options.debug_op_exec_trace, the option
+  // `trace` or the scope option profiling=1).
+  // Every instruction's interval per core: sub-kernel runs, prologues, tilings, waits (with the
+  // producer op and core), signals, barriers, and host ops (core -1).
   const std::vector<TraceEvent>& trace() const;
+  // Writes trace() as Chrome/Perfetto trace JSON (docs/TRACING.md); an error when tracing is off.
+  Status write_trace(const std::string& path) const;
 
   struct Impl;
   explicit Executable(std::unique_ptr<Impl> impl);

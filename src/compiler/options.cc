@@ -123,6 +123,7 @@ std::vector<std::string> CompileOptions::keys() {
       "dump_dir",
       "print_after",
       "arena_limit_bytes",
+      "trace",
       "super_kernel_optimize_options.preload_code",
       "super_kernel_optimize_options.split_mode",
       "super_kernel_optimize_options.stream_fusion",
@@ -134,6 +135,7 @@ std::vector<std::string> CompileOptions::keys() {
       "super_kernel_debug_options.debug_sync_all",
       "super_kernel_debug_options.debug_op_exec_trace",
       "super_kernel_debug_options.debug_per_op_max_core_num",
+      "super_kernel_debug_options.debug_cross_core_sync_check",
   };
 }
 
@@ -143,6 +145,10 @@ Status CompileOptions::set(std::string_view key, std::string_view value) {
   if (key == "dump") return parse_bool(key, value, dump);
   if (key == "dump_dir") {
     dump_dir = std::string(value);
+    return Status::ok();
+  }
+  if (key == "trace") {
+    trace = std::string(value);
     return Status::ok();
   }
   if (key == "print_after") {
@@ -173,6 +179,7 @@ Status CompileOptions::set(std::string_view key, std::string_view value) {
     if (k == "debug_sync_all") return parse_bool(key, value, d.debug_sync_all);
     if (k == "debug_op_exec_trace") return parse_bool(key, value, d.debug_op_exec_trace);
     if (k == "debug_per_op_max_core_num") return parse_int(key, value, 0, d.debug_per_op_max_core_num);
+    if (k == "debug_cross_core_sync_check") return parse_bool(key, value, d.debug_cross_core_sync_check);
   }
   return Status::invalid_argument("unknown compile option '" + std::string(key) + "'");
 }

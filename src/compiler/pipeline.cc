@@ -237,7 +237,9 @@ Expected<std::unique_ptr<Executable::Impl>> run_pipeline(Runtime& rt, const Grap
     rep.warnings.push_back("super_kernel_optimize_options.func_align has no effect on the CPU interpreter backend");
   exe->dump_enabled = options.dump;
   exe->dump_dir = options.dump_dir;
-  exe->trace_enabled = options.super_kernel_debug_options.debug_op_exec_trace;
+  exe->trace_enabled = options.super_kernel_debug_options.debug_op_exec_trace || !options.trace.empty();
+  exe->trace_path = options.trace;
+  exe->access_check = options.super_kernel_debug_options.debug_cross_core_sync_check;
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     const TensorInfo& t = plan.tensors[i];
     if (t.kind == TensorKind::kInput || t.kind == TensorKind::kVariable)

@@ -119,8 +119,10 @@ Status Executable::run() {
   }
   impl_->dump.clear();
   impl_->trace.clear();
-  Status s = impl_->mode == ExecutionMode::kEager ? run_eager(*impl_) : run_program(*impl_);
+  const bool op_by_op = impl_->mode == ExecutionMode::kEager || impl_->access_check;
+  Status s = op_by_op ? run_eager(*impl_) : run_program(*impl_);
   if (!s) return s;
+  if (!impl_->trace_path.empty()) SK_RETURN_IF_ERROR(write_trace(impl_->trace_path).with_context("option 'trace'"));
   if (impl_->dump_enabled && !impl_->dump_dir.empty()) {
     std::ofstream index(impl_->dump_dir + "/index.txt");
     if (!index) return Status::not_found("dump_dir '" + impl_->dump_dir + "' cannot be written");

@@ -8,8 +8,10 @@
 
 #include "compiler/build_plan.h"
 #include "compiler/graph_program.h"
+#include "runtime/access_check.h"
 #include "runtime/cpu/interpreter.h"
 #include "runtime/runtime_impl.h"
+#include "runtime/trace_record.h"
 
 namespace sk {
 namespace {
@@ -22,16 +24,6 @@ HostTensor host_view(const Plan& plan, int32_t id) {
   h.shape = t.shape;
   h.strides = t.strides;
   return h;
-}
-
-std::vector<TraceEvent> convert_trace(const Plan& plan, const std::vector<std::vector<cpu::RawTraceEvent>>& raw,
-                                      int32_t launch, int64_t run_start) {
-  std::vector<TraceEvent> out;
-  for (size_t c = 0; c < raw.size(); ++c)
-    for (const cpu::RawTraceEvent& e : raw[c])
-      out.push_back({plan.ops[e.op].name, plan.ops[e.op].kernel_name, static_cast<int32_t>(c), launch,
-                     e.start_ns - run_start, e.end_ns - run_start});
-  return out;
 }
 
 }  // namespace
@@ -68,7 +60,10 @@ Status run_eager(Executable::Impl& exe) {
   for (size_t i = 0; i < plan.ops.size(); ++i) {
     PlanOp& planned = plan.ops[i];
     if (planned.kind == OpKind::kHost) {
+      const int64_t t0 = exe.trace_enabled ? cpu::now_ns() : 0;
       SK_RETURN_IF_ERROR(run_host_op(plan, planned));
+      if (exe.trace_enabled)
+        append_host_trace(planned, static_cast<int32_t>(i), t0 - run_start, cpu::now_ns() - run_start, exe.trace);
       if (exe.dump_enabled) dump_op_outputs(exe, planned);
       continue;
     }
@@ -109,14 +104,10 @@ Status run_eager(Executable::Impl& exe) {
       raw.resize(n);
       lo.trace = &raw;
     }
-    Status s = cpu::run_launch(dev, &op, launch, lo);
+    Status s = exe.access_check ? run_access_checked(dev, plan, op, launch) : cpu::run_launch(dev, &op, launch, lo);
     if (!s) return s;
-    if (exe.trace_enabled) {
-      for (auto& per_core : raw)
-        for (auto& e : per_core) e.op = static_cast<int32_t>(i);
-      auto events = convert_trace(plan, raw, static_cast<int32_t>(i), run_start);
-      exe.trace.insert(exe.trace.end(), events.begin(), events.end());
-    }
+    if (exe.trace_enabled)
+      append_launch_trace(plan, launch, static_cast<int32_t>(i), raw, run_start, static_cast<int32_t>(i), exe.trace);
     if (exe.dump_enabled) dump_op_outputs(exe, planned);
   }
   return Status::ok();
@@ -128,7 +119,10 @@ Status run_program(Executable::Impl& exe) {
   const int64_t run_start = cpu::now_ns();
   for (const Step& step : exe.program.steps) {
     if (step.kind == Step::Kind::kHost) {
+      const int64_t t0 = exe.trace_enabled ? cpu::now_ns() : 0;
       SK_RETURN_IF_ERROR(run_host_op(plan, plan.ops[step.index]));
+      if (exe.trace_enabled)
+        append_host_trace(plan.ops[step.index], step.index, t0 - run_start, cpu::now_ns() - run_start, exe.trace);
       if (exe.dump_enabled) dump_op_outputs(exe, plan.ops[step.index]);
       continue;
     }
@@ -141,10 +135,7 @@ Status run_program(Executable::Impl& exe) {
       lo.trace = &raw;
     }
     SK_RETURN_IF_ERROR(cpu::run_launch(dev, plan.ops.data(), launch, lo));
-    if (tracing) {
-      auto events = convert_trace(plan, raw, step.index, run_start);
-      exe.trace.insert(exe.trace.end(), events.begin(), events.end());
-    }
+    if (tracing) append_launch_trace(plan, launch, step.index, raw, run_start, -1, exe.trace);
     // Outputs are copied at the end of their launch; with the dump on, no buffer is reused.
     if (exe.dump_enabled)
       for (int32_t op : launch.ops) dump_op_outputs(exe, plan.ops[op]);

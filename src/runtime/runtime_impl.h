@@ -38,12 +38,14 @@ struct Executable::Impl {
   std::vector<DumpRecord> dump;
   bool trace_enabled = false;
   std::vector<TraceEvent> trace;
+  std::string trace_path;     // written after every run when set
+  bool access_check = false;  // debug_cross_core_sync_check: every mode runs op by op, core by core
 
   cpu::CpuDevice& device() { return *runtime->impl().device; }
   const KernelRegistry& registry() { return runtime->impl().registry; }
 };
 
-// Mode runners (src/runtime/run_modes.cc).
+// Mode runners (src/runtime/run_modes.cc). run_eager also runs every mode under the access checker.
 Status run_eager(Executable::Impl& exe);
 Status run_program(Executable::Impl& exe);
 // Runs a host op's callback on the calling thread.

@@ -89,7 +89,10 @@ std::vector<Bytes> run_reference(const ref::Reference& r, const Case& c, std::ve
   return outputs;
 }
 
-std::vector<Bytes> run_mode(Runtime& rt, const Case& c, const std::vector<Bytes>& inputs, ExecutionMode mode) {
+// `access_check`: under debug_cross_core_sync_check, so a write outside the kernel's declared
+// ranges fails the run.
+std::vector<Bytes> run_mode(Runtime& rt, const Case& c, const std::vector<Bytes>& inputs, ExecutionMode mode,
+                            bool access_check = false) {
   Graph g("conformance_" + c.name);
   std::vector<Tensor> ins;
   std::vector<Tensor> write_into(c.outputs.size());
@@ -119,7 +122,9 @@ std::vector<Bytes> run_mode(Runtime& rt, const Case& c, const std::vector<Bytes>
   std::vector<Tensor> outs = g.add_op(spec);
   for (size_t o = 0; o < outs.size(); ++o) g.output(outs[o], "out" + std::to_string(o));
 
-  auto exe = rt.compile(g, CompileOptions::for_mode(mode));
+  CompileOptions options = CompileOptions::for_mode(mode);
+  options.super_kernel_debug_options.debug_cross_core_sync_check = access_check;
+  auto exe = rt.compile(g, options);
   if (!exe) {
     ADD_FAILURE() << c.name << " (" << execution_mode_name(mode) << "): " << exe.status().to_string();
     return {};
@@ -177,6 +182,13 @@ TEST_P(Conformance, MatchesReferenceInEveryModeAndCoreCount) {
       for (size_t o = 0; o < got.size(); ++o)
         ASSERT_EQ(got[o], first[o]) << "output " << o << ": " << where << " differs bitwise from " << first_where;
     }
+  }
+  {
+    // Every sub-kernel writes only what its access callback declares (3 cores: uneven splits).
+    std::vector<Bytes> got = run_mode(*runtimes().back(), c, inputs, ExecutionMode::kSuperKernel, true);
+    ASSERT_EQ(got.size(), c.outputs.size()) << "under the access checker";
+    for (size_t o = 0; o < got.size(); ++o)
+      ASSERT_EQ(got[o], first[o]) << "output " << o << " under the access checker differs from " << first_where;
   }
   for (size_t o = 0; o < first.size(); ++o) {
     const DType d = c.outputs[o].dtype;

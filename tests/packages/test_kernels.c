@@ -27,6 +27,14 @@ static int32_t access_elementwise(const sk_kernel_args* a, int32_t core, int32_t
   return 2;
 }
 
+/* Lies: declares only the first half of the range each core writes (the access checker's test). */
+static int32_t access_half_declared(const sk_kernel_args* a, int32_t core, int32_t cores, sk_access_range* r,
+                                    int32_t cap) {
+  const int32_t n = access_elementwise(a, core, cores, r, cap);
+  if (cap >= 2) r[1].end = r[1].begin + (r[1].end - r[1].begin) / 2;
+  return n;
+}
+
 static int32_t add1_run(const sk_kernel_args* a, const sk_core_ctx* c) {
   const float* x = (const float*)a->inputs[0].data;
   float* y = (float*)a->outputs[0].data;
@@ -154,6 +162,8 @@ static int32_t scale_first_scratch_run(const sk_kernel_args* a, const sk_core_ct
 static const sk_kernel_desc kKernels[] = {
     {SK_KERNEL_ABI_VERSION, "test.add1.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, add1_run, NULL, NULL, NULL,
      access_elementwise, 0},
+    {SK_KERNEL_ABI_VERSION, "test.half_declared_add1.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, add1_run, NULL, NULL, NULL,
+     access_half_declared, 0},
     {SK_KERNEL_ABI_VERSION, "test.fail.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, fail_run, NULL, NULL, NULL,
      access_elementwise, 0},
     {SK_KERNEL_ABI_VERSION, "test.reverse_sync.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | SK_USES_SYNC_ALL, reverse_run, NULL,

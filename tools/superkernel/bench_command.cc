@@ -167,6 +167,21 @@ Expected<double> step_bytes(const Model& model, const Executable& exe, Generator
   return total;
 }
 
+// The decode step run once more per mode with tracing on: the waits that cost each mode most.
+Status print_top_waits(const config::Config& cfg, const Model& model, Runtime& rt, std::vector<ModeRun>& runs) {
+  std::printf("\ntop waits of one traced decode step per mode (docs/TRACING.md):\n");
+  for (ModeRun& run : runs) {
+    CompileOptions opts = cfg.compile_options(run.mode);
+    opts.super_kernel_debug_options.debug_op_exec_trace = true;
+    auto exe = rt.compile(model.decode, opts);
+    if (!exe) return exe.status();
+    SK_RETURN_IF_ERROR(feed_last_step(model, *run.gen, **exe));
+    SK_RETURN_IF_ERROR((*exe)->run());
+    std::printf("%s: %s", execution_mode_name(run.mode), format_waits(account_waits((*exe)->trace()), 5).c_str());
+  }
+  return Status::ok();
+}
+
 std::string mib(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / (1024.0 * 1024.0));
@@ -286,6 +301,8 @@ int bench_command(const BenchArgs& args) {
               mib(*bytes).c_str(), triad, cores);
   std::printf("outputs: prefill and %d decode steps bitwise identical in eager, graph and superkernel\n",
               cfg.decode.new_tokens);
+  if (Status st = print_top_waits(cfg, model, *s.runtime, runs); !st)
+    return fail(st.with_context("tracing the waits"), kExitFailed);
   if (!args.json.empty() && !bench::write_json(args.json, results)) {
     return fail(Status::not_found("--json: cannot write " + args.json), kExitFailed);
   }

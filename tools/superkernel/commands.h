@@ -62,9 +62,20 @@ using AdjustConfig = std::function<Status(config::Config&)>;
 std::variant<std::unique_ptr<Session>, int> open_session(const CommonArgs& args, Progress& progress,
                                                          const AdjustConfig& adjust = {});
 
+struct TraceArgs {
+  CommonArgs common;
+  std::string output;
+  std::string mode;  // empty: every mode, side by side
+};
+
+// The cut reason of a segment in plain words (explain, report).
+const char* plain_words(CutReason reason);
+
 int run_command(const RunArgs& args);
 int bench_command(const BenchArgs& args);
 int explain_command(const ExplainArgs& args);
+int trace_command(const TraceArgs& args);
+int report_command(const TraceArgs& args);
 
 }  // namespace sk::cli
 

@@ -9,7 +9,6 @@
 #include "commands.h"
 
 namespace sk::cli {
-namespace {
 
 const char* plain_words(CutReason reason) {
   switch (reason) {
@@ -32,6 +31,8 @@ const char* plain_words(CutReason reason) {
   }
   return "?";
 }
+
+namespace {
 
 // The layer a scope belongs to: i of "scope_{i}_...", -1 otherwise.
 int layer_of(const std::string& scope) {

@@ -56,6 +56,24 @@ int main(int argc, char** argv) {
   explain_cmd->add_flag("--programs", explain.programs, "also print every per-core instruction");
   explain_cmd->footer(kExitCodes);
 
+  TraceArgs trace;
+  CLI::App* trace_cmd = app.add_subcommand(
+      "trace", "trace one decode step per core in every mode and write Chrome/Perfetto JSON (docs/TRACING.md)");
+  add_common(*trace_cmd, trace.common);
+  trace_cmd->add_option("-o,--output", trace.output, "trace JSON file to write")->required();
+  trace_cmd->add_option("--mode", trace.mode, "trace only this mode (default: all three)")
+      ->check(CLI::IsMember({"eager", "graph", "superkernel"}));
+  trace_cmd->footer(kExitCodes);
+
+  TraceArgs report;
+  CLI::App* report_cmd = app.add_subcommand(
+      "report", "self-contained HTML report: per-core timelines of every mode, segments, step times, waits");
+  add_common(*report_cmd, report.common);
+  report_cmd->add_option("-o,--output", report.output, "HTML file to write")->required();
+  report_cmd->add_option("--mode", report.mode, "report only this mode (default: all three)")
+      ->check(CLI::IsMember({"eager", "graph", "superkernel"}));
+  report_cmd->footer(kExitCodes);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -64,5 +82,7 @@ int main(int argc, char** argv) {
   }
   if (run_cmd->parsed()) return run_command(run);
   if (bench_cmd->parsed()) return bench_command(bench);
+  if (trace_cmd->parsed()) return trace_command(trace);
+  if (report_cmd->parsed()) return report_command(report);
   return explain_command(explain);
 }

@@ -114,7 +114,7 @@ void run_core(void* raw, int core) {
         const int64_t t0 = trace ? now_ns() : 0;
         const sk_kernel_desc* d = op.kernel->desc;
         int32_t rc = in.op == Opcode::kRun ? d->run(&op.args, &ctx) : d->prologue(&op.args, &ctx);
-        if (trace && in.op == Opcode::kRun) trace->push_back({in.a, t0, now_ns()});
+        if (trace) trace->push_back({in.a, t0, now_ns(), in.op});
         if (rc != SK_OK) {
           if (rc == SK_ERR_ABORTED && ls.abort.load(std::memory_order_relaxed)) return;
           std::string msg = std::string("kernel '") + d->name + "' (op '" + op.name + "') failed on core " +
@@ -126,23 +126,35 @@ void run_core(void* raw, int core) {
         break;
       }
       case Opcode::kWait: {
+        const int64_t t0 = trace ? now_ns() : 0;
         WaitResult r = wait_at_least(ls.dev->progress(in.a), tag(cs.epoch, static_cast<uint32_t>(in.b)), ls.wait);
         if (r != WaitResult::kReached) {
           wait_failed(ls, cs, r, "core " + std::to_string(in.a) + "'s signal " + std::to_string(in.b));
           return;
         }
+        if (trace) trace->push_back({in.a, t0, now_ns(), in.op, in.b});
         break;
       }
       case Opcode::kSignal:
+        if (trace) {
+          const int64_t t = now_ns();
+          trace->push_back({in.a, t, t, in.op, in.b});
+        }
         publish(ls.dev->progress(core), tag(cs.epoch, static_cast<uint32_t>(in.b)));
         break;
-      case Opcode::kBarrier:
+      case Opcode::kBarrier: {
+        const int64_t t0 = trace ? now_ns() : 0;
         if (!barrier(ls, cs, in.a)) return;
+        if (trace) trace->push_back({in.a, t0, now_ns(), in.op});
         break;
+      }
       case Opcode::kTiling: {
         if (ls.abort.load(std::memory_order_relaxed)) return;
         PlanOp& op = ls.ops[in.a];
-        if (int32_t rc = run_sink_tiling(op); rc != SK_OK) {
+        const int64_t t0 = trace ? now_ns() : 0;
+        const int32_t rc = run_sink_tiling(op);
+        if (trace) trace->push_back({in.a, t0, now_ns(), in.op});
+        if (rc != SK_OK) {
           std::string why = "with code " + std::to_string(rc);
           if (rc == SK_ERR_CAPACITY)
             why = "needing more than " + std::to_string(kTilingSinkCapacity) + " bytes (the tiling-sink limit)";

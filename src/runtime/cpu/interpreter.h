@@ -14,15 +14,17 @@
 
 namespace sk::cpu {
 
-// Per-core record of one sub-kernel execution (raw, steady-clock nanoseconds).
+// Per-core record of one executed instruction (raw, steady-clock nanoseconds).
 struct RawTraceEvent {
-  int32_t op = 0;
+  int32_t op = 0;  // the instruction's operand a: plan op (RUN, PROLOGUE, TILING), core (WAIT), group (BARRIER)
   int64_t start_ns = 0;
   int64_t end_ns = 0;
+  Opcode kind = Opcode::kRun;
+  int32_t count = 0;  // WAIT, SIGNAL: operand b, the signal count
 };
 
 struct LaunchOptions {
-  // When non-null, per core c, (*trace)[c] receives one event per RUN.
+  // When non-null, per core c, (*trace)[c] receives one event per instruction.
   std::vector<std::vector<RawTraceEvent>>* trace = nullptr;
 };
 

@@ -1,0 +1,10 @@
+# Runs `superkernel trace CONFIG -o OUT`, then checks the JSON's structure with python3's json module.
+execute_process(COMMAND ${CLI} trace ${CONFIG} -o ${OUT} -q RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "superkernel trace failed (${rc}): ${out}${err}")
+endif()
+execute_process(COMMAND ${PYTHON} ${CHECKER} ${OUT} 3 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "trace JSON check failed: ${out}${err}")
+endif()
+message(STATUS "${out}")
