@@ -182,6 +182,7 @@ TEST(Trace, WriteTraceNeedsTracing) {
   auto rt = make_runtime(2);
   auto exe = rt->compile(waiting_graph(), CompileOptions::for_mode(ExecutionMode::kGraph));
   ASSERT_TRUE(exe.has_value());
+  ASSERT_TRUE((*exe)->set_input("x", std::vector<float>(300, 1.0f)).is_ok());
   ASSERT_TRUE((*exe)->run().is_ok());
   EXPECT_TRUE((*exe)->trace().empty());
   Status s = (*exe)->write_trace("/tmp/unused.json");
@@ -199,6 +200,7 @@ TEST(Trace, UnwritablePathIsAnError) {
   ASSERT_TRUE(o.set("trace", "/nonexistent-dir/t.json").is_ok());
   auto exe = rt->compile(waiting_graph(), o);
   ASSERT_TRUE(exe.has_value());
+  ASSERT_TRUE((*exe)->set_input("x", std::vector<float>(300, 1.0f)).is_ok());
   s = (*exe)->run();
   EXPECT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("option 'trace'"), std::string::npos) << s.message();
