@@ -138,7 +138,8 @@ enum class WeightInit {
 const char* weight_init_name(WeightInit init);
 
 // A linear weight quantised per output channel, as matmul.w8a8 and matmul.w8a8_dyn take it:
-// `weight` i8 [N, K] and `scale` f32 [N], each row quantised like quantize.i8
+// `weight` i8 [N, K] and `scale` f32 [N]; or stacked expert weights as grouped_matmul.w8a8_dyn
+// takes them: `weight` i8 [E, N, K] and `scale` f32 [E, N]. Each row is quantised like quantize.i8
 // (scale = max|w| / 127, q = round_half_even(w / scale), docs/kernels_matmul.md).
 struct QuantizedWeight {
   Tensor weight;
@@ -156,8 +157,8 @@ class WeightSource {
   // A weight of exactly `dtype` and `shape`. f32 and bf16 are converted into each other when the
   // stored dtype differs (one copy); otherwise the stored bytes are used in place.
   Expected<Tensor> get(Graph& g, const std::string& name, DType dtype, const Shape& shape, WeightInit init);
-  // A linear weight [N, K] (stored as f32 or bf16), quantised at load time; the constants are
-  // named `name` (i8) and `name + ".scale"` (f32).
+  // A linear weight [N, K] or stacked expert weights [E, N, K] (stored as f32 or bf16), quantised
+  // per row at load time; the constants are named `name` (i8) and `name + ".scale"` (f32).
   Expected<QuantizedWeight> get_w8a8(Graph& g, const std::string& name, const Shape& shape);
 
   // "checkpoint DIR" or "random weights (seed N)", for messages.

@@ -62,11 +62,12 @@ struct ModelKey {
 };
 
 struct ModelSection {
-  std::string architecture;   // as written; the model builders check it (empty with a checkpoint)
-  std::string checkpoint;     // directory, resolved against the config file's directory; empty: random weights
-  std::string dtype = "f32";  // weight dtype: "f32" or "bf16"
-  bool w8a8 = false;          // quantise the linear weights to int8 at load
-  uint64_t seed = 1;          // random weights
+  std::string architecture;            // as written; the model builders check it (empty with a checkpoint)
+  std::string checkpoint;              // directory, resolved against the config file's directory; empty: random weights
+  std::string dtype = "f32";           // weight dtype: "f32" or "bf16"
+  bool w8a8 = false;                   // quantise the linear weights to int8 at load
+  std::string kv_cache_dtype = "f32";  // KV / latent cache storage: "f32" or "bf16"
+  uint64_t seed = 1;                   // random weights
   std::vector<ModelKey> keys;
 };
 

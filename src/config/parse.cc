@@ -238,7 +238,7 @@ Status read_model_config(Reader& r, const Entry& section, Config& cfg) {
 
 Status read_model(Reader& r, const Entry& section, Config& cfg) {
   ModelSection& m = cfg.model;
-  return r.for_each(section, {"architecture", "checkpoint", "dtype", "w8a8", "seed", "config"},
+  return r.for_each(section, {"architecture", "checkpoint", "dtype", "w8a8", "kv_cache_dtype", "seed", "config"},
                     [&](const Entry& e) -> Status {
                       const std::string& k = e.key.Scalar();
                       if (k == "architecture") {
@@ -258,6 +258,7 @@ Status read_model(Reader& r, const Entry& section, Config& cfg) {
                       }
                       if (k == "dtype") return r.choice(e, {"f32", "bf16"}, m.dtype);
                       if (k == "w8a8") return r.boolean(e, m.w8a8);
+                      if (k == "kv_cache_dtype") return r.choice(e, {"f32", "bf16"}, m.kv_cache_dtype);
                       if (k == "seed") return r.integer<uint64_t>(e, 0, UINT64_MAX, m.seed);
                       return r.for_each(e, {}, [&](const Entry& key) -> Status {
                         auto v = r.scalar(key, "a scalar value (as in config.json)");

@@ -58,18 +58,20 @@ const void* constant_bytes(const TensorInfo& info) {
 nn::Linear ModelWeights::experts(const std::string& packed, const Shape& shape,
                                  const std::function<std::vector<std::string>(int64_t)>& per_expert) {
   if (!status_) return {};
-  // Probe the packed layout in f32 or bf16 (an int8 probe would quantise it).
-  const DType probe = dtype_ == WeightDType::kBF16 ? DType::kBF16 : DType::kF32;
-  Expected<Tensor> t = source_.get(g_, packed, probe, shape, WeightInit::kLinear);
-  if (t && dtype_ != WeightDType::kW8A8) return {*t, Tensor{}};
-  if (t) {
-    status_ = Status::unimplemented("weight '" + packed + "' " + shape_to_string(shape) +
-                                    ": packed expert weights cannot be quantised to w8a8 yet (the weight source "
-                                    "quantises [N, K] Linear weights; per-expert checkpoints can); use f32 or bf16");
-    return {};
-  }
-  if (t.status().code() != StatusCode::kNotFound) {
-    status_ = t.status();
+  Expected<nn::Linear> packed_weights = [&]() -> Expected<nn::Linear> {
+    if (dtype_ == WeightDType::kW8A8) {
+      Expected<QuantizedWeight> q = source_.get_w8a8(g_, packed, shape);
+      if (!q) return q.status();
+      return nn::Linear{q->weight, q->scale};
+    }
+    Expected<Tensor> t =
+        source_.get(g_, packed, dtype_ == WeightDType::kBF16 ? DType::kBF16 : DType::kF32, shape, WeightInit::kLinear);
+    if (!t) return t.status();
+    return nn::Linear{*t, Tensor{}};
+  }();
+  if (packed_weights) return *packed_weights;
+  if (packed_weights.status().code() != StatusCode::kNotFound) {
+    status_ = packed_weights.status();
     return {};
   }
   nn::Linear stacked = stack_experts(packed, shape, per_expert);

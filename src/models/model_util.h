@@ -42,7 +42,7 @@ class ModelWeights {
   // Stacked expert weights [E, out, in] in the build's weight dtype: the packed tensor `packed`
   // when the source has it; otherwise, for each expert e, the tensors `per_expert(e)` (each
   // [out / parts, in]) stacked along `out` and copied once into one constant of this graph.
-  // Packed weights cannot be quantised to w8a8 yet (an UNIMPLEMENTED error); per-expert ones can.
+  // Under w8a8 either layout is quantised per expert output row (scales [E, out]).
   nn::Linear experts(const std::string& packed, const Shape& shape,
                      const std::function<std::vector<std::string>(int64_t)>& per_expert);
   const Status& status() const { return status_; }

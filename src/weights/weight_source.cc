@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -196,8 +197,8 @@ struct WeightSource::Cache {
   std::map<LoadKey, Loaded> loaded;
   std::map<std::tuple<uint32_t, std::string, DType, Shape>, Tensor> tensors;  // per graph uid
   struct Quantized {
-    std::shared_ptr<uint8_t> weight;  // i8 [N, K]
-    std::shared_ptr<uint8_t> scale;   // f32 [N]
+    std::shared_ptr<uint8_t> weight;  // i8 [N, K] or [E, N, K]
+    std::shared_ptr<uint8_t> scale;   // f32 [N] or [E, N]
   };
   std::map<std::pair<std::string, Shape>, Quantized> quantized;
   std::map<std::tuple<uint32_t, std::string, Shape>, QuantizedWeight> quantized_tensors;
@@ -224,30 +225,34 @@ Expected<Tensor> WeightSource::get(Graph& g, const std::string& name, DType dtyp
 }
 
 Expected<QuantizedWeight> WeightSource::get_w8a8(Graph& g, const std::string& name, const Shape& shape) {
-  if (shape.size() != 2 || shape[0] < 0 || shape[1] < 0)
+  const bool valid_rank = shape.size() == 2 || shape.size() == 3;
+  if (!valid_rank || std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
     return Status::invalid_argument("get_w8a8('" + name + "'): shape " + shape_to_string(shape) +
-                                    " is not a linear weight [N, K]");
+                                    " is not a linear weight [N, K] or stacked expert weights [E, N, K]");
   const auto key = std::make_tuple(g.uid(), name, shape);
   if (auto it = cache_->quantized_tensors.find(key); it != cache_->quantized_tensors.end()) return it->second;
-  const int64_t n = shape[0], k = shape[1];
+  // Every row of the last dimension is quantised on its own: [E, N, K] is E * N rows of K.
+  const int64_t k = shape.back();
+  const Shape scale_shape(shape.begin(), shape.end() - 1);
+  const int64_t rows = shape_numel(scale_shape);
   auto it = cache_->quantized.find({name, shape});
   if (it == cache_->quantized.end()) {
     // The f32 values are only needed here: not cached.
     auto values = load(name, DType::kF32, shape, WeightInit::kLinear);
     if (!values) return values.status().with_context("get_w8a8('" + name + "')");
-    Cache::Quantized q{allocate_shared_bytes(static_cast<size_t>(n * k)),
-                       allocate_shared_bytes(static_cast<size_t>(n) * sizeof(float))};
+    Cache::Quantized q{allocate_shared_bytes(static_cast<size_t>(shape_numel(shape))),
+                       allocate_shared_bytes(static_cast<size_t>(rows) * sizeof(float))};
     const auto* w = static_cast<const float*>(values->data);
     auto* qw = reinterpret_cast<int8_t*>(q.weight.get());
     auto* scale = reinterpret_cast<float*>(q.scale.get());
-    for (int64_t row = 0; row < n; ++row) scale[row] = quantize_row(w + row * k, k, qw + row * k);
+    for (int64_t row = 0; row < rows; ++row) scale[row] = quantize_row(w + row * k, k, qw + row * k);
     it = cache_->quantized.emplace(std::make_pair(name, shape), std::move(q)).first;
   }
   QuantizedWeight out;
-  out.weight = g.constant_external(name, DType::kI8, shape, it->second.weight.get(), static_cast<size_t>(n * k),
-                                   it->second.weight);
-  out.scale = g.constant_external(name + ".scale", DType::kF32, {n}, it->second.scale.get(),
-                                  static_cast<size_t>(n) * sizeof(float), it->second.scale);
+  out.weight = g.constant_external(name, DType::kI8, shape, it->second.weight.get(),
+                                   static_cast<size_t>(shape_numel(shape)), it->second.weight);
+  out.scale = g.constant_external(name + ".scale", DType::kF32, scale_shape, it->second.scale.get(),
+                                  static_cast<size_t>(rows) * sizeof(float), it->second.scale);
   cache_->quantized_tensors.emplace(key, out);
   return out;
 }

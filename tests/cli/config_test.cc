@@ -188,6 +188,19 @@ TEST(ConfigErrors, UnknownDType) {
   expect_error(replace(kValid, "dtype: bf16", "dtype: fp8"), 16, "model.dtype", "one of f32, bf16");
 }
 
+TEST(Config, KvCacheDTypeDefaultsToF32) {
+  auto cfg = parse_config(kValid, kFile);
+  ASSERT_TRUE(cfg) << cfg.status().message();
+  EXPECT_EQ(cfg->model.kv_cache_dtype, "f32");
+  cfg = parse_config(replace(kValid, "  seed: 7", "  kv_cache_dtype: bf16"), kFile);
+  ASSERT_TRUE(cfg) << cfg.status().message();
+  EXPECT_EQ(cfg->model.kv_cache_dtype, "bf16");
+}
+
+TEST(ConfigErrors, UnknownKvCacheDType) {
+  expect_error(replace(kValid, "  seed: 7", "  kv_cache_dtype: i8"), 17, "model.kv_cache_dtype", "one of f32, bf16");
+}
+
 TEST(ConfigErrors, ModelKeyNotAScalar) {
   expect_error(replace(kValid, "    num_layers: 2", "    num_layers: [2]"), 20, "model.config.num_layers",
                "a scalar value");

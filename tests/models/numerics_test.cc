@@ -183,6 +183,41 @@ TEST(ModelNumerics, LongCatFlashPerExpertCheckpoint) {
   }
 }
 
+// Packed expert tensors [E, N, K] quantise row by row exactly as the per-expert tensors they are
+// stacked from, so w8a8 logits from the packed checkpoint equal the per-expert checkpoint's bit for
+// bit, in every mode; and they stay within Llama's w8a8 bound of the f32 reference (the f32
+// router sees activations moved by the int8 rounding, so a near-tie could pick another expert:
+// this checkpoint's largest error is ~3.3e-2).
+TEST(ModelNumerics, LongCatFlashPackedW8A8MatchesPerExpert) {
+  Reference packed, per_expert;
+  make_reference("longcat", packed);
+  make_reference("longcat-per-expert", per_expert);
+  auto rt = testing::make_runtime(2);
+  std::vector<float> first;
+  for (const Reference* r : {&packed, &per_expert}) {
+    auto ckpt = Checkpoint::open(r->dir);
+    ASSERT_TRUE(ckpt) << ckpt.status().to_string();
+    const auto config = load_config<models::LongCatFlashConfig>(**ckpt);
+    auto weights = checkpoint_weights(*ckpt);
+    models::BuildOptions options = tiny_options(*r);
+    options.weight_dtype = models::WeightDType::kW8A8;
+    for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
+      auto result = testing::drive(
+          *rt, CompileOptions::for_mode(mode),
+          [&](models::Phase phase) { return models::build_longcat_flash(config, options, phase, *weights); }, options,
+          models::cache_names(config), r->prompts, r->steps, config.vocab_size);
+      ASSERT_TRUE(result) << result.status().to_string();
+      ASSERT_EQ(result->logits.size(), r->expected.size());
+      if (first.empty()) {
+        first = result->logits;
+        expect_close(first, r->expected, "LongCat-Flash w8a8", {5e-2, 5e-2});
+      }
+      EXPECT_EQ(std::memcmp(first.data(), result->logits.data(), first.size() * sizeof(float)), 0)
+          << (r == &packed ? "packed " : "per-expert ") << execution_mode_name(mode);
+    }
+  }
+}
+
 // Low-precision weights and caches against the same f32 reference, within bounds set by their
 // rounding: bf16 keeps 8 mantissa bits (2^-9 relative per weight and cached value), int8 weights
 // and per-token int8 activations about 1/254 of each row's largest magnitude. Llama only: its

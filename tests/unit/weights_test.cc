@@ -484,6 +484,26 @@ TEST_F(CheckpointSourceTest, W8A8MatchesTheQuantizeReferenceOnEdgeCases) {
   EXPECT_EQ(g.tensor(qw->scale).name, "w.scale");
 }
 
+// Stacked expert weights [E, N, K] are quantised row by row, each of the E * N rows like
+// quantize.i8 on its own, with scales [E, N] (grouped_matmul.w8a8_dyn's layout).
+TEST(RandomWeights, W8A8StackedExpertsQuantisePerRow) {
+  constexpr int64_t e = 3, n = 8, k = 24;
+  auto source = random_weights(5);
+  Graph g("experts");
+  auto w = source->get(g, "experts", DType::kF32, {e, n, k}, WeightInit::kLinear);
+  auto qw = source->get_w8a8(g, "experts", {e, n, k});
+  ASSERT_TRUE(w && qw) << qw.status().to_string();
+  std::vector<int8_t> q;
+  std::vector<float> scale;
+  reference_quantize(static_cast<const float*>(g.tensor(*w).external_data), e * n, k, &q, &scale);
+  EXPECT_EQ(g.tensor(qw->weight).shape, (Shape{e, n, k}));
+  EXPECT_EQ(g.tensor(qw->scale).shape, (Shape{e, n}));
+  EXPECT_EQ(std::memcmp(g.tensor(qw->weight).external_data, q.data(), q.size()), 0);
+  EXPECT_EQ(std::memcmp(g.tensor(qw->scale).external_data, scale.data(), scale.size() * 4), 0);
+  expect_error(source->get_w8a8(g, "experts", {2, e, n, k}).status(), StatusCode::kInvalidArgument,
+               {"'experts'", "[E, N, K]"});
+}
+
 // Random linear weights quantised at load give the bits the quantize.i8 reference and kernel
 // give on the same f32 weights, and matmul.w8a8_dyn runs on them in every mode.
 TEST(RandomWeights, W8A8MatchesTheQuantizeReferenceAndKernel) {

@@ -94,6 +94,8 @@ Expected<models::BuildOptions> build_options(const config::Config& cfg) {
   auto wd = models::parse_weight_dtype(dtype);
   if (!wd) return at_key(cfg, cfg.model.w8a8 ? "model.w8a8" : "model.dtype", wd.status());
   b.weight_dtype = *wd;
+  // parse.cc admits only "f32" and "bf16".
+  b.kv_cache_dtype = cfg.model.kv_cache_dtype == "bf16" ? DType::kBF16 : DType::kF32;
   b.batch = cfg.decode.batch;
   b.prefill_tokens = static_cast<int64_t>(cfg.decode.batch) * cfg.decode.prompt_tokens;
   b.block_size = 16;
