@@ -1,9 +1,12 @@
 # Set-up and everyday commands. `make demo` and `make test` work on a fresh Debian machine:
 # they install missing packages (scripts/install_deps.sh), configure, build into build/, and run.
 JOBS ?= $(shell nproc)
+# Recipes use bash (PIPESTATUS).
+SHELL := /bin/bash
 BUILD ?= build
 
-.PHONY: all deps configure build demo test bench asan tsan isa-emulation format tidy clean
+.PHONY: all deps configure build demo test test-release test-asan test-tsan test-fuzz bench asan tsan fuzz \
+	isa-emulation format tidy clean
 
 all: build
 
@@ -19,8 +22,44 @@ build: configure
 demo: build
 	@./scripts/demo.sh $(BUILD)
 
-test: build
-	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
+# `make test` (what CI runs): four phases, one after the other, each timed into $(PHASE_LOG):
+#   test-release  the release build and the whole suite
+#   test-asan     the suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
+#   test-tsan     the suite under ThreadSanitizer (build-tsan/)
+#   test-fuzz     every libFuzzer target for FUZZ_SECONDS, plus its seeds and regressions (build-fuzz/)
+# docs/RELIABILITY.md says what each phase covers and how to rerun one.
+PHASE_LOG ?= test-phases.txt
+FUZZ_SECONDS ?= 45
+# $(call timed,<phase>,<command>): runs the command; on success appends its wall time to PHASE_LOG.
+timed = start=$$(date +%s); $(2) || exit $$?; echo "make test: $(1): $$(( $$(date +%s) - start )) s" | tee -a $(PHASE_LOG)
+
+test: deps
+	@rm -f $(PHASE_LOG)
+	@$(MAKE) --no-print-directory test-release
+	@$(MAKE) --no-print-directory test-asan
+	@$(MAKE) --no-print-directory test-tsan
+	@$(MAKE) --no-print-directory test-fuzz
+	@echo "make test: all phases passed"; cat $(PHASE_LOG)
+
+test-release: deps
+	@$(call timed,release build,cmake --preset release >/dev/null && cmake --build $(BUILD) -j $(JOBS))
+	@$(call timed,release tests,ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600)
+
+test-asan: deps
+	@$(call timed,asan build,cmake --preset asan >/dev/null && cmake --build build-asan -j $(JOBS))
+	@$(call timed,asan tests,ctest --preset asan -j $(JOBS) --timeout 900)
+
+test-tsan: deps
+	@$(call timed,tsan build,cmake --preset tsan >/dev/null && cmake --build build-tsan -j $(JOBS))
+	@$(call timed,tsan tests,ctest --preset tsan -j $(JOBS) --timeout 900)
+
+test-fuzz: deps
+	@$(call timed,fuzz build,cmake --preset fuzz -DSK_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null && \
+	  cmake --build --preset fuzz -j $(JOBS))
+	@$(call timed,fuzz replay,ctest --preset fuzz -L fuzz-replay -j $(JOBS))
+	@$(call timed,fuzz runs,ctest --preset fuzz -L fuzz-run -j $(JOBS) --output-log build-fuzz/fuzz-runs.log)
+	@grep -E 'Test command|stat::number_of_executed_units|stat::new_units_added|graph_fuzz:' build-fuzz/fuzz-runs.log | \
+	  sed -E 's/^.*Test command: ([^ ]*).*/\1/'
 
 bench: build
 	@$(BUILD)/bench/sk_bench_dispatch --json $(BUILD)/bench_dispatch.json
@@ -30,6 +69,12 @@ asan: deps
 
 tsan: deps
 	@cmake --preset tsan >/dev/null && cmake --build build-tsan -j $(JOBS) && ctest --preset tsan -j $(JOBS)
+
+# Fuzz without a time limit (Ctrl-C to stop): make fuzz TARGET=program_parser
+fuzz: deps
+	@cmake --preset fuzz >/dev/null && cmake --build --preset fuzz -j $(JOBS)
+	@build-fuzz/tests/fuzz/sk_fuzz_$(TARGET) -artifact_prefix=build-fuzz/ build-fuzz/tests/fuzz/work/$(TARGET)/corpus \
+	  tests/fuzz/corpus/$(TARGET)
 
 # The AVX-512 kernel paths under a CPU emulator, for machines without AVX-512 (needs Python 3,
 # python3-venv and PyPI access): tools/isa_emulation/README.md.
@@ -43,4 +88,4 @@ tidy: configure
 	@git ls-files 'src/*.cc' | xargs clang-tidy -p $(BUILD) --quiet
 
 clean:
-	@rm -rf build build-debug build-asan build-tsan
+	@rm -rf build build-debug build-asan build-tsan build-fuzz $(PHASE_LOG)

@@ -13,3 +13,7 @@ if(SK_SANITIZE)
     add_compile_options(-Wno-maybe-uninitialized)
   endif()
 endif()
+
+# libFuzzer instrumentation is another global flag set, so it lives beside the sanitizers.
+set(SK_FUZZ_SOURCE_DIR ${PROJECT_SOURCE_DIR}/tests/fuzz)
+include(SuperkernelFuzz)

@@ -4,9 +4,10 @@
 #   googletest libgtest-dev libgmock-dev   tests
 #   libdnnl-dev          oneDNN, the matmul reference point of sk_bench_kernels (optional)
 #   libyaml-dev          model config files
+#   clang libclang-rt-14-dev   make test's fuzz phase: clang and its libFuzzer and sanitizer runtimes
 set -euo pipefail
 
-required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev)
+required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev clang libclang-rt-14-dev)
 optional=(libdnnl-dev)
 
 missing=()
