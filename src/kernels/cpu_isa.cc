@@ -13,10 +13,14 @@ int probe_cpu() {
   // libgcc checks XCR0 as well, so these also say whether the OS saves YMM/ZMM state.
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return kIsaScalar;
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
-    return kIsaAvx512;
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl")) {
+    return kIsaAvx2;
   }
-  return kIsaAvx2;
+  if (!__builtin_cpu_supports("avx512vnni")) return kIsaAvx512;
+  // Every CPU with AVX512_BF16 has AVX512_VNNI too; one without it would stop at avx512 above.
+  if (!__builtin_cpu_supports("avx512bf16")) return kIsaAvx512Vnni;
+  return kIsaAvx512Bf16;
 #else
   return kIsaScalar;
 #endif
@@ -26,9 +30,9 @@ int parse_env_level(int detected) {
   const char* value = std::getenv("SK_ISA");
   if (value == nullptr || *value == '\0') return detected;
   int wanted = -1;
-  if (std::strcmp(value, "scalar") == 0) wanted = kIsaScalar;
-  if (std::strcmp(value, "avx2") == 0) wanted = kIsaAvx2;
-  if (std::strcmp(value, "avx512") == 0) wanted = kIsaAvx512;
+  for (int level = kIsaScalar; level <= kIsaMaxLevel; ++level) {
+    if (std::strcmp(value, isa_level_name(level)) == 0) wanted = level;
+  }
   // Kernels have nowhere to report a typo, and ignoring it only means the fastest path runs.
   if (wanted < 0) return detected;
   return std::min(wanted, detected);
@@ -50,14 +54,16 @@ int default_isa_level() {
   return level;
 }
 
-int current_isa_level() {
+int selected_isa_level() {
   const int forced = g_forced_level.load(std::memory_order_relaxed);
   return forced >= 0 ? forced : default_isa_level();
 }
 
+int current_isa_level() { return std::min<int>(selected_isa_level(), kIsaAvx512); }
+
 int force_isa_level(int level) {
   g_forced_level.store(level < 0 ? -1 : std::min(level, detected_isa_level()), std::memory_order_relaxed);
-  return current_isa_level();
+  return selected_isa_level();
 }
 
 const char* isa_level_name(int level) {
@@ -68,6 +74,10 @@ const char* isa_level_name(int level) {
       return "avx2";
     case kIsaAvx512:
       return "avx512";
+    case kIsaAvx512Vnni:
+      return "avx512_vnni";
+    case kIsaAvx512Bf16:
+      return "avx512_bf16";
     default:
       return "unknown";
   }
@@ -77,9 +87,9 @@ const char* isa_level_name(int level) {
 
 extern "C" {
 
-int sk_kernels_isa_level(void) { return sk::kernels::current_isa_level(); }
+int sk_kernels_isa_level(void) { return sk::kernels::selected_isa_level(); }
 
-const char* sk_kernels_isa_name(void) { return sk::kernels::isa_level_name(sk::kernels::current_isa_level()); }
+const char* sk_kernels_isa_name(void) { return sk::kernels::isa_level_name(sk::kernels::selected_isa_level()); }
 
 SK_EXPORT int32_t sk_kernels_builtin_force_isa(int32_t level) { return sk::kernels::force_isa_level(level); }
 

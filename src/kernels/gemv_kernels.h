@@ -1,6 +1,7 @@
 // Internal interface of the matmul family (matmul*.cc, quantize.cc, grouped_matmul.cc): the
-// per-dtype GEMM drivers that the plain, quantised and grouped kernels share, and the common
-// argument checks of "x[..., K] times w[N, K] transposed" operands.
+// per-dtype entry points of the one GEMM driver (matmul_driver.h) that the plain, quantised and
+// grouped kernels share, and the common argument checks of "x[..., K] times w[N, K] transposed"
+// operands.
 //
 // Every driver computes y[m * sy + n] for m < M, n < N from x rows (stride sx) and w rows
 // (stride sw), with a numeric definition that depends only on (x row, w row, K, ISA level):
@@ -58,12 +59,6 @@ bool check_w8_k(int64_t k, const char* kernel, const char* what, ErrorSink err);
 // Split granularity of N between cores: 16 f32 outputs are one cache line, so cores never share
 // a line of an aligned output row.
 inline constexpr int64_t kNSplitAlign = 16;
-
-// ---- CPU features beyond the IsaLevel (cpu_isa.h): used only inside the matching level ----
-
-bool cpu_has_avx512_bf16();  // vdpbf16ps / vcvtne2ps2bf16
-bool cpu_has_avx512_vnni();  // vpdpbusd on zmm
-bool cpu_has_avx_vnni();     // VEX vpdpbusd on ymm
 
 // ---- Checks shared by the "x[..., K] times w[N, K] transposed" kernels ----
 

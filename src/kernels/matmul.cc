@@ -15,6 +15,7 @@
 #include "kernels/gemv_kernels.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_driver.h"
 #include "kernels/simd.h"
 
 namespace sk::kernels {
@@ -23,50 +24,8 @@ namespace {
 constexpr const char* kName = "matmul.f32";
 enum { kOpX = 0, kOpW = 1, kOpOut = 2 };
 
-// Cache blocking for M > 1: a pass keeps the partial sums of kMBlock x rows by kNBlock w rows
-// and walks K in kKBlock steps. The x block of a step is packed into a dense panel: with the
-// usual power-of-two K, x rows sit a multiple of 4 KiB apart and would all compete for the
-// same few L1 sets. Each w vector loaded is then reused across the x rows of a register tile.
-constexpr int64_t kMBlock = 16;
-constexpr int64_t kNBlock = 32;
-constexpr int64_t kKBlock = 256;  // a multiple of every lane count
-constexpr int kMaxLanes = 16;
-
-// Accumulates the (mr x nr) dot products of x rows [0, mr) and w rows [0, nr) over
-// k in [0, kn) into their lane partial sums at st[(m * ld + j) * lanes].
-using TileFn = void (*)(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld, int64_t kn);
-
-// Writes y[m * sy + j] = the lane sum of each (m, j) accumulator of a block (see finish_block).
-using FinishFn = void (*)(const float* state, float* y, int64_t sy, int64_t mb, int64_t nb);
-
-struct GemmIsa {
-  int lanes;
-  int gemv_nr;  // register tile (1 x gemv_nr) when M == 1
-  int mr;       // register tile (mr x nr) when M > 1
-  int nr;
-  TileFn (*tile)(int mr, int nr);  // supports (1|mr) x (1|nr|gemv_nr)
-  FinishFn finish;
-};
-
-// Lane sums of one block's accumulators. All three use the fold tree of simd::hsum_lanes, so
-// the ISA-specific ones only move the reduction into registers (same bits as the scalar one for
-// the same lane count).
-void finish_scalar(const float* state, float* y, int64_t sy, int64_t mb, int64_t nb) {
-  for (int64_t m = 0; m < mb; ++m)
-    for (int64_t j = 0; j < nb; ++j) y[m * sy + j] = simd::hsum_lanes(state + (m * kNBlock + j) * 8, 8);
-}
-
-#if SK_KERNELS_X86
-SK_TARGET_AVX2 void finish_avx2(const float* state, float* y, int64_t sy, int64_t mb, int64_t nb) {
-  for (int64_t m = 0; m < mb; ++m)
-    for (int64_t j = 0; j < nb; ++j) y[m * sy + j] = simd::hsum8(_mm256_load_ps(state + (m * kNBlock + j) * 8));
-}
-
-SK_TARGET_AVX512 void finish_avx512(const float* state, float* y, int64_t sy, int64_t mb, int64_t nb) {
-  for (int64_t m = 0; m < mb; ++m)
-    for (int64_t j = 0; j < nb; ++j) y[m * sy + j] = simd::hsum16(_mm512_load_ps(state + (m * kNBlock + j) * 16));
-}
-#endif
+using F32Tiles = gemm::Tiles<float, float, float>;
+using TileFn = gemm::TileFn<float, float, float>;
 
 template <int MR, int NR>
 void tile_scalar(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld, int64_t kn) {
@@ -103,7 +62,7 @@ TileFn tile_scalar_for(int mr, int nr) {
   return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
 }
 
-constexpr GemmIsa kGemmScalar = {8, 4, 2, 2, tile_scalar_for, finish_scalar};
+constexpr F32Tiles kTilesScalar = {8, 4, 2, 2, 256, tile_scalar_for};
 
 #if SK_KERNELS_X86
 // A multi-row tile reads only NR weight rows at a time, too few streams to keep the memory
@@ -164,7 +123,7 @@ TileFn tile_avx2_for(int mr, int nr) {
 }
 
 // 4 x 2 tiles: 8 accumulators + 2 w vectors + 1 x vector fit the 16 YMM registers.
-constexpr GemmIsa kGemmAvx2 = {8, 8, 4, 2, tile_avx2_for, finish_avx2};
+constexpr F32Tiles kTilesAvx2 = {8, 8, 4, 2, 256, tile_avx2_for};
 
 template <int MR, int NR>
 SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld,
@@ -216,93 +175,46 @@ TileFn tile_avx512_for(int mr, int nr) {
 }
 
 // 4 x 4 tiles: 16 accumulators + 4 w vectors + 1 x vector of the 32 ZMM registers.
-constexpr GemmIsa kGemmAvx512 = {16, 8, 4, 4, tile_avx512_for, finish_avx512};
+constexpr F32Tiles kTilesAvx512 = {16, 8, 4, 4, 256, tile_avx512_for};
 #endif
 
-const GemmIsa& select_gemm() {
+// matmul.f32's tiles at the selected level: the f32 FMA tiles need nothing beyond AVX-512 F.
+const F32Tiles& select_tiles() {
 #if SK_KERNELS_X86
   switch (current_isa_level()) {
     case kIsaAvx512:
-      return kGemmAvx512;
+      return kTilesAvx512;
     case kIsaAvx2:
-      return kGemmAvx2;
+      return kTilesAvx2;
     default:
       break;
   }
 #endif
-  return kGemmScalar;
+  return kTilesScalar;
 }
 
-void finish_block(const GemmIsa& g, const float* state, float* y, int64_t sy, int64_t mb, int64_t nb) {
-  g.finish(state, y, sy, mb, nb);
-}
-
-// GEMV streams every weight once, so K is not blocked: the x row stays in L1 by itself, and
-// a 1 x gemv_nr tile keeps gemv_nr weight rows in flight for the memory system.
-void gemv(const GemmIsa& g, const float* x, const float* w, int64_t sw, float* y, int64_t n_rows, int64_t k) {
-  alignas(64) float state[kNBlock * kMaxLanes];
-  for (int64_t n0 = 0; n0 < n_rows; n0 += kNBlock) {
-    const int64_t nb = std::min(kNBlock, n_rows - n0);
-    std::fill(state, state + nb * g.lanes, 0.0f);
-    for (int64_t n = 0; n < nb;) {
-      const int nr = nb - n >= g.gemv_nr ? g.gemv_nr : 1;
-      g.tile(1, nr)(x, 0, w + (n0 + n) * sw, sw, state + n * g.lanes, kNBlock, k);
-      n += nr;
-    }
-    finish_block(g, state, y + n0, 0, 1, nb);
+// f32 x rows (stride sx) copied to the panel as they are.
+struct F32Rows {
+  using A = float;
+  using W = float;
+  using S = float;
+  const F32Tiles& tiles;
+  const float* x;
+  int64_t sx;
+  void pack(int64_t m0, int64_t mb, int64_t k0, int64_t kn, float* panel, int64_t ld, float* /*row_scale*/) const {
+    gemm::pack_f32_rows(x, sx, m0, mb, k0, kn, panel, ld);
   }
-}
-
-// y[m * sy + n] for m < M, n < N from x rows (stride sx) and w rows (stride sw).
-void gemm(const GemmIsa& g, const float* x, int64_t sx, const float* w, int64_t sw, float* y, int64_t sy, int64_t M,
-          int64_t N, int64_t K) {
-  if (M == 1) {
-    gemv(g, x, w, sw, y, N, K);
-    return;
+  void finish(const float* st, int64_t ld, const float* /*row_scale*/, int64_t /*n0*/, int64_t mb, int64_t nb, float* y,
+              int64_t sy) const {
+    gemm::finish_f32_lanes(st, ld, tiles.lanes, mb, nb, y, sy);
   }
-  // Up to one register tile of rows, x is read straight from where it is and K is not blocked:
-  // a single pass over each weight tile then streams the weights like GEMV does.
-  const bool block_k = M > g.mr;
-  const int64_t kc = block_k ? kKBlock : K;
-  alignas(64) float state[kMBlock * kNBlock * kMaxLanes];
-  alignas(64) float panel[kMBlock * kKBlock];
-  for (int64_t m0 = 0; m0 < M; m0 += kMBlock) {
-    const int64_t mb = std::min(kMBlock, M - m0);
-    for (int64_t n0 = 0; n0 < N; n0 += kNBlock) {
-      const int64_t nb = std::min(kNBlock, N - n0);
-      std::fill(state, state + mb * kNBlock * g.lanes, 0.0f);
-      for (int64_t k0 = 0; k0 < K; k0 += kc) {
-        const int64_t kn = std::min(kc, K - k0);
-        const float* xb = x + m0 * sx + k0;
-        int64_t xs = sx;
-        if (block_k) {
-          for (int64_t m = 0; m < mb; ++m) {
-            std::copy(xb + m * sx, xb + m * sx + kn, panel + m * kKBlock);
-          }
-          xb = panel;
-          xs = kKBlock;
-        }
-        for (int64_t n = 0; n < nb;) {
-          const int nr = nb - n >= g.nr ? g.nr : 1;
-          for (int64_t m = 0; m < mb;) {
-            const int mr = mb - m >= g.mr ? g.mr : 1;
-            g.tile(mr, nr)(xb + m * xs, xs, w + (n0 + n) * sw + k0, sw, state + (m * kNBlock + n) * g.lanes, kNBlock,
-                           kn);
-            m += mr;
-          }
-          n += nr;
-        }
-      }
-      finish_block(g, state, y + m0 * sy + n0, sy, mb, nb);
-    }
-  }
-}
+};
 
 }  // namespace
 
 void gemm_f32(const float* x, int64_t sx, const float* w, int64_t sw, float* y, int64_t sy, int64_t m, int64_t n,
               int64_t k) {
-  gemm(select_gemm(), x, sx, w, sw, y, sy, m, n, k);
+  gemm::run(F32Rows{select_tiles(), x, sx}, w, sw, y, sy, m, n, k);
 }
 
 namespace {
@@ -353,10 +265,10 @@ int32_t matmul_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
     zero_linear_rows(p.rows, p.out, r);
     return SK_OK;
   }
-  const GemmIsa& g = select_gemm();
+  const F32Tiles& tiles = select_tiles();
   for_each_run(p.rows, 0, p.m, [&](const int64_t* off, int64_t len) {
-    gemm(g, p.x + off[0], sx, p.w + r.begin * p.w_stride, p.w_stride, p.out + off[1] + r.begin, sy, len,
-         r.end - r.begin, p.k);
+    gemm::run(F32Rows{tiles, p.x + off[0], sx}, p.w + r.begin * p.w_stride, p.w_stride, p.out + off[1] + r.begin, sy,
+              len, r.end - r.begin, p.k);
   });
   return SK_OK;
 }

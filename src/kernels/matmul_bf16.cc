@@ -20,6 +20,7 @@
 #include "kernels/gemv_kernels.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_driver.h"
 #include "kernels/simd.h"
 
 #define SK_TARGET_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")))
@@ -30,33 +31,12 @@ namespace {
 constexpr const char* kName = "matmul.bf16";
 enum { kOpX = 0, kOpW = 1, kOpOut = 2 };
 
-// Same blocking as matmul.f32 (see matmul.cc); the x panel holds f32 copies (FMA paths) or bf16
-// conversions (VDPBF16PS path) of an (kMBlock x kc) block of x.
-constexpr int64_t kMBlock = 16;
-constexpr int64_t kNBlock = 32;
-constexpr int64_t kKBlock = 256;
-// GEMV on the bf16-converting path: K blocks long enough that the per-block conversion of x is
-// noise next to streaming 32 weight rows of the block.
-constexpr int64_t kGemvKBlock = 2048;
-constexpr int kMaxLanes = 16;
-constexpr int64_t kPanelBytes = 16384;
-static_assert(kMBlock * kKBlock * sizeof(float) <= kPanelBytes, "f32 panel");
-static_assert(kMBlock * kKBlock * 2 <= kPanelBytes && kGemvKBlock * 2 <= kPanelBytes, "bf16 panel");
-
-// Accumulates (mr x nr) dot products of x rows [0, mr) (stride sx elements of the panel type)
-// and w rows [0, nr) over k in [0, kn) into their lane partial sums at st[(m * ld + j) * lanes].
-using TileFn = void (*)(const void* x, int64_t sx, const uint16_t* w, int64_t sw, float* st, int64_t ld, int64_t kn);
-
-struct Bf16Isa {
-  int lanes;
-  int gemv_nr;
-  int mr;
-  int nr;
-  TileFn (*tile)(int mr, int nr);  // supports (1|mr) x (1|nr|gemv_nr)
-  // Converts rows [0, mb) x [0, kn) of x into a bf16 panel with row stride ld (a multiple of 32,
-  // zero-padded); null for the paths that read f32 x.
-  void (*pack_bf16)(const float* x, int64_t sx, int64_t mb, int64_t kn, uint16_t* panel, int64_t ld);
-};
+// Tiles over f32 activations (scalar, AVX2, AVX-512 without BF16) and over bf16 activations
+// (VDPBF16PS); the x panel holds f32 copies or bf16 conversions respectively.
+using F32xTiles = gemm::Tiles<float, uint16_t, float>;
+using Bf16xTiles = gemm::Tiles<uint16_t, uint16_t, float>;
+using TileFn = gemm::TileFn<float, uint16_t, float>;
+using Bf16xTileFn = gemm::TileFn<uint16_t, uint16_t, float>;
 
 inline float bf16_bits_to_f32(uint16_t h) {
   const uint32_t u = static_cast<uint32_t>(h) << 16;
@@ -66,9 +46,8 @@ inline float bf16_bits_to_f32(uint16_t h) {
 }
 
 template <int MR, int NR>
-void tile_scalar(const void* xp, int64_t sx, const uint16_t* w, int64_t sw, float* st, int64_t ld, int64_t kn) {
+void tile_scalar(const float* x, int64_t sx, const uint16_t* w, int64_t sw, float* st, int64_t ld, int64_t kn) {
   constexpr int kLanes = 8;
-  const float* x = static_cast<const float*>(xp);
   float acc[MR][NR][kLanes];
   for (int m = 0; m < MR; ++m) {
     for (int j = 0; j < NR; ++j) {
@@ -98,7 +77,7 @@ TileFn tile_scalar_for(int mr, int nr) {
   return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
 }
 
-constexpr Bf16Isa kScalar = {8, 4, 2, 2, tile_scalar_for, nullptr};
+constexpr F32xTiles kScalar = {8, 4, 2, 2, 256, tile_scalar_for};
 
 #if SK_KERNELS_X86
 // See matmul.cc: extra weight streams for the multi-row tiles. Prefetches never fault.
@@ -120,9 +99,8 @@ SK_TARGET_AVX2 inline __m256 widen8_tail(const uint16_t* p, int64_t n) {
 }
 
 template <int MR, int NR>
-SK_TARGET_AVX2 void tile_avx2(const void* xp, int64_t sx, const uint16_t* w, int64_t sw, float* st, int64_t ld,
+SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const uint16_t* w, int64_t sw, float* st, int64_t ld,
                               int64_t kn) {
-  const float* x = static_cast<const float*>(xp);
   __m256 acc[MR][NR];
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
@@ -169,7 +147,7 @@ TileFn tile_avx2_for(int mr, int nr) {
   return nr == 2 ? tile_avx2<1, 2> : tile_avx2<1, 1>;
 }
 
-constexpr Bf16Isa kAvx2 = {8, 8, 4, 2, tile_avx2_for, nullptr};
+constexpr F32xTiles kAvx2 = {8, 8, 4, 2, 256, tile_avx2_for};
 
 // ---- AVX-512 without BF16: tile_avx2 with 16 lanes (the same structure, line by line) ----
 
@@ -178,9 +156,8 @@ SK_TARGET_AVX512 inline __m512 widen16(__m256i h) {
 }
 
 template <int MR, int NR>
-SK_TARGET_AVX512 void tile_avx512(const void* xp, int64_t sx, const uint16_t* w, int64_t sw, float* st, int64_t ld,
+SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const uint16_t* w, int64_t sw, float* st, int64_t ld,
                                   int64_t kn) {
-  const float* x = static_cast<const float*>(xp);
   __m512 acc[MR][NR];
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
@@ -227,7 +204,7 @@ TileFn tile_avx512_for(int mr, int nr) {
   return nr == 4 ? tile_avx512<1, 4> : tile_avx512<1, 1>;
 }
 
-constexpr Bf16Isa kAvx512 = {16, 8, 4, 4, tile_avx512_for, nullptr};
+constexpr F32xTiles kAvx512 = {16, 8, 4, 4, 256, tile_avx512_for};
 
 // ---- AVX-512 BF16: x converted to bf16 once per panel, VDPBF16PS on 32 k per step ----
 
@@ -249,9 +226,9 @@ SK_TARGET_AVX512_BF16 void pack_bf16_avx512(const float* x, int64_t sx, int64_t 
 }
 
 template <int MR, int NR>
-SK_TARGET_AVX512_BF16 void tile_avx512_bf16(const void* xp, int64_t sx, const uint16_t* w, int64_t sw, float* st,
+SK_TARGET_AVX512_BF16 void tile_avx512_bf16(const uint16_t* x, int64_t sx, const uint16_t* w, int64_t sw, float* st,
                                             int64_t ld, int64_t kn) {
-  const uint16_t* x = static_cast<const uint16_t*>(xp);  // zero-padded to a multiple of 32
+  // x is zero-padded to a multiple of 32 (gemm::panel_stride).
   __m512 acc[MR][NR];
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
@@ -301,81 +278,72 @@ SK_TARGET_AVX512_BF16 void tile_avx512_bf16(const void* xp, int64_t sx, const ui
   }
 }
 
-TileFn tile_avx512_bf16_for(int mr, int nr) {
+Bf16xTileFn tile_avx512_bf16_for(int mr, int nr) {
   if (mr == 4) return nr == 4 ? tile_avx512_bf16<4, 4> : tile_avx512_bf16<4, 1>;
   if (nr == 8) return tile_avx512_bf16<1, 8>;
   return nr == 4 ? tile_avx512_bf16<1, 4> : tile_avx512_bf16<1, 1>;
 }
 
-constexpr Bf16Isa kAvx512Bf16 = {16, 8, 4, 4, tile_avx512_bf16_for, pack_bf16_avx512};
+constexpr Bf16xTiles kAvx512Bf16 = {16, 8, 4, 4, 256, tile_avx512_bf16_for};
 #endif
 
-const Bf16Isa& select_isa() {
+// f32 x rows copied to the panel as they are (the tiles widen the weights exactly).
+struct F32xRows {
+  using A = float;
+  using W = uint16_t;
+  using S = float;
+  const F32xTiles& tiles;
+  const float* x;
+  int64_t sx;
+  void pack(int64_t m0, int64_t mb, int64_t k0, int64_t kn, float* panel, int64_t ld, float* /*row_scale*/) const {
+    gemm::pack_f32_rows(x, sx, m0, mb, k0, kn, panel, ld);
+  }
+  void finish(const float* st, int64_t ld, const float* /*row_scale*/, int64_t /*n0*/, int64_t mb, int64_t nb, float* y,
+              int64_t sy) const {
+    gemm::finish_f32_lanes(st, ld, tiles.lanes, mb, nb, y, sy);
+  }
+};
+
 #if SK_KERNELS_X86
-  switch (current_isa_level()) {
+// x rows rounded to bf16 into the panel (once per call for every K the panel holds).
+struct Bf16xRows {
+  using A = uint16_t;
+  using W = uint16_t;
+  using S = float;
+  const Bf16xTiles& tiles;
+  const float* x;
+  int64_t sx;
+  void pack(int64_t m0, int64_t mb, int64_t k0, int64_t kn, uint16_t* panel, int64_t ld, float* /*row_scale*/) const {
+    pack_bf16_avx512(x + m0 * sx + k0, sx, mb, kn, panel, ld);
+  }
+  void finish(const float* st, int64_t ld, const float* /*row_scale*/, int64_t /*n0*/, int64_t mb, int64_t nb, float* y,
+              int64_t sy) const {
+    gemm::finish_f32_lanes(st, ld, tiles.lanes, mb, nb, y, sy);
+  }
+};
+#endif
+
+// The tiles of the selected level: VDPBF16PS only at avx512_bf16, so that every AVX-512 machine
+// gives the same bits at avx512 and avx512_vnni.
+void gemm_rows(const float* x, int64_t sx, const uint16_t* w, int64_t sw, float* y, int64_t sy, int64_t m, int64_t n,
+               int64_t k) {
+#if SK_KERNELS_X86
+  switch (selected_isa_level()) {
+    case kIsaAvx512Bf16:
+      gemm::run(Bf16xRows{kAvx512Bf16, x, sx}, w, sw, y, sy, m, n, k);
+      return;
+    case kIsaAvx512Vnni:
     case kIsaAvx512:
-      return cpu_has_avx512_bf16() ? kAvx512Bf16 : kAvx512;
+      gemm::run(F32xRows{kAvx512, x, sx}, w, sw, y, sy, m, n, k);
+      return;
     case kIsaAvx2:
-      return kAvx2;
+      gemm::run(F32xRows{kAvx2, x, sx}, w, sw, y, sy, m, n, k);
+      return;
     default:
       break;
   }
 #endif
-  return kScalar;
-}
-
-void finish_block(const Bf16Isa& g, const float* state, float* y, int64_t sy, int64_t mb, int64_t nb) {
-  for (int64_t m = 0; m < mb; ++m) {
-    for (int64_t j = 0; j < nb; ++j) y[m * sy + j] = simd::hsum_lanes(state + (m * kNBlock + j) * g.lanes, g.lanes);
-  }
-}
-
-void gemm(const Bf16Isa& g, const float* x, int64_t sx, const uint16_t* w, int64_t sw, float* y, int64_t sy, int64_t M,
-          int64_t N, int64_t K) {
-  // f32 paths: up to one register tile of rows x is read in place over all of K (a single pass
-  // streams every weight tile once, like GEMV); more rows are packed per K block to keep them
-  // off the 4 KiB-aliasing L1 sets. The bf16 path always packs (that is the conversion).
-  const bool convert = g.pack_bf16 != nullptr;
-  const bool block_k = convert || M > g.mr;
-  const int64_t kc = !block_k ? K : (M == 1 ? kGemvKBlock : kKBlock);
-  const int nr_tile = M == 1 ? g.gemv_nr : g.nr;
-  alignas(64) float state[kMBlock * kNBlock * kMaxLanes];
-  // f32 panel; the bf16 path stores its words here through memcpy / unaligned vector stores.
-  alignas(64) float panel[kPanelBytes / sizeof(float)];
-  for (int64_t m0 = 0; m0 < M; m0 += kMBlock) {
-    const int64_t mb = std::min(kMBlock, M - m0);
-    for (int64_t n0 = 0; n0 < N; n0 += kNBlock) {
-      const int64_t nb = std::min(kNBlock, N - n0);
-      std::fill(state, state + mb * kNBlock * g.lanes, 0.0f);
-      for (int64_t k0 = 0; k0 < K; k0 += kc) {
-        const int64_t kn = std::min(kc, K - k0);
-        const float* xb = x + m0 * sx + k0;
-        const void* xp = xb;
-        int64_t xs = sx;
-        if (convert) {
-          xs = (kn + 31) / 32 * 32;
-          g.pack_bf16(xb, sx, mb, kn, reinterpret_cast<uint16_t*>(panel), xs);
-          xp = panel;
-        } else if (block_k) {
-          for (int64_t m = 0; m < mb; ++m) std::copy(xb + m * sx, xb + m * sx + kn, panel + m * kKBlock);
-          xp = panel;
-          xs = kKBlock;
-        }
-        const int64_t x_elem = convert ? 2 : 4;
-        for (int64_t n = 0; n < nb;) {
-          const int nr = nb - n >= nr_tile ? nr_tile : 1;
-          for (int64_t m = 0; m < mb;) {
-            const int mr = mb - m >= g.mr ? g.mr : 1;
-            const void* xt = static_cast<const unsigned char*>(xp) + m * xs * x_elem;
-            g.tile(mr, nr)(xt, xs, w + (n0 + n) * sw + k0, sw, state + (m * kNBlock + n) * g.lanes, kNBlock, kn);
-            m += mr;
-          }
-          n += nr;
-        }
-      }
-      finish_block(g, state, y + m0 * sy + n0, sy, mb, nb);
-    }
-  }
+  gemm::run(F32xRows{kScalar, x, sx}, w, sw, y, sy, m, n, k);
 }
 
 struct Plan {
@@ -413,7 +381,7 @@ bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
 
 void gemm_bf16(const float* x, int64_t sx, const uint16_t* w, int64_t sw, float* y, int64_t sy, int64_t m, int64_t n,
                int64_t k) {
-  gemm(select_isa(), x, sx, w, sw, y, sy, m, n, k);
+  gemm_rows(x, sx, w, sw, y, sy, m, n, k);
 }
 
 int32_t matmul_bf16_run(const sk_kernel_args* args, const sk_core_ctx* core) {
@@ -427,12 +395,11 @@ int32_t matmul_bf16_run(const sk_kernel_args* args, const sk_core_ctx* core) {
     zero_linear_rows(p.rows, p.out, r);
     return SK_OK;
   }
-  const Bf16Isa& g = select_isa();
   const int64_t sx = p.rows.inner_stride(0);
   const int64_t sy = p.rows.inner_stride(1);
   for_each_run(p.rows, 0, p.m, [&](const int64_t* off, int64_t len) {
-    gemm(g, p.x + off[0], sx, p.w + r.begin * p.w_stride, p.w_stride, p.out + off[1] + r.begin, sy, len,
-         r.end - r.begin, p.k);
+    gemm_rows(p.x + off[0], sx, p.w + r.begin * p.w_stride, p.w_stride, p.out + off[1] + r.begin, sy, len,
+              r.end - r.begin, p.k);
   });
   return SK_OK;
 }

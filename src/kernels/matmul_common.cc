@@ -79,42 +79,6 @@ void add_linear_access(RangeList& list, const Walk& rows, int64_t k, int64_t x_s
   });
 }
 
-bool cpu_has_avx512_bf16() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512bf16") != 0;
-  }();
-  return has;
-#else
-  return false;
-#endif
-}
-
-bool cpu_has_avx512_vnni() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vnni") != 0;
-  }();
-  return has;
-#else
-  return false;
-#endif
-}
-
-bool cpu_has_avx_vnni() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avxvnni") != 0;
-  }();
-  return has;
-#else
-  return false;
-#endif
-}
-
 void prefetch_weight_rows(const void* w, int64_t row_stride, int64_t rows, int64_t bytes) {
   const auto* base = static_cast<const char*>(w);
   for (int64_t i = 0; i < rows; ++i) {

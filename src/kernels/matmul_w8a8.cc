@@ -10,15 +10,15 @@
 // rows itself, so there is no launch and no extra sync), hence
 // w8a8_dyn(x) == w8a8(quantize.i8(x)) bit for bit. Cores split N like matmul.f32.
 //
-// The sum is exact, so its order is free: every ISA level gives the same bits, and the kernels
-// use whichever int8 dot product the CPU has:
-//   avx512 + VNNI, avx2 + AVX-VNNI:  VPDPBUSD on (q + 128) as u8 times w, minus 128 * sum(w)
-//                                    (the same instruction on a vector of 128s);
-//   avx512 (BW):                     VPMADDUBSW on |w| as u8 times q with w's sign (masked
-//                                    negation), VPMADDWD by 1 into int32;
-//   avx2:                            the same with VPSIGNB;
-//   scalar:                          plain int32 sums.
-// Clamping q to [-127, 127] (once, when a row block is copied to the per-core buffer) is what
+// The sum is exact, so its order is free: every ISA level gives the same bits, each with the
+// int8 dot product it has (the loops are the shared driver's, matmul_driver.h):
+//   avx512_vnni and up:  VPDPBUSD on (q + 128) as u8 times w, minus 128 * sum(w) (the same
+//                        instruction on a vector of 128s);
+//   avx512:              VPMADDUBSW on |w| as u8 times q with w's sign (masked negation),
+//                        VPMADDWD by 1 into int32;
+//   avx2:                the same with VPSIGNB;
+//   scalar:              plain int32 sums.
+// Clamping q to [-127, 127] (once per call, when the rows are packed for the driver) is what
 // makes VPMADDUBSW exact: a pair of products is at most 2 * 128 * 127 = 32512, inside int16.
 // quantize.i8 never produces -128.
 #include <algorithm>
@@ -27,9 +27,9 @@
 #include "kernels/gemv_kernels.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/matmul_driver.h"
 #include "kernels/simd.h"
 
-#define SK_TARGET_AVX2_VNNI __attribute__((target("avx2,fma,avxvnni")))
 #define SK_TARGET_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
 
 namespace sk::kernels {
@@ -38,26 +38,13 @@ namespace {
 constexpr const char* kName = "matmul.w8a8";
 constexpr const char* kDynName = "matmul.w8a8_dyn";
 
-constexpr int64_t kMBlock = 16;
-constexpr int64_t kNBlock = 32;
-// Both kernels first bring a block of rows into this per-core buffer (on the stack): matmul.w8a8
-// copies q clamped to [-127, 127], matmul.w8a8_dyn quantises x. All of K is then at hand for
-// every tile and no tile needs to clamp; rows per block = min(kMBlock, kQBufBytes / K), at least
-// one since K <= kW8MaxK.
-constexpr int64_t kQBufBytes = 131072;
-static_assert(kQBufBytes >= kW8MaxK, "one row of the largest K must fit");
-
-// Exact sums of the (mr x nr) dot products of q rows [0, mr) (stride sx, values in
-// [-127, 127]) and w rows [0, nr) over k in [0, kn), written to out[m * ld + j].
-using W8TileFn = void (*)(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* out, int64_t ld,
-                          int64_t kn);
-
-struct W8Isa {
-  int gemv_nr;
-  int mr;
-  int nr;
-  W8TileFn (*tile)(int mr, int nr);  // supports (1|mr) x (1|nr|gemv_nr)
-};
+// Exact sums, so one int32 lane per dot product; every tile adds its partial sums of a K step.
+using W8Tiles = gemm::Tiles<int8_t, int8_t, int32_t>;
+using W8TileFn = gemm::TileFn<int8_t, int8_t, int32_t>;
+// K step of a block of more than one tile of rows: 16 rows of q are then 16 KiB of L1.
+constexpr int64_t kW8KStep = 1024;
+static_assert(gemm::kPanelBytes >= kW8MaxK + 64,
+              "a row of the largest K must fit the panel: quantize.i8 needs all of it");
 
 // Remainder of K after the vector loop of a tile (exact, so it may be added in any order).
 inline int32_t tail_dot(const int8_t* x, const int8_t* w, int64_t begin, int64_t end) {
@@ -67,7 +54,7 @@ inline int32_t tail_dot(const int8_t* x, const int8_t* w, int64_t begin, int64_t
 }
 
 template <int MR, int NR>
-void tile_scalar(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* out, int64_t ld, int64_t kn) {
+void tile_scalar(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* st, int64_t ld, int64_t kn) {
   int32_t acc[MR][NR] = {};
   for (int64_t k = 0; k < kn; ++k) {
     for (int m = 0; m < MR; ++m) {
@@ -76,7 +63,7 @@ void tile_scalar(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32
     }
   }
   for (int m = 0; m < MR; ++m) {
-    for (int j = 0; j < NR; ++j) out[m * ld + j] = acc[m][j];
+    for (int j = 0; j < NR; ++j) st[m * ld + j] += acc[m][j];
   }
 }
 
@@ -86,7 +73,7 @@ W8TileFn tile_scalar_for(int mr, int nr) {
   return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
 }
 
-constexpr W8Isa kScalar = {4, 2, 2, tile_scalar_for};
+constexpr W8Tiles kScalar = {1, 4, 2, 2, kW8KStep, tile_scalar_for};
 
 #if SK_KERNELS_X86
 SK_TARGET_AVX2 inline int64_t hsum_epi32_8(__m256i v) {
@@ -107,7 +94,7 @@ SK_TARGET_AVX512 inline int64_t hsum_epi32_16(__m512i v) {
 
 // ---- AVX2: VPSIGNB + VPMADDUBSW + VPMADDWD, 32 k per step ----
 template <int MR, int NR>
-SK_TARGET_AVX2 void tile_avx2(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* out, int64_t ld,
+SK_TARGET_AVX2 void tile_avx2(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* st, int64_t ld,
                               int64_t kn) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i acc[MR][NR];
@@ -137,7 +124,7 @@ SK_TARGET_AVX2 void tile_avx2(const int8_t* x, int64_t sx, const int8_t* w, int6
   }
   for (int m = 0; m < MR; ++m) {
     for (int j = 0; j < NR; ++j) {
-      out[m * ld + j] = static_cast<int32_t>(hsum_epi32_8(acc[m][j])) + tail_dot(x + m * sx, w + j * sw, k, kn);
+      st[m * ld + j] += static_cast<int32_t>(hsum_epi32_8(acc[m][j])) + tail_dot(x + m * sx, w + j * sw, k, kn);
     }
   }
 }
@@ -149,57 +136,11 @@ W8TileFn tile_avx2_for(int mr, int nr) {
 
 // 4 x 1 tiles: a wider tile needs more than the 16 YMM registers (sums, |w|, w, x, constants)
 // and GCC's spills then cost more than re-loading x from L1 for every weight row.
-constexpr W8Isa kAvx2 = {8, 4, 1, tile_avx2_for};
-
-// ---- AVX-VNNI (ymm): VPDPBUSD on the biased q, 32 k per step ----
-template <int MR, int NR>
-SK_TARGET_AVX2_VNNI void tile_avx2_vnni(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* out,
-                                        int64_t ld, int64_t kn) {
-  const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
-  __m256i acc[MR][NR];
-  __m256i corr[NR];
-#pragma GCC unroll 16
-  for (int j = 0; j < NR; ++j) {
-    corr[j] = _mm256_setzero_si256();
-#pragma GCC unroll 16
-    for (int m = 0; m < MR; ++m) acc[m][j] = _mm256_setzero_si256();
-  }
-  int64_t k = 0;
-  for (; k + 32 <= kn; k += 32) {
-    __m256i wv[NR];
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) {
-      wv[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + j * sw + k));
-      corr[j] = _mm256_dpbusd_avx_epi32(corr[j], bias, wv[j]);
-    }
-#pragma GCC unroll 16
-    for (int m = 0; m < MR; ++m) {
-      // q + 128 as u8: flipping the sign bit.
-      const __m256i xv = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + m * sx + k)), bias);
-#pragma GCC unroll 16
-      for (int j = 0; j < NR; ++j) acc[m][j] = _mm256_dpbusd_avx_epi32(acc[m][j], xv, wv[j]);
-    }
-  }
-  for (int m = 0; m < MR; ++m) {
-    for (int j = 0; j < NR; ++j) {
-      const int64_t s = hsum_epi32_8(acc[m][j]) - hsum_epi32_8(corr[j]);
-      out[m * ld + j] = static_cast<int32_t>(s) + tail_dot(x + m * sx, w + j * sw, k, kn);
-    }
-  }
-}
-
-W8TileFn tile_avx2_vnni_for(int mr, int nr) {
-  if (mr == 4) return nr == 2 ? tile_avx2_vnni<4, 2> : tile_avx2_vnni<4, 1>;
-  if (nr == 4) return tile_avx2_vnni<1, 4>;
-  return nr == 2 ? tile_avx2_vnni<1, 2> : tile_avx2_vnni<1, 1>;
-}
-
-// 1 x 4 GEMV tiles: 4 sums + 4 corrections + temporaries fit the 16 YMM registers.
-constexpr W8Isa kAvx2Vnni = {4, 4, 2, tile_avx2_vnni_for};
+constexpr W8Tiles kAvx2 = {1, 8, 4, 1, kW8KStep, tile_avx2_for};
 
 // ---- AVX-512 (BW): tile_avx2 with 64 k per step, the sign moved by a masked negation ----
 template <int MR, int NR>
-SK_TARGET_AVX512 void tile_avx512(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* out, int64_t ld,
+SK_TARGET_AVX512 void tile_avx512(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* st, int64_t ld,
                                   int64_t kn) {
   const __m512i ones = _mm512_set1_epi16(1);
   const __m512i zero = _mm512_setzero_si512();
@@ -231,7 +172,7 @@ SK_TARGET_AVX512 void tile_avx512(const int8_t* x, int64_t sx, const int8_t* w, 
     }
   }
   for (int m = 0; m < MR; ++m) {
-    for (int j = 0; j < NR; ++j) out[m * ld + j] = static_cast<int32_t>(hsum_epi32_16(acc[m][j]));
+    for (int j = 0; j < NR; ++j) st[m * ld + j] += static_cast<int32_t>(hsum_epi32_16(acc[m][j]));
   }
 }
 
@@ -241,11 +182,11 @@ W8TileFn tile_avx512_for(int mr, int nr) {
   return nr == 4 ? tile_avx512<1, 4> : tile_avx512<1, 1>;
 }
 
-constexpr W8Isa kAvx512 = {8, 4, 4, tile_avx512_for};
+constexpr W8Tiles kAvx512 = {1, 8, 4, 4, kW8KStep, tile_avx512_for};
 
 // ---- AVX-512 VNNI: tile_avx2_vnni with 64 k per step and masked tails ----
 template <int MR, int NR>
-SK_TARGET_AVX512_VNNI void tile_avx512_vnni(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* out,
+SK_TARGET_AVX512_VNNI void tile_avx512_vnni(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32_t* st,
                                             int64_t ld, int64_t kn) {
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512i acc[MR][NR];
@@ -274,7 +215,7 @@ SK_TARGET_AVX512_VNNI void tile_avx512_vnni(const int8_t* x, int64_t sx, const i
   }
   for (int m = 0; m < MR; ++m) {
     for (int j = 0; j < NR; ++j) {
-      out[m * ld + j] = static_cast<int32_t>(hsum_epi32_16(acc[m][j]) - hsum_epi32_16(corr[j]));
+      st[m * ld + j] += static_cast<int32_t>(hsum_epi32_16(acc[m][j]) - hsum_epi32_16(corr[j]));
     }
   }
 }
@@ -286,16 +227,23 @@ W8TileFn tile_avx512_vnni_for(int mr, int nr) {
 }
 
 // 4 x 4 tiles: 16 sums + 4 corrections + 4 w vectors + x and constants of the 32 ZMM registers.
-constexpr W8Isa kAvx512Vnni = {8, 4, 4, tile_avx512_vnni_for};
+constexpr W8Tiles kAvx512Vnni = {1, 8, 4, 4, kW8KStep, tile_avx512_vnni_for};
 #endif
 
-const W8Isa& select_isa() {
+// The tiles of the selected level: VPDPBUSD from avx512_vnni up. The sums are exact, so every
+// level gives the same bits; AVX-VNNI (VEX VPDPBUSD on ymm) is not a level: neither the CPUs this
+// package is tested on nor the emulator of tools/isa_emulation have it, so an AVX2 CPU with it
+// runs the avx2 tiles.
+const W8Tiles& select_tiles() {
 #if SK_KERNELS_X86
-  switch (current_isa_level()) {
+  switch (selected_isa_level()) {
+    case kIsaAvx512Bf16:
+    case kIsaAvx512Vnni:
+      return kAvx512Vnni;
     case kIsaAvx512:
-      return cpu_has_avx512_vnni() ? kAvx512Vnni : kAvx512;
+      return kAvx512;
     case kIsaAvx2:
-      return cpu_has_avx_vnni() ? kAvx2Vnni : kAvx2;
+      return kAvx2;
     default:
       break;
   }
@@ -303,56 +251,47 @@ const W8Isa& select_isa() {
   return kScalar;
 }
 
-// One block of at most kMBlock rows whose quantised values are at q (row stride sq) and scales
-// at rs: every n of [0, N).
-void block(const W8Isa& g, const int8_t* q, int64_t sq, const float* rs, int64_t mb, bool gemv, const int8_t* w,
-           int64_t sw, const float* ws, int64_t sws, float* y, int64_t sy, int64_t N, int64_t K) {
-  int32_t sums[kMBlock * kNBlock];
-  const int nr_tile = gemv ? g.gemv_nr : g.nr;
-  for (int64_t n0 = 0; n0 < N; n0 += kNBlock) {
-    const int64_t nb = std::min(kNBlock, N - n0);
-    for (int64_t n = 0; n < nb;) {
-      const int nr = nb - n >= nr_tile ? nr_tile : 1;
-      for (int64_t m = 0; m < mb;) {
-        const int mr = mb - m >= g.mr ? g.mr : 1;
-        g.tile(mr, nr)(q + m * sq, sq, w + (n0 + n) * sw, sw, sums + m * kNBlock + n, kNBlock, K);
-        m += mr;
+// Rows of q copied clamped to [-127, 127] (matmul.w8a8), or of x quantised like quantize.i8
+// (matmul.w8a8_dyn), zero-padded; finished as float(sum) * (row scale * w_scale).
+struct Int8Rows {
+  using A = int8_t;
+  using W = int8_t;
+  using S = int32_t;
+  const W8Tiles& tiles;
+  const W8Rows& rows;
+  const float* w_scale;
+  int64_t sws;
+  void pack(int64_t m0, int64_t mb, int64_t k0, int64_t kn, int8_t* panel, int64_t ld, float* rs) const {
+    // k0 is always 0: every accepted K fits the panel whole (static_assert above).
+    for (int64_t m = 0; m < mb; ++m) {
+      int8_t* dst = panel + m * ld;
+      if (rows.x != nullptr) {
+        rs[m] = quantize_row(rows.x + (m0 + m) * rows.stride + k0, kn, dst);
+      } else {
+        const int8_t* src = rows.q + (m0 + m) * rows.stride + k0;
+        for (int64_t k = 0; k < kn; ++k) dst[k] = src[k] < -127 ? static_cast<int8_t>(-127) : src[k];
+        rs[m] = rows.scale[(m0 + m) * rows.scale_stride];
       }
-      n += nr;
+      std::fill(dst + kn, dst + ld, int8_t{0});
     }
+  }
+  void finish(const int32_t* st, int64_t ld, const float* rs, int64_t n0, int64_t mb, int64_t nb, float* y,
+              int64_t sy) const {
     for (int64_t m = 0; m < mb; ++m) {
       for (int64_t j = 0; j < nb; ++j) {
-        y[m * sy + n0 + j] = static_cast<float>(sums[m * kNBlock + j]) * (rs[m] * ws[(n0 + j) * sws]);
+        y[m * sy + j] = static_cast<float>(st[m * ld + j]) * (rs[m] * w_scale[(n0 + j) * sws]);
       }
     }
   }
-}
+};
 
-// Row blocks of q (copied, clamped) or x (quantised) into the buffer, then every n of [0, N).
-void gemm_rows(const W8Isa& g, const W8Rows& rows, const int8_t* w, int64_t sw, const float* ws, int64_t sws, float* y,
-               int64_t sy, int64_t M, int64_t N, int64_t K) {
-  if (K <= 0) {  // empty dot products (and no row of q to size the buffer by)
+void gemm_rows(const W8Rows& rows, const int8_t* w, int64_t sw, const float* ws, int64_t sws, float* y, int64_t sy,
+               int64_t M, int64_t N, int64_t K) {
+  if (K <= 0) {  // empty sums, and no row to quantise
     for (int64_t m = 0; m < M; ++m) std::fill(y + m * sy, y + m * sy + N, 0.0f);
     return;
   }
-  alignas(64) int8_t qbuf[kQBufBytes];
-  float rs[kMBlock];
-  const int64_t ldq = (K + 63) / 64 * 64;
-  const int64_t rows_per_block = std::clamp<int64_t>(kQBufBytes / ldq, 1, kMBlock);
-  for (int64_t m0 = 0; m0 < M; m0 += rows_per_block) {
-    const int64_t mb = std::min(rows_per_block, M - m0);
-    for (int64_t m = 0; m < mb; ++m) {
-      int8_t* dst = qbuf + m * ldq;
-      if (rows.x != nullptr) {
-        rs[m] = quantize_row(rows.x + (m0 + m) * rows.stride, K, dst);
-      } else {
-        const int8_t* src = rows.q + (m0 + m) * rows.stride;
-        for (int64_t k = 0; k < K; ++k) dst[k] = src[k] < -127 ? static_cast<int8_t>(-127) : src[k];
-        rs[m] = rows.scale[(m0 + m) * rows.scale_stride];
-      }
-    }
-    block(g, qbuf, ldq, rs, mb, M == 1, w, sw, ws, sws, y + m0 * sy, sy, N, K);
-  }
+  gemm::run(Int8Rows{select_tiles(), rows, ws, sws}, w, sw, y, sy, M, N, K);
 }
 
 // ---- Kernels ----
@@ -445,7 +384,6 @@ int32_t run(const Plan& p, bool dynamic, const sk_core_ctx* core) {
     zero_linear_rows(p.rows, p.out, r);
     return SK_OK;
   }
-  const W8Isa& g = select_isa();
   const int64_t sx = p.rows.inner_stride(0);
   const int64_t sy = p.rows.inner_stride(1);
   const int8_t* w = p.w + r.begin * p.w_stride;
@@ -461,7 +399,7 @@ int32_t run(const Plan& p, bool dynamic, const sk_core_ctx* core) {
       rows.scale = p.x_scale + off[2];
       rows.scale_stride = p.rows.inner_stride(2);
     }
-    gemm_rows(g, rows, w, p.w_stride, ws, p.ws_stride, p.out + off[1] + r.begin, sy, len, nn, p.k);
+    gemm_rows(rows, w, p.w_stride, ws, p.ws_stride, p.out + off[1] + r.begin, sy, len, nn, p.k);
   });
   return SK_OK;
 }
@@ -499,7 +437,7 @@ int32_t access(const Plan& p, bool dynamic, int32_t core_id, int32_t num_cores, 
 
 void gemm_w8a8(const W8Rows& rows, const int8_t* w, int64_t sw, const float* w_scale, int64_t sws, float* y, int64_t sy,
                int64_t m, int64_t n, int64_t k) {
-  gemm_rows(select_isa(), rows, w, sw, w_scale, sws, y, sy, m, n, k);
+  gemm_rows(rows, w, sw, w_scale, sws, y, sy, m, n, k);
 }
 
 int32_t matmul_w8a8_run(const sk_kernel_args* args, const sk_core_ctx* core) {

@@ -197,23 +197,17 @@ const sk_kernel_desc* kernel(const char* name) {
   return nullptr;
 }
 
+// The package's levels (src/kernels/cpu_isa.h) that change matmul numerics.
+constexpr int kIsaAvx512Bf16 = 4;
+
 // Every ISA level the CPU has, forced in turn.
 std::vector<int> levels() {
   std::vector<int> out;
-  for (int l = 0; l <= 2; ++l) {
+  for (int l = 0; l <= kIsaAvx512Bf16; ++l) {
     if (pkg().force_isa != nullptr && pkg().force_isa(l) == l) out.push_back(l);
   }
   if (pkg().force_isa != nullptr) pkg().force_isa(-1);
   return out;
-}
-
-bool cpu_has_avx512_bf16() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512bf16") != 0;
-#else
-  return false;
-#endif
 }
 
 // A dense operand with its own storage.
@@ -337,7 +331,7 @@ TEST(MatmulFamily, Bf16IsF32OnWidenedWeightsOrExactOnRoundedX) {
       Tensor yf = dense(SK_DTYPE_F32, {m, n});
       ASSERT_EQ(Call({&x, &w}, {&yb}).run(*kb, 3), SK_OK);
       ASSERT_EQ(Call({&x, &wf}, {&yf}).run(*kf, 2), SK_OK);
-      const bool rounds_x = level == 2 && cpu_has_avx512_bf16();
+      const bool rounds_x = level == kIsaAvx512Bf16;
       if (!rounds_x) {
         EXPECT_EQ(yb.bytes, yf.bytes);
         continue;

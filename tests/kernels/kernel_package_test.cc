@@ -96,9 +96,19 @@ const sk_kernel_desc* find_kernel(std::string_view name) {
   return nullptr;
 }
 
+// The package's ISA levels (src/kernels/cpu_isa.h), in order.
+constexpr int kNumIsaLevels = 5;
+constexpr int kIsaAvx512 = 2;
+
 const char* isa_name(int level) {
-  static constexpr const char* kNames[] = {"scalar", "avx2", "avx512"};
-  return level >= 0 && level < 3 ? kNames[level] : "default";
+  static constexpr const char* kNames[kNumIsaLevels] = {"scalar", "avx2", "avx512", "avx512_vnni", "avx512_bf16"};
+  return level >= 0 && level < kNumIsaLevels ? kNames[level] : "default";
+}
+
+// The levels above avx512 add dot-product instructions that only the matmul family uses
+// (docs/kernels_matmul.md); every other kernel runs its avx512 code there, already covered.
+bool has_paths_above_avx512(const std::string& kernel) {
+  return kernel.rfind("matmul.", 0) == 0 || kernel.rfind("grouped_matmul.", 0) == 0;
 }
 
 // Forces an ISA level for the lifetime of the scope; ok() is false when the CPU lacks it.
@@ -656,10 +666,20 @@ std::string case_test_name(const ::testing::TestParamInfo<std::tuple<int, int>>&
   return all_cases()[static_cast<size_t>(std::get<0>(info.param))].name + "_" + isa_name(std::get<1>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, KernelCaseTest,
-                         ::testing::Combine(::testing::Range(0, static_cast<int>(all_cases().size())),
-                                            ::testing::Values(0, 1, 2)),
-                         case_test_name);
+// Every case at every level up to avx512, and the matmul family's cases at the levels above too.
+std::vector<std::tuple<int, int>> case_levels() {
+  std::vector<std::tuple<int, int>> out;
+  for (int c = 0; c < static_cast<int>(all_cases().size()); ++c) {
+    for (int level = 0; level < kNumIsaLevels; ++level) {
+      if (level <= kIsaAvx512 || has_paths_above_avx512(all_cases()[static_cast<size_t>(c)].kernel)) {
+        out.emplace_back(c, level);
+      }
+    }
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, KernelCaseTest, ::testing::ValuesIn(case_levels()), case_test_name);
 
 // ---------------------------------------------------------------------------------------------
 // Error paths
@@ -926,7 +946,7 @@ TEST(KernelPackage, MatmulRowsDoNotDependOnM) {
     const auto* y = static_cast<const float*>(m.output(0).data);
     return std::vector<float>(y, y + rows * kN);
   };
-  for (int level : {0, 1, 2}) {
+  for (int level = 0; level < kNumIsaLevels; ++level) {
     IsaScope scope(level);
     if (!scope.ok()) continue;
     SCOPED_TRACE(isa_name(level));
@@ -963,11 +983,13 @@ TEST(KernelPackage, MatmulWithEmptyKAndNoStorageWritesZeros) {
 TEST(KernelPackage, ForcedIsaIsCappedAtTheCpu) {
   const auto force = package().force_isa;
   ASSERT_NE(force, nullptr);
-  const int best = force(2);
+  const int best = force(kNumIsaLevels - 1);
   EXPECT_GE(best, 0);
-  EXPECT_LE(best, 2);
+  EXPECT_LE(best, kNumIsaLevels - 1);
   EXPECT_EQ(force(0), 0);
   EXPECT_EQ(force(99), best);
+  // Every level up to the CPU's is selectable, so one machine runs all the paths it has.
+  for (int level = 0; level <= best; ++level) EXPECT_EQ(force(level), level);
   force(-1);
 }
 
@@ -977,6 +999,17 @@ TEST(IsaEnv, ScalarRequestIsHonoured) {
   if (env == nullptr || std::string(env) != "scalar") GTEST_SKIP() << "SK_ISA is not 'scalar'";
   ASSERT_NE(package().force_isa, nullptr);
   EXPECT_EQ(package().force_isa(-1), 0);
+}
+
+// Run by the ctest entry kernel_package_test.isa_env_avx512 (SK_ISA=avx512): the AVX-512 level
+// without VNNI and BF16 is reachable on a CPU that has them.
+TEST(IsaEnv, Avx512RequestIsHonoured) {
+  const char* env = std::getenv("SK_ISA");
+  if (env == nullptr || std::string(env) != "avx512") GTEST_SKIP() << "SK_ISA is not 'avx512'";
+  const auto force = package().force_isa;
+  ASSERT_NE(force, nullptr);
+  const int best = force(99);
+  EXPECT_EQ(force(-1), std::min(best, kIsaAvx512));
 }
 
 }  // namespace

@@ -1,0 +1,138 @@
+// The one GEMM driver of the matmul family: y[m][n] = x[m, :] · w[n, :] for every weight type.
+// Each type supplies its per-ISA inner tiles and how activations are packed and results
+// finished, beside its kernels: matmul.cc (f32 weights), matmul_bf16.cc (bf16 weights),
+// matmul_w8a8.cc (int8 weights and activations).
+//
+// Usage (a weight type's file):
+//
+//   struct F32Rows {                       // the "Op" concept
+//     using A = float;                     // packed activation element
+//     using W = float;                     // weight element
+//     using S = float;                     // accumulator lane
+//     const Tiles<A, W, S>& tiles;
+//     void pack(int64_t m0, int64_t mb, int64_t k0, int64_t kn, A* panel, int64_t ld, float* rs) const;
+//     void finish(const S* st, int64_t ld, const float* rs, int64_t n0, int64_t mb, int64_t nb,
+//                 float* y, int64_t sy) const;
+//   };
+//   gemm::run(F32Rows{...}, w, sw, y, sy, M, N, K);
+//
+// Loop order: x is packed once per block of up to kMBlock rows (the whole of K when a row fits
+// the panel, which holds for every K the int8 kernels accept and for f32 K <= 8192), then every
+// block of kNBlock weight rows accumulates its (rows x kNBlock) dot products in register tiles
+// over K, in steps of Tiles::kc when the block has more rows than one tile (the packed slice of
+// x then stays in L1 while the weight tile is reused for every tile of rows). With at most one
+// tile of rows K is not blocked, so a single pass streams every weight row once, as GEMV must.
+//
+// Determinism: every accumulator lane of one dot product sees the same operations in the same
+// order whatever the tile, block, M, N or core split: the tiles only choose which dot products
+// advance together, and K blocks are multiples of every lane pattern (kc and the panel padding
+// are multiples of 64 elements). So a result depends on (x row, w row, K, ISA level) only.
+#ifndef SUPERKERNEL_KERNELS_MATMUL_DRIVER_H_
+#define SUPERKERNEL_KERNELS_MATMUL_DRIVER_H_
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/simd.h"
+
+namespace sk::kernels::gemm {
+
+inline constexpr int64_t kMBlock = 16;  // rows of x per packed block
+inline constexpr int64_t kNBlock = 32;  // rows of w whose sums one pass keeps
+inline constexpr int kMaxLanes = 16;    // accumulator lanes per dot product, at most
+// Packed activations live on the stack: 16 f32 rows of K = 8192, or 8 int8 rows of K = 65536.
+inline constexpr int64_t kPanelBytes = 512 * 1024;
+
+// Accumulates the (mr x nr) dot products of panel rows [0, mr) (stride sx) and w rows [0, nr)
+// (stride sw) over k in [0, kn) into their lanes at st[(m * ld + j) * lanes].
+template <class A, class W, class S>
+using TileFn = void (*)(const A* x, int64_t sx, const W* w, int64_t sw, S* st, int64_t ld, int64_t kn);
+
+template <class A, class W, class S>
+struct Tiles {
+  int lanes;    // accumulator lanes per dot product
+  int gemv_nr;  // 1 x gemv_nr tiles when M == 1
+  int mr;       // mr x nr tiles otherwise
+  int nr;
+  int64_t kc;                               // K step of a block with more than mr rows (a multiple of 64)
+  TileFn<A, W, S> (*tile)(int mr, int nr);  // supports (1|mr) x (1|nr|gemv_nr)
+};
+
+// Panel row stride for K: a multiple of 64 elements (every tile's K step divides it, and the
+// padding is zero, so vector loads past K read zeros), plus one cache line when the row would be
+// a multiple of 4 KiB, so that the rows of a block do not all fall into the same L1 sets.
+template <class A>
+constexpr int64_t panel_stride(int64_t k) {
+  int64_t ld = (k + 63) / 64 * 64;
+  if ((ld * static_cast<int64_t>(sizeof(A))) % 4096 == 0) ld += 64 / static_cast<int64_t>(sizeof(A));
+  return ld;
+}
+
+// y[m * sy + n] for m < M, n < N from w rows (stride sw) and the activation rows `op` packs.
+template <class Op>
+void run(const Op& op, const typename Op::W* w, int64_t sw, float* y, int64_t sy, int64_t M, int64_t N, int64_t K) {
+  using A = typename Op::A;
+  using S = typename Op::S;
+  const auto& t = op.tiles;
+  constexpr int64_t kCap = kPanelBytes / static_cast<int64_t>(sizeof(A));
+  alignas(64) A panel[kCap];
+  alignas(64) S state[kMBlock * kNBlock * kMaxLanes];
+  float rs[kMBlock];
+  // A whole row fits the panel for any realistic K; beyond, the rows are packed per K step.
+  const bool whole_rows = panel_stride<A>(K) <= kCap;
+  const bool block_k = M > t.mr || !whole_rows;
+  const int64_t kc = block_k ? t.kc : K;
+  const int64_t ld = whole_rows ? panel_stride<A>(K) : panel_stride<A>(t.kc);
+  const int64_t rows = std::clamp<int64_t>(kCap / ld, 1, kMBlock);
+  const int nr_tile = M == 1 ? t.gemv_nr : t.nr;
+  for (int64_t m0 = 0; m0 < M; m0 += rows) {
+    const int64_t mb = std::min(rows, M - m0);
+    if (whole_rows) op.pack(m0, mb, 0, K, panel, ld, rs);
+    for (int64_t n0 = 0; n0 < N; n0 += kNBlock) {
+      const int64_t nb = std::min(kNBlock, N - n0);
+      std::fill(state, state + mb * kNBlock * t.lanes, S{});
+      for (int64_t k0 = 0; k0 < K; k0 += kc) {
+        const int64_t kn = std::min(kc, K - k0);
+        const A* xb = panel + k0;
+        if (!whole_rows) {
+          op.pack(m0, mb, k0, kn, panel, ld, rs);
+          xb = panel;
+        }
+        for (int64_t n = 0; n < nb;) {
+          const int nr = nb - n >= nr_tile ? nr_tile : 1;
+          for (int64_t m = 0; m < mb;) {
+            const int mr = mb - m >= t.mr ? t.mr : 1;
+            t.tile(mr, nr)(xb + m * ld, ld, w + (n0 + n) * sw + k0, sw, state + (m * kNBlock + n) * t.lanes, kNBlock,
+                           kn);
+            m += mr;
+          }
+          n += nr;
+        }
+      }
+      op.finish(state, kNBlock, rs, n0, mb, nb, y + m0 * sy + n0, sy);
+    }
+  }
+}
+
+// Shared pack and finish steps of the types whose tiles read f32 activations and keep f32 lanes.
+
+// Copies x rows [m0, m0 + mb), columns [k0, k0 + kn), into the panel, zero-padded to ld.
+inline void pack_f32_rows(const float* x, int64_t sx, int64_t m0, int64_t mb, int64_t k0, int64_t kn, float* panel,
+                          int64_t ld) {
+  for (int64_t m = 0; m < mb; ++m) {
+    const float* src = x + (m0 + m) * sx + k0;
+    std::copy(src, src + kn, panel + m * ld);
+    std::fill(panel + m * ld + kn, panel + (m + 1) * ld, 0.0f);
+  }
+}
+
+// y[m * sy + j] = the fixed-tree sum (simd::hsum_lanes) of the lanes of dot product (m, j).
+inline void finish_f32_lanes(const float* st, int64_t ld, int lanes, int64_t mb, int64_t nb, float* y, int64_t sy) {
+  for (int64_t m = 0; m < mb; ++m) {
+    for (int64_t j = 0; j < nb; ++j) y[m * sy + j] = simd::hsum_lanes(st + (m * ld + j) * lanes, lanes);
+  }
+}
+
+}  // namespace sk::kernels::gemm
+
+#endif  // SUPERKERNEL_KERNELS_MATMUL_DRIVER_H_
