@@ -38,22 +38,24 @@ function(sk_fuzz_target name)
   endif()
   add_dependencies(sk_fuzz_all ${target})
 
-  set(replay_inputs ${corpus})
-  if(IS_DIRECTORY ${regressions})
-    list(APPEND replay_inputs ${regressions})
-  endif()
+  # Given files (not directories), libFuzzer and the replay driver both run each once and stop.
+  # CONFIGURE_DEPENDS: a new seed or regression input is picked up by the next build.
+  file(GLOB replay_inputs CONFIGURE_DEPENDS ${corpus}/* ${regressions}/*)
+  list(SORT replay_inputs)
+  add_test(NAME fuzz.${name}.replay COMMAND ${target} ${replay_inputs})
+  set_tests_properties(fuzz.${name}.replay PROPERTIES LABELS "fuzz;fuzz-replay" TIMEOUT 300)
   if(SK_FUZZ)
-    # -runs=0: execute every given input once, then stop.
-    add_test(NAME fuzz.${name}.replay COMMAND ${target} -runs=0 ${replay_inputs})
     # New inputs go to a corpus in the build tree (first directory), never into the sources.
     set(work ${CMAKE_CURRENT_BINARY_DIR}/work/${name})
     file(MAKE_DIRECTORY ${work}/corpus ${work}/artifacts)
+    set(seed_dirs ${corpus})
+    if(IS_DIRECTORY ${regressions})
+      list(APPEND seed_dirs ${regressions})
+    endif()
+    # -rss_limit_mb also caps a single allocation: a parser must bound what it allocates.
     add_test(NAME fuzz.${name}.run
-             COMMAND ${target} -max_total_time=${SK_FUZZ_SECONDS} -timeout=20 -rss_limit_mb=4096
-                     -print_final_stats=1 -artifact_prefix=${work}/artifacts/ ${work}/corpus ${corpus})
+             COMMAND ${target} -max_total_time=${SK_FUZZ_SECONDS} -timeout=20 -rss_limit_mb=2048
+                     -print_final_stats=1 -artifact_prefix=${work}/artifacts/ ${work}/corpus ${seed_dirs})
     set_tests_properties(fuzz.${name}.run PROPERTIES LABELS "fuzz;fuzz-run" TIMEOUT 600)
-  else()
-    add_test(NAME fuzz.${name}.replay COMMAND ${target} ${replay_inputs})
   endif()
-  set_tests_properties(fuzz.${name}.replay PROPERTIES LABELS "fuzz;fuzz-replay" TIMEOUT 300)
 endfunction()

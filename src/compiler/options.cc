@@ -155,10 +155,13 @@ Status CompileOptions::set(std::string_view key, std::string_view value) {
     if (k == "stream_fusion") return parse_bool(key, value, o.stream_fusion);
     if (k == "early_start") return parse_bool(key, value, o.early_start);
     if (k == "func_align") {
-      SK_RETURN_IF_ERROR(parse_int(key, value, 0, o.func_align));
-      if (o.func_align & (o.func_align - 1))
+      // Checked before it is stored: a rejected value must leave the options as they were.
+      int align = 0;
+      SK_RETURN_IF_ERROR(parse_int(key, value, 0, align));
+      if (align & (align - 1))
         return Status::invalid_argument("option '" + std::string(key) + "': " + std::string(value) +
                                         " is not a power of two");
+      o.func_align = align;
       return Status::ok();
     }
     if (k == "dcci_before_kernel_start") return parse_regex_list(key, value, o.dcci_before_kernel_start);
