@@ -54,7 +54,7 @@ function(sk_fuzz_target name)
     endif()
     # -rss_limit_mb also caps a single allocation: a parser must bound what it allocates.
     add_test(NAME fuzz.${name}.run
-             COMMAND ${target} -max_total_time=${SK_FUZZ_SECONDS} -timeout=20 -rss_limit_mb=2048
+             COMMAND ${target} -max_total_time=${SK_FUZZ_SECONDS} -timeout=60 -rss_limit_mb=2048
                      -print_final_stats=1 -artifact_prefix=${work}/artifacts/ ${work}/corpus ${seed_dirs})
     set_tests_properties(fuzz.${name}.run PROPERTIES LABELS "fuzz;fuzz-run" TIMEOUT 600)
   endif()

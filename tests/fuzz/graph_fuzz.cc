@@ -239,8 +239,8 @@ void print_counters() {
 
 std::vector<std::shared_ptr<sk::Runtime>>& runtimes() {
   // 1 and 3 cores: a serial baseline and a core count that splits every dimension unevenly.
-  static std::vector<std::shared_ptr<sk::Runtime>> rts = {sk::testing::make_runtime(1, 20.0),
-                                                          sk::testing::make_runtime(3, 20.0)};
+  static std::vector<std::shared_ptr<sk::Runtime>> rts = {sk::testing::make_runtime(1, 30.0),
+                                                          sk::testing::make_runtime(3, 30.0)};
   return rts;
 }
 
