@@ -71,8 +71,7 @@ test-fuzz: deps
 	  cmake --build --preset fuzz -j $(JOBS))
 	@$(call timed,fuzz replay,ctest --preset fuzz -L fuzz-replay -j $(JOBS))
 	@$(call timed,fuzz runs,ctest --preset fuzz -L fuzz-run -j $(JOBS) --output-log build-fuzz/fuzz-runs.log)
-	@grep -E 'Test command|stat::number_of_executed_units|stat::new_units_added|graph_fuzz:' build-fuzz/fuzz-runs.log | \
-	  sed -E 's/^.*Test command: ([^ ]*).*/\1/'
+	@grep -E 'Test +#[0-9]+: fuzz|stat::number_of_executed_units|stat::new_units_added|graph_fuzz:' build-fuzz/fuzz-runs.log
 
 bench: build
 	@$(BUILD)/bench/sk_bench_dispatch --json $(BUILD)/bench_dispatch.json
