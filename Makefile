@@ -28,11 +28,11 @@ demo: build
 #   test-tsan     the suite under ThreadSanitizer (build-tsan/)
 #   test-fuzz     every libFuzzer target for FUZZ_SECONDS, plus its seeds and regressions (build-fuzz/)
 # docs/RELIABILITY.md says what each phase covers and how to rerun one.
-PHASE_LOG ?= test-phases.txt
+PHASE_LOG ?= $(BUILD)/test-phases.txt
 FUZZ_SECONDS ?= 45
 # $(call timed,<phase>,<command>): runs the command; on success appends its wall-clock and CPU
 # times to PHASE_LOG (CPU time tells what a phase costs even on a busy machine).
-timed = exec 3>&1 4>&2; TIMEFORMAT='%0R %0U %0S'; t=$$( { time { ( $(2) ) 1>&3 2>&4; }; } 2>&1 ) || exit $$?; \
+timed = mkdir -p $(dir $(PHASE_LOG)); exec 3>&1 4>&2; TIMEFORMAT='%0R %0U %0S'; t=$$( { time { ( $(2) ) 1>&3 2>&4; }; } 2>&1 ) || exit $$?; \
 	set -- $$t; echo "make test: $(1): $$1 s wall, $$(( $$2 + $$3 )) s CPU" | tee -a $(PHASE_LOG)
 
 test: deps
@@ -70,8 +70,11 @@ test-fuzz: deps
 	@$(call timed,fuzz build,cmake --preset fuzz -DSK_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null && \
 	  cmake --build --preset fuzz -j $(JOBS))
 	@$(call timed,fuzz replay,ctest --preset fuzz -L fuzz-replay -j $(JOBS))
-	@$(call timed,fuzz runs,ctest --preset fuzz -L fuzz-run -j $(JOBS) --output-log build-fuzz/fuzz-runs.log)
-	@grep -E 'Test +#[0-9]+: fuzz|stat::number_of_executed_units|stat::new_units_added|graph_fuzz:' build-fuzz/fuzz-runs.log
+	@$(call timed,fuzz runs,ctest --preset fuzz -L fuzz-run -j $(JOBS) -V > build-fuzz/fuzz-runs.log 2>&1 || \
+	  { tail -n 150 build-fuzz/fuzz-runs.log; exit 1; })
+	@awk '/Start +[0-9]+: fuzz/ { name[$$2 + 0] = $$3 } \
+	  /stat::number_of_executed_units|stat::new_units_added|graph_fuzz:/ { print name[$$1 + 0] ": " substr($$0, index($$0, $$2)) }' \
+	  build-fuzz/fuzz-runs.log
 
 bench: build
 	@$(BUILD)/bench/sk_bench_dispatch --json $(BUILD)/bench_dispatch.json
@@ -100,4 +103,4 @@ tidy: configure
 	@git ls-files 'src/*.cc' | xargs clang-tidy -p $(BUILD) --quiet
 
 clean:
-	@rm -rf build build-debug build-asan build-tsan build-fuzz $(PHASE_LOG)
+	@rm -rf build build-debug build-asan build-tsan build-fuzz
