@@ -31,7 +31,7 @@ demo: build
 PHASE_LOG ?= $(BUILD)/test-phases.txt
 FUZZ_SECONDS ?= 45
 # $(call timed,<phase>,<command>): runs the command; on success appends its wall-clock and CPU
-# times to PHASE_LOG (CPU time tells what a phase costs even on a busy machine).
+# times to PHASE_LOG (a build's CPU time tells what it costs even on a busy machine).
 timed = mkdir -p $(dir $(PHASE_LOG)); exec 3>&1 4>&2; TIMEFORMAT='%0R %0U %0S'; t=$$( { time { ( $(2) ) 1>&3 2>&4; }; } 2>&1 ) || exit $$?; \
 	set -- $$t; echo "make test: $(1): $$1 s wall, $$(( $$2 + $$3 )) s CPU" | tee -a $(PHASE_LOG)
 
@@ -47,11 +47,11 @@ test-release: deps
 	@$(call timed,release build,cmake --preset release >/dev/null && cmake --build $(BUILD) -j $(JOBS))
 	@$(call timed,release tests,ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600)
 
-# The direct kernel cases are ~1,700 ctest entries of one process each, whose start-up would
+# The direct kernel cases are ~2,000 ctest entries of one process each, whose start-up would
 # dominate under a sanitizer: the ASan phase runs them all in one kernel_package_test process, the
-# TSan phase leaves them (single-threaded calls) to the conformance tests, which run every kernel
-# family through the runtime in every mode and core count. TSan also skips the sampling
-# statistics test (one thread, millions of draws).
+# TSan phase (where even one process takes minutes) leaves them to the conformance tests, which
+# run every kernel family on the runtime's threads in every mode and core count. TSan also skips
+# the sampling statistics test (one thread, millions of draws).
 KERNEL_CASES = Kernels/KernelCaseTest.*
 ASAN_SKIP = ^Kernels/KernelCaseTest\.
 TSAN_SKIP = ^Kernels/KernelCaseTest\.|^SamplingStatistics\.
