@@ -1,7 +1,7 @@
 # Set-up and everyday commands. `make demo` and `make test` work on a fresh Debian machine:
 # they install missing packages (scripts/install_deps.sh), configure, build into build/, and run.
 JOBS ?= $(shell nproc)
-# Recipes use bash (PIPESTATUS).
+# Recipes use bash (the `time` keyword in `timed`).
 SHELL := /bin/bash
 BUILD ?= build
 
@@ -19,6 +19,7 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# The main job: LongCat-Flash decode in the three execution modes, side by side (superkernel bench).
 demo: build
 	@./scripts/demo.sh $(BUILD)
 
@@ -76,8 +77,10 @@ test-fuzz: deps
 	  /stat::number_of_executed_units|stat::new_units_added|graph_fuzz:/ { print name[$$1 + 0] ": " substr($$0, index($$0, $$2)) }' \
 	  build-fuzz/fuzz-runs.log
 
+# Micro-benchmarks: per-node dispatch cost of the three modes, then the built-in kernels.
 bench: build
 	@$(BUILD)/bench/sk_bench_dispatch --json $(BUILD)/bench_dispatch.json
+	@$(BUILD)/bench/sk_bench_kernels --quick --json $(BUILD)/bench_kernels.json
 
 asan: deps
 	@cmake --preset asan >/dev/null && cmake --build build-asan -j $(JOBS) && ctest --preset asan -j $(JOBS)

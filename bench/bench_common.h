@@ -1,4 +1,5 @@
-// Shared benchmark harness: repeated timing with medians, a side-by-side table on stdout and
+// Shared benchmark harness (sk_bench_* and `superkernel bench`): repeated timing with medians,
+// the STREAM triad bound, a side-by-side table on stdout and
 // the project's JSON format (--json PATH):
 //   {"machine": {"cores": N, "isa": "..."}, "results": [{"bench", "mode", "cores", "metric",
 //    "median", "min", "max", "runs", "unit"}]}
@@ -37,9 +38,9 @@ struct Stats {
 };
 
 inline Stats stats_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
   Stats s;
   if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
   s.min = v.front();
   s.max = v.back();
   s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
@@ -142,6 +143,33 @@ inline bool pin_current_thread(int cpu) {
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+// STREAM triad a[i] = b[i] + s * c[i] over arrays well beyond the last-level cache, split over
+// `threads` pinned threads. Counts 3 arrays of traffic, as STREAM does.
+inline double triad_gb_per_s(int threads, int runs) {
+  const size_t n = size_t{1} << 24;  // 64 MiB per array
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  auto pass = [&](int t) {
+    const size_t lo = n * t / threads, hi = n * (t + 1) / threads;
+    float* pa = a.data();
+    const float* pb = b.data();
+    const float* pc = c.data();
+    for (size_t i = lo; i < hi; ++i) pa[i] = pb[i] + 3.0f * pc[i];
+  };
+  const std::vector<int> cpus = allowed_cpus();
+  auto once = [&] {
+    std::vector<std::thread> ts;
+    for (int t = 1; t < threads; ++t)
+      ts.emplace_back([&, t] {
+        pin_current_thread(cpus[static_cast<size_t>(t) % cpus.size()]);  // unpinned if refused: still a triad
+        pass(t);
+      });
+    pass(0);
+    for (auto& t : ts) t.join();
+  };
+  auto times = time_runs(once, 1, runs);
+  return 3.0 * n * sizeof(float) / stats_of(times).median / 1e9;
 }
 
 inline std::string json_escape(const std::string& s) {

@@ -82,6 +82,51 @@ KernelBenchCase mla(DType cache, int64_t b, int64_t h, int32_t r, int32_t p, int
           {}};
 }
 
+// Prefill of one prompt of t tokens (positions 0 .. t - 1) over a cache that holds just it. Bytes
+// count the prompt's cache rows once; flops the causal sum of the contexts.
+std::vector<double> prompt_positions(int64_t t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t; ++i) v.push_back(static_cast<double>(i));
+  return v;
+}
+
+KernelBenchCase paged_prefill(DType cache, int64_t t, int64_t hq, int64_t hkv, int64_t dh, int64_t bs) {
+  const int64_t blocks = (t + bs - 1) / bs;
+  const double elem = cache == DType::kBF16 ? 2.0 : 4.0;
+  const double bytes = 2.0 * t * hkv * dh * elem + 2.0 * 4 * t * hq * dh + 4.0 * (blocks + 2 * t);
+  const double flops = 4.0 * hq * dh * (t * (t + 1) / 2);
+  const sk_paged_attention_attrs a{0.08838834764f};
+  return {"paged_prefill_" + dtype_suffix(cache) + "_t" + std::to_string(t) + "_hq" + std::to_string(hq) + "_hkv" +
+              std::to_string(hkv),
+          "paged_attention_prefill." + dtype_suffix(cache),
+          {Act({t, hq, dh}), cache_input(cache, {blocks, bs, hkv, dh}), cache_input(cache, {blocks, bs, hkv, dh}),
+           i32_values({1, blocks}, block_table(1, blocks)), i32_values({t}, {0}), i32_values({t}, prompt_positions(t))},
+          {TensorSpec(DType::kF32, {t, hq, dh})},
+          bench_attrs(a),
+          bytes,
+          flops,
+          {},
+          {}};
+}
+
+KernelBenchCase mla_prefill(DType cache, int64_t t, int64_t h, int32_t r, int32_t p, int64_t bs) {
+  const int64_t blocks = (t + bs - 1) / bs;
+  const double elem = cache == DType::kBF16 ? 2.0 : 4.0;
+  const double bytes = 1.0 * t * (r + p) * elem + 4.0 * t * h * (2 * r + p) + 4.0 * (blocks + 2 * t);
+  const double flops = 2.0 * h * (r + p + r) * (t * (t + 1) / 2);
+  const sk_mla_attention_attrs a{r, p, 0.0721687836f};
+  return {"mla_prefill_" + dtype_suffix(cache) + "_t" + std::to_string(t) + "_h" + std::to_string(h),
+          "mla_attention_prefill." + dtype_suffix(cache),
+          {Act({t, h, r}), Act({t, h, p}), cache_input(cache, {blocks, bs, r + p}),
+           i32_values({1, blocks}, block_table(1, blocks)), i32_values({t}, {0}), i32_values({t}, prompt_positions(t))},
+          {TensorSpec(DType::kF32, {t, h, r})},
+          bench_attrs(a),
+          bytes,
+          flops,
+          {},
+          {}};
+}
+
 // t new tokens of hkv x dh into caches of 512 blocks of 16 slots, at scattered slots.
 KernelBenchCase kv_append(DType cache, int64_t t, int64_t hkv, int64_t dh) {
   const int64_t blocks = 512;
@@ -132,6 +177,11 @@ SK_KERNEL_BENCH(attention_cases) {
     for (int64_t h : {16, 32}) cases.push_back(mla(cache, 1, h, 512, 64, 4096, 16));
   }
   cases.push_back(mla(DType::kBF16, 8, 16, 512, 64, 4096, 16));
+  // Prefill of a 512-token prompt.
+  for (DType cache : {DType::kF32, DType::kBF16}) {
+    cases.push_back(paged_prefill(cache, 512, 32, 8, 128, 16));
+    cases.push_back(mla_prefill(cache, 512, 16, 512, 64, 16));
+  }
   // The absorbed MLA projections at decode: q_nope . W_UK and latent . W_UV for 32 heads.
   cases.push_back({"bmm_w_uk_h32",
                    "batched_matmul.f32",

@@ -42,33 +42,6 @@ std::vector<uint8_t> make_data(const BenchInput& in, uint32_t seed) {
   return b;
 }
 
-// STREAM triad a[i] = b[i] + s * c[i] over arrays well beyond the last-level cache, split over
-// `threads` pinned threads. Counts 3 arrays of traffic, as STREAM does.
-double triad_gb_per_s(int threads, int runs) {
-  const size_t n = size_t{1} << 24;  // 64 MiB per array
-  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
-  auto pass = [&](int t) {
-    const size_t lo = n * t / threads, hi = n * (t + 1) / threads;
-    float* pa = a.data();
-    const float* pb = b.data();
-    const float* pc = c.data();
-    for (size_t i = lo; i < hi; ++i) pa[i] = pb[i] + 3.0f * pc[i];
-  };
-  const std::vector<int> cpus = allowed_cpus();
-  auto once = [&] {
-    std::vector<std::thread> ts;
-    for (int t = 1; t < threads; ++t)
-      ts.emplace_back([&, t] {
-        pin_current_thread(cpus[static_cast<size_t>(t) % cpus.size()]);  // unpinned if refused: still a triad
-        pass(t);
-      });
-    pass(0);
-    for (auto& t : ts) t.join();
-  };
-  auto times = time_runs(once, 1, runs);
-  return 3.0 * n * sizeof(float) / stats_of(times).median / 1e9;
-}
-
 const char* kUsage = "usage: sk_bench_kernels [--json PATH] [--runs N] [--quick] [--only CASE]... [--cores N]\n";
 
 }  // namespace

@@ -5,10 +5,14 @@
 // Bytes are what each kernel must move at least: dispatch reads x once and writes every row of
 // x_sorted (rows past sum(counts) are zero-filled by contract); combine reads only the y rows
 // the routing references. Sampling logits are uniform in [-12, 4], so the nucleus over the whole
-// vocabulary holds ~19k tokens: a flatter (slower) distribution than a trained model's.
+// vocabulary holds ~19k tokens: a flatter (slower) distribution than a trained model's; the
+// `_peaked` rows add 40 strong candidates in [8, 14] over that tail, which then hold ~97% of
+// the mass, as a trained model's top tokens do. The grouped-matmul rows beside the matmul
+// family's (kernels_matmul.cc) route all 32 rows to one expert, the worst skew.
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <string>
 
 #include "kernel_bench.h"
 #include "superkernel/attrs_moe.h"
@@ -52,6 +56,19 @@ std::vector<double> row_map_of(const std::vector<double>& ids, int64_t* used) {
 
 BenchInput Values(DType d, Shape s, std::vector<double> v) { return {d, std::move(s), 0, 0, false, std::move(v)}; }
 
+// b rows of kVocab logits: uniform in [-12, 4], plus 40 tokens per row in [8, 14].
+std::vector<double> peaked_logits(int64_t b) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> tail(-12.0, 4.0);
+  std::uniform_real_distribution<double> top(8.0, 14.0);
+  std::vector<double> l(static_cast<size_t>(b * kVocab));
+  for (double& x : l) x = tail(rng);
+  for (int64_t r = 0; r < b; ++r) {
+    for (int j = 0; j < 40; ++j) l[static_cast<size_t>(r * kVocab + static_cast<int64_t>(rng() % kVocab))] = top(rng);
+  }
+  return l;
+}
+
 }  // namespace
 
 SK_KERNEL_BENCH(moe_cases) {
@@ -67,6 +84,34 @@ SK_KERNEL_BENCH(moe_cases) {
                      bench_attrs(a),
                      4.0 * (kTokens * experts + experts) + 8.0 * rows,
                      0,
+                     {},
+                     {}});
+  }
+  {
+    // DeepSeek-V3's group-limited routing: 256 experts in 8 groups, 4 groups kept, top-8.
+    const sk_moe_router_group_attrs a{{8, 256, SK_MOE_SCORING_SIGMOID, 1, 2.5f}, 8, 4};
+    cases.push_back({"moe_router_t16_e256_k8_grouped",
+                     "moe_router.f32",
+                     {Act({kTokens, 256}, -4, 4), Weight(DType::kF32, {256}, -0.1, 0.1)},
+                     {TensorSpec(DType::kI32, {kTokens, 8}), TensorSpec(DType::kF32, {kTokens, 8})},
+                     bench_attrs(a),
+                     4.0 * (kTokens * 256 + 256) + 8.0 * kTokens * 8,
+                     0,
+                     {},
+                     {}});
+  }
+  {
+    // grouped_matmul with every row on one expert (cf. grouped_*_e8_4096x1408_{even,skewed}).
+    const int64_t e = 8, k = 4096, n = 1408, r = 32;
+    const BenchInput counts{DType::kI32, {e}, 0, 0, false, {32, 0, 0, 0, 0, 0, 0, 0}};
+    const double act = 4.0 * r * (k + n) + 4.0 * e;
+    cases.push_back({"grouped_bf16_e8_4096x1408_one_hot",
+                     "grouped_matmul.bf16",
+                     {Act({r, k}), counts, Weight(DType::kBF16, {e, n, k})},
+                     {TensorSpec(DType::kF32, {r, n})},
+                     {},
+                     2.0 * n * k + act,
+                     2.0 * r * n * k,
                      {},
                      {}});
   }
@@ -128,6 +173,16 @@ SK_KERNEL_BENCH(moe_cases) {
                        {},
                        {}});
     }
+    const sk_sample_attrs peaked{42, 1.0f, 0.9f, 0, 0};
+    cases.push_back({"sample" + tag + "_p0.9_peaked",
+                     "sample.f32",
+                     {Values(DType::kF32, {b, kVocab}, peaked_logits(b)), Values(DType::kI64, {1}, {7})},
+                     {TensorSpec(DType::kI32, {b})},
+                     bench_attrs(peaked),
+                     4.0 * b * kVocab + 4.0 * b + 8.0,
+                     0,
+                     {},
+                     {}});
   }
   return cases;
 }

@@ -8,9 +8,10 @@
 #   find_package(superkernel 0.1 REQUIRED CONFIG)
 #   superkernel_add_kernel_package(NAME my_kernels SOURCES my_kernels.c)
 #
-# The generated config offers only what a kernel package needs: the header-only target
-# superkernel::kernel_abi and superkernel_add_kernel_package(). Packages never link the runtime,
-# so nothing about libsuperkernel is exported.
+# The generated config offers what a kernel package needs, the header-only target
+# superkernel::kernel_abi and superkernel_add_kernel_package(), and, for host programs that build
+# and run graphs, the imported runtime library superkernel::superkernel (exported by
+# src/CMakeLists.txt). Packages themselves never link the runtime.
 include_guard(GLOBAL)
 include(CMakePackageConfigHelpers)
 

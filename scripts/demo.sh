@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The main job of `make demo`: a small graph in every mode, what the compiler does with fusion
-# scopes, and the dispatch benchmark (eager vs graph vs superkernel) with its JSON.
+# The main job of `make demo`: LongCat-Flash decode (configs/longcat-mini.yaml, every op small, so
+# dispatch dominates) in the eager, graph and superkernel modes side by side, with their outputs
+# checked bit for bit, then what the compiler made of the fusion scopes.
+# The dispatch micro-benchmark moved to `make bench`.
 set -euo pipefail
 build=${1:-build}
+config=${SK_DEMO_CONFIG:-configs/longcat-mini.yaml}
 
-echo "== hello: one graph, three execution modes =="
-"$build/examples/sk_example_hello_graph"
+echo "== superkernel bench $config =="
+"$build/bin/superkernel" bench "$config" --json "$build/bench_longcat_mini.json"
 echo
-echo "== explain: segments, cut reasons and per-core programs =="
-"$build/examples/sk_example_explain_scopes"
+echo "== superkernel explain $config (layer 0) =="
+"$build/bin/superkernel" explain "$config" --quiet | sed -n '1,/^layer 1:/p' | sed '$d'
 echo
-echo "== dispatch benchmark (ns per node, median; lower is better) =="
-"$build/bench/sk_bench_dispatch" --runs 11 --json "$build/bench_dispatch.json"
+echo "JSON: $build/bench_longcat_mini.json; every layer and per-core programs: $build/bin/superkernel explain $config"

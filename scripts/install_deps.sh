@@ -4,10 +4,13 @@
 #   googletest libgtest-dev libgmock-dev   tests
 #   libdnnl-dev          oneDNN, the matmul reference point of sk_bench_kernels (optional)
 #   libyaml-dev          model config files
+#   libyaml-cpp-dev      the superkernel CLI's YAML configs (src/config)
+#   libcli11-dev         the superkernel CLI's command line (tools/superkernel)
+#   python3-numpy        the reference implementation the model numerics test compares against
 #   clang libclang-rt-14-dev   make test's fuzz phase: clang and its libFuzzer and sanitizer runtimes
 set -euo pipefail
 
-required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev clang libclang-rt-14-dev)
+required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev libyaml-cpp-dev libcli11-dev python3-numpy clang libclang-rt-14-dev)
 optional=(libdnnl-dev)
 
 missing=()

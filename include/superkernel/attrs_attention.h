@@ -26,14 +26,19 @@ typedef struct sk_rope_attrs {
 } sk_rope_attrs;
 
 /* paged_attention.{f32,bf16}(q[B, Hq, Dh], k_cache, v_cache[num_blocks, block_size, Hkv, Dh],
- * block_tables i32[B, max_blocks], context_lens i32[B]) -> out[B, Hq, Dh] */
+ * block_tables i32[B, max_blocks], context_lens i32[B]) -> out[B, Hq, Dh]
+ * paged_attention_prefill.{f32,bf16}(q[T, Hq, Dh], k_cache, v_cache, block_tables i32[B, max_blocks],
+ * seq_ids i32[T], positions i32[T]) -> out[T, Hq, Dh] (token t attends to positions 0..positions[t]
+ * of sequence seq_ids[t]) */
 typedef struct sk_paged_attention_attrs {
   float scale; /* softmax scale, usually 1 / sqrt(Dh); finite */
 } sk_paged_attention_attrs;
 
 /* mla_attention.{f32,bf16}(q_latent[B, H, R], q_pe[B, H, P],
  * latent_cache[num_blocks, block_size, R + P], block_tables i32[B, max_blocks],
- * context_lens i32[B]) -> out[B, H, R] */
+ * context_lens i32[B]) -> out[B, H, R]
+ * mla_attention_prefill.{f32,bf16}(q_latent[T, H, R], q_pe[T, H, P], latent_cache, block_tables,
+ * seq_ids i32[T], positions i32[T]) -> out[T, H, R] */
 typedef struct sk_mla_attention_attrs {
   int32_t kv_lora_rank; /* R */
   int32_t rope_dim;     /* P (may be 0) */

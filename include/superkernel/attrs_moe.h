@@ -24,6 +24,19 @@ typedef struct sk_moe_router_attrs {
   float routed_scaling_factor; /* multiplies the final weights (finite) */
 } sk_moe_router_attrs;
 
+/* moe_router.f32 with DeepSeek-V3's group-limited selection: pass this struct instead of
+ * sk_moe_router_attrs (the kernel tells the two apart by attrs_size). The E+Z experts form
+ * n_group groups of (E+Z)/n_group consecutive ids; a group's score is the sum of its two largest
+ * selection keys; only experts of the topk_group best groups can be chosen.
+ *
+ *   sk_moe_router_group_attrs a = {{8, 256, SK_MOE_SCORING_SIGMOID, 1, 2.5f}, 8, 4};
+ */
+typedef struct sk_moe_router_group_attrs {
+  sk_moe_router_attrs base;
+  int32_t n_group;    /* >= 1, divides E+Z; 1 is plain top-k */
+  int32_t topk_group; /* 1 .. n_group, with top_k <= topk_group * (E+Z)/n_group */
+} sk_moe_router_group_attrs;
+
 /* moe_dispatch.f32(x [T, D], topk_ids i32 [T, k]) -> x_sorted [T*k, D], counts i32 [E], row_map i32 [T, k] */
 typedef struct sk_moe_dispatch_attrs {
   int32_t num_real_experts; /* E >= 0 */

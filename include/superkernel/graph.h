@@ -117,6 +117,18 @@ struct TensorSpec {
 // ops list them in `outputs`. `write_into` (one entry per output; an invalid Tensor{} entry
 // means "new tensor") makes the op write existing tensors — variables, declared tensors, or
 // views of them — instead of creating new ones.
+//
+// Aliasing rule (verify() and every compile enforce it, for every op and kernel): each output
+// shares no byte with any input or other output of its op, or it is exactly the same view as an
+// input (same storage, offset, dtype, shape and strides: the op works in place). An in-place op
+// compiles only if its kernel allows it: no core may write bytes of the view that another core
+// reads (per the kernel's access callback). A partial overlap is an error naming the op and both
+// tensors, because its result would depend on how cores split and order the work.
+//
+//   sk::Tensor v = g.variable("v", sk::DType::kF32, {64});
+//   spec.inputs = {g.slice(v, 0, 0, 32)};
+//   spec.write_into = {g.slice(v, 0, 32, 64)};  // fine: disjoint halves
+//   spec.write_into = {g.slice(v, 0, 1, 33)};   // error: overlaps the input by 31 elements
 struct OpSpec {
   OpKind kind = OpKind::kCustom;
   std::string name;    // default: "<kind>_<index>"
@@ -140,7 +152,11 @@ struct TensorInfo {
   int32_t definer = -1;       // first op writing it (intermediates and declared tensors)
   bool is_output = false;
   std::string output_name;
-  std::vector<uint8_t> data;  // constants
+  std::vector<uint8_t> data;  // constants (empty for external ones)
+  // External constants (Graph::constant_external): the bytes stay where the caller keeps them;
+  // `keep_alive` holds that memory for as long as the graph or any executable needs it.
+  const void* external_data = nullptr;
+  std::shared_ptr<const void> keep_alive;
 };
 
 struct ScopeInfo {
@@ -176,9 +192,16 @@ class Graph {
 
   // ---- Tensors -------------------------------------------------------------------------------
   Tensor input(std::string name, DType dtype, Shape shape);
-  // Copies `bytes` bytes of weights (must equal numel * dtype size).
+  // Copies `bytes` bytes of weights (must equal numel * dtype size; a mismatch or a null `data`
+  // is recorded as an error and nothing is copied).
   Tensor constant(std::string name, DType dtype, Shape shape, const void* data, size_t bytes);
   Tensor constant_f32(std::string name, Shape shape, std::span<const float> values);
+  // A constant whose bytes stay at `data` (e.g. in a memory-mapped file): every executable
+  // compiled from the graph reads them in place, without a copy. `keep_alive` owns that memory
+  // (may be null when the caller guarantees it outlives the graph and its executables); the graph
+  // and each executable hold it. `data` must be aligned to the dtype's size.
+  Tensor constant_external(std::string name, DType dtype, Shape shape, const void* data, size_t bytes,
+                           std::shared_ptr<const void> keep_alive);
   Tensor variable(std::string name, DType dtype, Shape shape);
   // An intermediate whose defining op comes later (OpSpec::write_into).
   Tensor declare(std::string name, DType dtype, Shape shape);
@@ -226,7 +249,10 @@ class Graph {
   int32_t find_tensor(std::string_view name) const;
 
   // Errors recorded while building (in order), then structural checks: operand shapes and
-  // dtypes, use before definition, events waited on but never recorded, unclosed scopes.
+  // dtypes, use before definition, events waited on but never recorded, unclosed scopes, output
+  // names that hide an input or variable, and the aliasing rule of OpSpec. Limits: one tensor at
+  // most 2^47 bytes (an element count or byte size beyond it is an error naming the tensor or
+  // op), 1024 scopes, 1024 streams, 65536 events.
   Status verify() const;
 
   // Records a user error found while building; verify() and compilation report it.

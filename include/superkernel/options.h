@@ -12,6 +12,7 @@
 #ifndef SUPERKERNEL_OPTIONS_H_
 #define SUPERKERNEL_OPTIONS_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,10 @@ struct CompileOptions {
   std::string dump_dir;  // empty: keep in memory only (Executable::dump())
   // Name of a compiler pass (or "all") whose result goes to CompileReport::pass_dumps.
   std::string print_after;
+  // Most bytes the executable's arena (inputs, variables, intermediates, workspaces) may take;
+  // a graph that needs more fails to compile naming both figures. 0: the machine's physical
+  // memory, so that no plan asks for memory the machine does not have.
+  int64_t arena_limit_bytes = 0;
 
   static CompileOptions for_mode(ExecutionMode mode);
   ExecutionMode mode() const;

@@ -25,8 +25,11 @@
 
 namespace sk {
 
+// The most cores one runtime drives (each is a pinned worker thread with its own sync state).
+inline constexpr int kMaxRuntimeCores = 1024;
+
 struct RuntimeOptions {
-  int num_cores = 0;                 // 0: every CPU available to the process
+  int num_cores = 0;                 // 0: every CPU available to the process; at most kMaxRuntimeCores
   int cube_cores = 0;                // cores [0, cube_cores) form the cube group, the rest the vector group;
                                      // 0: every core serves both kinds
   bool pin_threads = true;           // pin workers (and the launching thread) one per CPU
@@ -68,7 +71,9 @@ class Executable {
   ExecutionMode mode() const;
   const CompileReport& report() const;
 
-  // Copies caller data into an input or variable (sizes must match exactly).
+  // Copies caller data into an input or variable (sizes must match exactly; data may be null
+  // only for 0 bytes). Every input must be set before the first run (run() fails naming the
+  // first one that was not); a value stays until set again. Variables start zeroed.
   Status set_input(std::string_view name, const void* data, size_t bytes);
   template <typename T>
   Status set_input(std::string_view name, std::span<const T> values) {
@@ -78,7 +83,20 @@ class Executable {
     return set_input(name, values.data(), values.size() * sizeof(float));
   }
 
+  // From now on the input or variable `name` lives in caller memory `data` (exactly its bytes,
+  // aligned to its dtype size), so several executables (prefill and decode, or different modes)
+  // can share one KV cache. The current contents of `data` are used as they are; set_input()
+  // then copies into it. `data` must stay valid while the executable runs or reads it, and must
+  // not overlap another tensor bound to this executable.
+  Status bind_variable(std::string_view name, void* data, size_t bytes);
+
   // Runs the whole graph once.
+  //
+  // An executable serves one call at a time: run() or set_input() while another thread is inside
+  // run() or set_input() of the same executable fails with FAILED_PRECONDITION and changes
+  // nothing. Compile one executable per thread; executables of one runtime may run concurrently
+  // (their launches take turns on the device). Reading an executable's tensors while another
+  // thread runs it is a data race.
   Status run();
 
   // An output, input or variable as it is now (points into the executable; valid until the next

@@ -39,10 +39,7 @@ Status build_plan(CompileContext& ctx) {
   for (size_t i = 0; i < g.num_tensors(); ++i) {
     TensorInfo t = g.tensor(static_cast<int32_t>(i));
     if (t.kind == TensorKind::kConstant) {
-      plan->constants[i] = AlignedBuffer::allocate(t.data.size());
-      std::copy(t.data.begin(), t.data.end(), plan->constants[i].data.get());
-      t.data.clear();
-      t.data.shrink_to_fit();
+      if (Status s = plan->store_constant(static_cast<int32_t>(i), t); !s) return s;
     }
     plan->tensors.push_back(std::move(t));
   }

@@ -61,8 +61,9 @@ Status parse_bool(std::string_view key, std::string_view value, bool& out) {
                                   std::string(value) + "'");
 }
 
-Status parse_int(std::string_view key, std::string_view value, int min_value, int& out) {
-  int v = 0;
+template <class Int>
+Status parse_int(std::string_view key, std::string_view value, Int min_value, Int& out) {
+  Int v = 0;
   auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
   if (value.empty() || ec != std::errc() || ptr != value.data() + value.size())
     return Status::invalid_argument("option '" + std::string(key) + "': expected an integer, got '" +
@@ -157,6 +158,7 @@ std::vector<std::string> CompileOptions::keys() {
       "dump",
       "dump_dir",
       "print_after",
+      "arena_limit_bytes",
       "super_kernel_optimize_options.preload_code",
       "super_kernel_optimize_options.split_mode",
       "super_kernel_optimize_options.stream_fusion",
@@ -183,6 +185,7 @@ Status CompileOptions::set(std::string_view key, std::string_view value) {
     print_after = std::string(value);
     return Status::ok();
   }
+  if (key == "arena_limit_bytes") return parse_int<int64_t>(key, value, 0, arena_limit_bytes);
   if (key.substr(0, kOpt.size()) == kOpt) {
     std::string_view k = key.substr(kOpt.size());
     SuperKernelOptimizeOptions& o = super_kernel_optimize_options;
@@ -226,6 +229,8 @@ Status CompileOptions::validate() const {
   if (o.preload_code) return not_yet("preload_code");
   if (o.stream_fusion) return not_yet("stream_fusion");
   if (o.early_start) return not_yet("early_start");
+  if (arena_limit_bytes < 0)
+    return Status::invalid_argument("option 'arena_limit_bytes' must be >= 0 (0: the machine's physical memory)");
   if (super_kernel_debug_options.debug_per_op_max_core_num < 0)
     return Status::invalid_argument("option 'super_kernel_debug_options.debug_per_op_max_core_num' must be >= 0");
   for (const auto* list : {&o.dcci_before_kernel_start, &o.dcci_after_kernel_end, &o.dcci_disable_on_kernel}) {

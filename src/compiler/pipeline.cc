@@ -1,16 +1,23 @@
 // The compiler pipeline: named passes run in order, each timed. The order is the data flow of
-// DESIGN.md §3: verify -> build_plan -> assign_cores -> memory_plan -> allocate -> program.
+// DESIGN.md §3: verify -> build_plan -> assign_cores -> memory_plan -> allocate -> in_place ->
+// program.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <utility>
+
+#include <unistd.h>
 
 #include "compiler/assign_cores.h"
 #include "compiler/build_plan.h"
 #include "compiler/compile_context.h"
 #include "compiler/graph_program.h"
+#include "compiler/in_place.h"
 #include "compiler/memory_plan.h"
 #include "compiler/schedule.h"
+#include "compiler/scope_options.h"
 #include "compiler/segment.h"
 #include "runtime/runtime_impl.h"
 
@@ -48,21 +55,71 @@ struct Pass {
 
 Status verify_pass(CompileContext& ctx) {
   SK_RETURN_IF_ERROR(ctx.options.validate());
-  return ctx.graph.verify();
+  SK_RETURN_IF_ERROR(ctx.graph.verify());
+  // Scope options are parsed here in every mode, although only superkernel mode acts on them, so
+  // that a malformed option string is the same error whatever the mode (segment re-parses them
+  // and keeps the warnings).
+  std::vector<std::string> ignored_warnings;
+  for (size_t id = 1; id < ctx.graph.num_scopes(); ++id) {
+    const ScopeInfo& scope = ctx.graph.scope(static_cast<int32_t>(id));
+    auto parsed = parse_scope_options(scope.name, scope.options, &ignored_warnings);
+    if (!parsed) return parsed.status();
+  }
+  return Status::ok();
+}
+
+// Most bytes the arena may take, and how to name that limit in an error.
+std::pair<int64_t, std::string> arena_limit(const CompileOptions& options) {
+  if (options.arena_limit_bytes > 0)
+    return {options.arena_limit_bytes, "option arena_limit_bytes = " + std::to_string(options.arena_limit_bytes)};
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_bytes = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_bytes <= 0) return {INT64_MAX, "the int64 byte range"};
+  const int64_t physical = static_cast<int64_t>(pages) * page_bytes;
+  return {physical, "the machine's physical memory of " + std::to_string(physical) +
+                        " bytes (the default of option arena_limit_bytes)"};
 }
 
 Status memory_plan_pass(CompileContext& ctx) {
+  Plan& plan = *ctx.plan;
+  const auto [limit, limit_name] = arena_limit(ctx.options);
+  // Every buffer fits the limit on its own and their sum fits int64_t, so the planner's offset
+  // arithmetic cannot overflow (tensor sizes were bounded by verify).
+  uint64_t total = 0;
+  bool overflow = false;
+  for (const TensorInfo& t : plan.tensors)
+    if (t.kind != TensorKind::kView && t.kind != TensorKind::kConstant)
+      overflow |= __builtin_add_overflow(total, static_cast<uint64_t>(t.storage_bytes) + 64, &total);
+  for (const PlanOp& op : plan.ops) {
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow(op.workspace_bytes, op.workspace_per_core() ? op.cores.size() : 1, &bytes) ||
+        bytes > static_cast<uint64_t>(limit))
+      return Status::invalid_argument("op '" + op.name + "': kernel '" + op.kernel_name + "' asks for a workspace of " +
+                                      std::to_string(op.workspace_bytes) + " bytes" +
+                                      (op.workspace_per_core() ? " per core" : "") + ", more than " + limit_name);
+    overflow |= __builtin_add_overflow(total, bytes + 64, &total);
+  }
+  if (overflow || total > static_cast<uint64_t>(INT64_MAX / 2))
+    return Status::invalid_argument("graph '" + ctx.graph.name() + "': its buffers need more than " +
+                                    std::to_string(INT64_MAX / 2) + " bytes in total, more than " + limit_name);
   MemoryPlanOptions mp;
   // Eager mode allocates every tensor on its own; the data dump needs every output intact until
   // it is copied at the end of its launch.
   mp.reuse = ctx.options.mode() != ExecutionMode::kEager && !ctx.options.dump;
-  plan_memory(*ctx.plan, mp);
+  plan_memory(plan, mp);
+  if (plan.memory.arena_bytes > limit)
+    return Status::invalid_argument("graph '" + ctx.graph.name() + "' needs an arena of " +
+                                    std::to_string(plan.memory.arena_bytes) +
+                                    " bytes (inputs, variables, intermediates and workspaces, as planned for " +
+                                    execution_mode_name(ctx.options.mode()) + " mode), more than " + limit_name);
   return Status::ok();
 }
 
 Status allocate_pass(CompileContext& ctx) {
   Plan& plan = *ctx.plan;
-  plan.arena = AlignedBuffer::allocate(static_cast<size_t>(plan.memory.arena_bytes));
+  auto arena = AlignedBuffer::allocate(static_cast<size_t>(plan.memory.arena_bytes), "the arena");
+  if (!arena) return arena.status();
+  plan.arena = std::move(*arena);
   plan.resolve_pointers();
   return Status::ok();
 }
@@ -112,6 +169,7 @@ std::vector<Pass> pipeline(ExecutionMode mode) {
       {"assign_cores", assign_cores, describe_plan},
       {"memory_plan", memory_plan_pass, describe_memory},
       {"allocate", allocate_pass, describe_memory},
+      {"in_place", check_in_place, describe_in_place},
   };
   auto program_text = [](const CompileContext& c) { return print_program(c.program); };
   if (mode == ExecutionMode::kGraph) passes.push_back({"graph_program", build_graph_program, program_text});
@@ -176,6 +234,7 @@ Expected<std::unique_ptr<Executable::Impl>> run_pipeline(Runtime& rt, const Grap
     const TensorInfo& t = plan.tensors[i];
     if (t.kind == TensorKind::kInput || t.kind == TensorKind::kVariable)
       exe->names.emplace(t.name, static_cast<int32_t>(i));
+    if (t.kind == TensorKind::kInput) exe->unset_inputs.push_back(static_cast<int32_t>(i));
   }
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     const TensorInfo& t = plan.tensors[i];

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "compiler/access_ranges.h"
 #include "compiler/assign_cores.h"
 #include "compiler/graph_program.h"
 #include "compiler/interval_map.h"
@@ -44,24 +45,11 @@ void collect_tiling_access(const PlanOp& op, CoreAccess& out) {
 Status collect_access(const PlanOp& op, int32_t local, int32_t n, CoreAccess& out) {
   const sk_kernel_desc* d = op.kernel->desc;
   if (op.tiling_sink) out.reads.push_back(tiling_buffer(op));
-  const int32_t n_in = op.args.num_inputs, n_out = op.args.num_outputs;
+  const int32_t n_in = op.args.num_inputs;
   if (d->access) {
-    std::vector<sk_access_range> buf(16);
-    int32_t count = d->access(&op.args, local, n, buf.data(), static_cast<int32_t>(buf.size()));
-    if (count > static_cast<int32_t>(buf.size())) {
-      buf.resize(count);
-      count = d->access(&op.args, local, n, buf.data(), count);
-    }
-    if (count < 0 || count > static_cast<int32_t>(buf.size()))
-      return Status::kernel_error("op '" + op.name + "': access callback of kernel '" + d->name + "' failed (" +
-                                  std::to_string(count) + ") for core " + std::to_string(local) + "/" +
-                                  std::to_string(n));
-    for (int32_t i = 0; i < count; ++i) {
-      const sk_access_range& r = buf[i];
-      if (r.operand < 0 || r.operand >= n_in + n_out || r.begin > r.end || (r.mode & ~3) || !r.mode)
-        return Status::kernel_error("op '" + op.name + "': access callback of kernel '" + d->name +
-                                    "' returned a bad range (operand " + std::to_string(r.operand) + ", mode " +
-                                    std::to_string(r.mode) + ")");
+    std::vector<sk_access_range> ranges;
+    SK_RETURN_IF_ERROR(query_access_ranges(op, local, n, ranges));
+    for (const sk_access_range& r : ranges) {
       const sk_tensor_arg& t = r.operand < n_in ? op.inputs[r.operand] : op.outputs[r.operand - n_in];
       const auto base = reinterpret_cast<uint64_t>(t.data);
       const Range range{base + static_cast<uint64_t>(r.begin), base + static_cast<uint64_t>(r.end)};

@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cctype>
 #include <cstring>
+#include <new>
 #include <numeric>
 
 #include "ir/graph_impl.h"
@@ -89,6 +90,25 @@ Shape dense_strides(const Shape& shape) {
   return strides;
 }
 
+bool checked_numel(const Shape& shape, int64_t* numel) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return false;
+  }
+  *numel = n;
+  return true;
+}
+
+bool checked_storage_bytes(const Shape& shape, DType dtype, int64_t* bytes) {
+  int64_t n = 0;
+  int64_t b = 0;
+  if (!checked_numel(shape, &n) || __builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(dtype)), &b) ||
+      b > kMaxTensorBytes)
+    return false;
+  *bytes = b;
+  return true;
+}
+
 bool is_dense(const TensorInfo& info) {
   int64_t expect = 1;
   for (int i = static_cast<int>(info.shape.size()) - 1; i >= 0; --i) {
@@ -116,10 +136,18 @@ bool Graph::Impl::check_handle(Tensor t, const std::string& what) {
   return true;
 }
 
-int32_t Graph::Impl::add_tensor(TensorInfo info) {
+int32_t Graph::Impl::add_tensor(TensorInfo info, const std::string& owner) {
+  if (info.kind != TensorKind::kView && shape_is_static(info.shape) &&
+      !checked_storage_bytes(info.shape, info.dtype, &info.storage_bytes)) {
+    // A zero-sized placeholder keeps later size arithmetic safe; the error fails verification.
+    error(Status::invalid_argument((owner.empty() ? std::string(tensor_kind_name(info.kind)) : owner + " output") +
+                                   " '" + info.name + "': shape " + shape_to_string(info.shape) + " of " +
+                                   dtype_name(info.dtype) + " needs more than " + std::to_string(kMaxTensorBytes) +
+                                   " bytes (2^47, the address space), or its element count overflows"));
+    info.shape.assign(info.shape.size(), 0);
+    info.storage_bytes = 0;
+  }
   if (info.strides.empty() && !info.shape.empty()) info.strides = dense_strides(info.shape);
-  if (info.kind != TensorKind::kView)
-    info.storage_bytes = shape_numel(info.shape) * static_cast<int64_t>(dtype_size(info.dtype));
   tensors.push_back(std::move(info));
   return static_cast<int32_t>(tensors.size() - 1);
 }
@@ -169,15 +197,49 @@ Tensor Graph::constant(std::string name, DType dtype, Shape shape, const void* d
   std::string n = name;
   Tensor t = new_leaf(*impl_, std::move(name), dtype, std::move(shape), TensorKind::kConstant);
   TensorInfo& info = impl_->tensors[t.id];
-  size_t expect = static_cast<size_t>(std::max<int64_t>(info.storage_bytes, 0));
+  const size_t expect = static_cast<size_t>(std::max<int64_t>(info.storage_bytes, 0));
+  const size_t errors_before = impl_->build_errors.size();
   if (bytes != expect || (data == nullptr && bytes != 0)) {
-    impl_->error(Status::invalid_argument("constant '" + n + "': got " + std::to_string(bytes) +
-                                          " bytes of data, shape " + shape_to_string(info.shape) + " of " +
-                                          dtype_name(dtype) + " needs " + std::to_string(expect)));
-    info.data.assign(expect, 0);
-  } else {
-    info.data.assign(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
+    impl_->error(Status::invalid_argument("constant '" + n + "': got " + std::to_string(bytes) + " bytes of data" +
+                                          (data == nullptr && bytes != 0 ? " at nullptr" : "") + ", shape " +
+                                          shape_to_string(info.shape) + " of " + dtype_name(dtype) + " needs " +
+                                          std::to_string(expect)));
   }
+  // A rejected constant keeps no data (the graph cannot compile), so a wrong size never turns
+  // into a huge placeholder allocation.
+  if (impl_->build_errors.size() != errors_before) return t;
+  try {
+    info.data.assign(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
+  } catch (const std::bad_alloc&) {
+    impl_->error(Status::invalid_argument("constant '" + n + "': out of memory copying its " + std::to_string(bytes) +
+                                          " bytes"));
+  }
+  return t;
+}
+
+Tensor Graph::constant_external(std::string name, DType dtype, Shape shape, const void* data, size_t bytes,
+                                std::shared_ptr<const void> keep_alive) {
+  std::string n = name;
+  Tensor t = new_leaf(*impl_, std::move(name), dtype, std::move(shape), TensorKind::kConstant);
+  TensorInfo& info = impl_->tensors[t.id];
+  const size_t expect = static_cast<size_t>(std::max<int64_t>(info.storage_bytes, 0));
+  const auto address = reinterpret_cast<uintptr_t>(data);
+  if (bytes != expect || (data == nullptr && bytes != 0)) {
+    impl_->error(Status::invalid_argument("external constant '" + n + "': got " + std::to_string(bytes) + " bytes at " +
+                                          (data ? "an address" : "a null address") + ", shape " +
+                                          shape_to_string(info.shape) + " of " + dtype_name(dtype) + " needs " +
+                                          std::to_string(expect)));
+  } else if (address % dtype_size(dtype) != 0) {
+    impl_->error(Status::invalid_argument("external constant '" + n + "': data at address " + std::to_string(address) +
+                                          " is not aligned to its " + std::to_string(dtype_size(dtype)) + "-byte " +
+                                          dtype_name(dtype) + " elements"));
+  } else {
+    info.external_data = data;
+    info.keep_alive = std::move(keep_alive);
+    return t;
+  }
+  // Verification fails on the recorded error; the placeholder keeps the graph well-formed.
+  info.data.assign(expect, 0);
   return t;
 }
 
@@ -231,7 +293,8 @@ Tensor Graph::reshape(Tensor t, Shape shape, std::string name) {
   if (name.empty()) name = "reshape_" + std::to_string(impl_->tensors.size());
   if (!impl_->check_handle(t, "reshape '" + name + "'")) return input(name, DType::kF32, shape);
   const TensorInfo src = impl_->tensors[t.id];
-  if (shape_numel(shape) != shape_numel(src.shape) || !shape_is_static(shape)) {
+  int64_t numel = 0;
+  if (!checked_numel(shape, &numel) || numel != shape_numel(src.shape)) {
     impl_->error(Status::invalid_argument("reshape '" + name + "': cannot reshape '" + src.name + "' " +
                                           shape_to_string(src.shape) + " to " + shape_to_string(shape)));
   } else if (!is_dense(src)) {
@@ -379,7 +442,11 @@ std::vector<Tensor> Graph::add_op(OpSpec spec) {
                                          shape_to_string(info.shape) +
                                          " is dynamic (data-dependent shapes "
                                          "are not supported)"));
-      int32_t id = g.add_tensor(std::move(info));
+      if (info.shape.size() > SK_MAX_RANK)
+        g.error(Status::invalid_argument(where + " output " + std::to_string(i) + ": rank " +
+                                         std::to_string(info.shape.size()) + " exceeds " +
+                                         std::to_string(SK_MAX_RANK)));
+      int32_t id = g.add_tensor(std::move(info), where);
       op.outputs.push_back(id);
       result.push_back(Tensor{id, g.uid});
     }
@@ -402,11 +469,21 @@ std::vector<Tensor> Graph::host_op(std::string name, HostCallback callback, std:
 // ---- Streams and events ----------------------------------------------------------------------------
 
 Stream Graph::create_stream(std::string name) {
+  if (impl_->streams.size() >= kMaxStreams) {
+    impl_->error(Status::invalid_argument("stream '" + name + "': a graph may have at most " +
+                                          std::to_string(kMaxStreams) + " streams"));
+    return Stream{0};
+  }
   impl_->streams.push_back(std::move(name));
   return Stream{static_cast<int32_t>(impl_->streams.size() - 1)};
 }
 
 Event Graph::create_event(std::string name) {
+  if (impl_->events.size() >= kMaxEvents) {
+    impl_->error(Status::invalid_argument("event '" + name + "': a graph may have at most " +
+                                          std::to_string(kMaxEvents) + " events"));
+    return Event{};
+  }
   impl_->events.push_back(std::move(name));
   return Event{static_cast<int32_t>(impl_->events.size() - 1)};
 }

@@ -1,15 +1,17 @@
 // The per-ISA operations of attention_core.h. The AVX2 and AVX-512 paths are the same code at
 // two vector widths (W = 8 or 16 lanes); keep them in step.
 //
-// Register tiles: scores run tiles of 4 tokens x 2 heads (8 accumulators; each cache row vector
-// is loaded, and converted from bf16, once per head pair) over all tokens of a call; pv a tile of
-// 2 vectors x up to 6 heads (12 accumulators kept across the tokens, one load per cache row
-// vector). Each accumulator of pv takes one FMA per token, a chain of dependent FMAs: 12 chains
-// keep the FMA units busy through their latency where 8 barely would.
+// Register tiles: scores run tiles of 4 tokens x 2 heads on AVX2, 4 x 4 on AVX-512 (8 or 16
+// accumulators; each cache row vector is loaded, and converted from bf16, once per tile of heads)
+// over all tokens of a call; pv a tile of 2 vectors x up to 6 heads (12 accumulators kept across
+// the tokens, one load per cache row vector). Each accumulator of pv takes one FMA per token, a chain of dependent
+// FMAs: 12 chains keep the FMA units busy through their latency where 8 barely would.
 #include "kernels/attention_core.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "kernels/cpu_isa.h"
 #include "kernels/simd.h"
@@ -22,6 +24,9 @@ namespace {
 
 constexpr int kTileTokens = 4;
 constexpr int kTileHeads = 2;
+// AVX-512 has 32 vector registers: 4 x 4 accumulators, 4 key rows and a query fit, and each key
+// row vector (converted from bf16 once) serves twice as many heads.
+constexpr int kTileHeads512 = 4;
 constexpr int kPvHeads = 6;
 
 // ---- Scalar ----
@@ -97,6 +102,29 @@ SK_TARGET_AVX2 SK_ATTN_INLINE __m256 load8_tail(const Bf16* p, int64_t n) {
   return load8(buf);
 }
 
+// The sums of a 4-token x 2-head tile of 8-lane accumulators, times scale, into s[h * kChunk + t]:
+// simd::hsum8's tree (t[i] + t[i + 4], then t[i] + t[i + 2], then t[0] + t[1]) run on all eight
+// at once with shuffles, so every sum has hsum8's bits at a third of the instructions.
+SK_TARGET_AVX2 SK_ATTN_INLINE void store_sums_4x2(const __m256 (&acc)[4][2], float scale, float* s) {
+  __m256 y[4];  // y[t] = [acc[t][0] folded to 4 lanes | acc[t][1] folded to 4 lanes]
+#pragma GCC unroll 4
+  for (int t = 0; t < 4; ++t) {
+    y[t] = _mm256_add_ps(_mm256_permute2f128_ps(acc[t][0], acc[t][1], 0x20),
+                         _mm256_permute2f128_ps(acc[t][0], acc[t][1], 0x31));
+  }
+  // w0 = [t0 h0, t1 h0 | t0 h1, t1 h1] folded to 2 lanes each; w1 the same for t2, t3.
+  const __m256 w0 = _mm256_add_ps(_mm256_shuffle_ps(y[0], y[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm256_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 w1 = _mm256_add_ps(_mm256_shuffle_ps(y[2], y[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm256_shuffle_ps(y[2], y[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  // [t0..t3 of head 0 | t0..t3 of head 1]
+  const __m256 r = _mm256_add_ps(_mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm256_shuffle_ps(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m256 sv = _mm256_mul_ps(r, _mm256_set1_ps(scale));
+  _mm_storeu_ps(s, _mm256_castps256_ps128(sv));
+  _mm_storeu_ps(s + kChunk, _mm256_extractf128_ps(sv, 1));
+}
+
 // acc[t][h] += lanes of q[h][0, n) * rows[t][off, off + n).
 template <class KT, int NT, int NH>
 SK_TARGET_AVX2 SK_ATTN_INLINE void dot_segment_avx2(const float* const* q, const KT* const* rows, int64_t off,
@@ -139,10 +167,14 @@ SK_TARGET_AVX2 SK_ATTN_INLINE void score_tile_avx2(const float* const* q1, const
   }
   dot_segment_avx2<KT, NT, NH>(q1, rows, 0, n1, acc);
   if (n2 > 0) dot_segment_avx2<KT, NT, NH>(q2, rows, off2, n2, acc);
+  if constexpr (NT == 4 && NH == 2) {
+    store_sums_4x2(acc, scale, s);
+  } else {
 #pragma GCC unroll 8
-  for (int t = 0; t < NT; ++t) {
+    for (int t = 0; t < NT; ++t) {
 #pragma GCC unroll 8
-    for (int h = 0; h < NH; ++h) s[h * kChunk + t] = simd::hsum8(acc[t][h]) * scale;
+      for (int h = 0; h < NH; ++h) s[h * kChunk + t] = simd::hsum8(acc[t][h]) * scale;
+    }
   }
 }
 
@@ -347,10 +379,31 @@ SK_TARGET_AVX512 SK_ATTN_INLINE void score_tile_avx512(const float* const* q1, c
   }
   dot_segment_avx512<KT, NT, NH>(q1, rows, 0, n1, acc);
   if (n2 > 0) dot_segment_avx512<KT, NT, NH>(q2, rows, off2, n2, acc);
+  if constexpr (NT == 4) {
+    // Head pairs: hsum16 folds the upper 8 lanes onto the lower 8, then runs hsum8's tree.
+#pragma GCC unroll 4
+    for (int h = 0; h + 1 < NH; h += 2) {
+      __m256 half[4][2];
+#pragma GCC unroll 4
+      for (int t = 0; t < 4; ++t) {
+#pragma GCC unroll 2
+        for (int i = 0; i < 2; ++i) {
+          half[t][i] = _mm256_add_ps(_mm512_castps512_ps256(acc[t][h + i]),
+                                     _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[t][h + i]), 1)));
+        }
+      }
+      store_sums_4x2(half, scale, s + h * kChunk);
+    }
+    if constexpr (NH % 2 == 1) {
+#pragma GCC unroll 4
+      for (int t = 0; t < 4; ++t) s[(NH - 1) * kChunk + t] = simd::hsum16(acc[t][NH - 1]) * scale;
+    }
+  } else {
 #pragma GCC unroll 8
-  for (int t = 0; t < NT; ++t) {
+    for (int t = 0; t < NT; ++t) {
 #pragma GCC unroll 8
-    for (int h = 0; h < NH; ++h) s[h * kChunk + t] = simd::hsum16(acc[t][h]) * scale;
+      for (int h = 0; h < NH; ++h) s[h * kChunk + t] = simd::hsum16(acc[t][h]) * scale;
+    }
   }
 }
 
@@ -368,9 +421,10 @@ SK_TARGET_AVX512 void score_heads_avx512(const float* const* q1, const float* co
 template <class KT>
 void scores_avx512(const float* const* q1, const float* const* q2, int nh, int64_t n1, int64_t n2, int64_t off2,
                    const KT* const* rows, int nt, float scale, float* s) {
-  static constexpr ScoreHeads<KT> kHeads[kTileHeads] = {score_heads_avx512<KT, 1>, score_heads_avx512<KT, 2>};
-  for (int h = 0; h < nh; h += kTileHeads) {
-    kHeads[std::min(kTileHeads, nh - h) - 1](q1 + h, q2 + h, n1, n2, off2, rows, nt, scale, s + h * kChunk);
+  static constexpr ScoreHeads<KT> kHeads[kTileHeads512] = {score_heads_avx512<KT, 1>, score_heads_avx512<KT, 2>,
+                                                           score_heads_avx512<KT, 3>, score_heads_avx512<KT, 4>};
+  for (int h = 0; h < nh; h += kTileHeads512) {
+    kHeads[std::min(kTileHeads512, nh - h) - 1](q1 + h, q2 + h, n1, n2, off2, rows, nt, scale, s + h * kChunk);
   }
 }
 
@@ -549,7 +603,90 @@ bool plan_seq_tables(const sk_tensor_arg& block_tables, const sk_tensor_arg& con
   return true;
 }
 
+bool plan_token_tables(const sk_tensor_arg& block_tables, const sk_tensor_arg& seq_ids, const sk_tensor_arg& positions,
+                       int64_t tokens, int64_t num_blocks, int64_t block_size, const char* kernel, const char* cache,
+                       SeqTables* st, ErrorSink err) {
+  if (block_size < 1) {
+    return invalid(err, "%s: %s block_size is %lld, must be >= 1", kernel, cache, static_cast<long long>(block_size));
+  }
+  if (!check_tensor(block_tables, kernel, "block_tables", SK_DTYPE_I32, 2, err) ||
+      !check_tensor(seq_ids, kernel, "seq_ids", SK_DTYPE_I32, 1, err) ||
+      !check_tensor(positions, kernel, "positions", SK_DTYPE_I32, 1, err)) {
+    return false;
+  }
+  char s1[96];
+  if (block_tables.rank != 2) {
+    return invalid(err, "%s: block_tables shape %s is not [B, max_blocks]", kernel,
+                   format_shape(block_tables, s1, sizeof s1));
+  }
+  for (const auto& [t, what] : {std::pair<const sk_tensor_arg*, const char*>{&seq_ids, "seq_ids"},
+                                std::pair<const sk_tensor_arg*, const char*>{&positions, "positions"}}) {
+    if (t->rank != 1 || t->shape[0] != tokens) {
+      return invalid(err, "%s: %s shape %s is not [T = %lld]", kernel, what, format_shape(*t, s1, sizeof s1),
+                     static_cast<long long>(tokens));
+    }
+  }
+  st->block_tables = static_cast<const int32_t*>(block_tables.data);
+  st->bt_stride[0] = block_tables.stride[0];
+  st->bt_stride[1] = block_tables.stride[1];
+  st->max_blocks = block_tables.shape[1];
+  st->batch = block_tables.shape[0];
+  st->num_blocks = num_blocks;
+  st->block_size = block_size;
+  st->seq_ids = static_cast<const int32_t*>(seq_ids.data);
+  st->si_stride = seq_ids.stride[0];
+  st->positions = static_cast<const int32_t*>(positions.data);
+  st->pos_stride = positions.stride[0];
+  st->tokens = tokens;
+  return true;
+}
+
+namespace {
+
+// The block ids of the first ctx tokens of sequence b; `token` >= 0 names the prefill token.
+bool check_blocks(const SeqTables& st, int64_t b, int64_t ctx, int64_t token, const char* kernel, ErrorSink err) {
+  const int64_t used = (ctx + st.block_size - 1) / st.block_size;
+  for (int64_t i = 0; i < used; ++i) {
+    const int64_t id = st.block(b, i);
+    if (id < 0 || id >= st.num_blocks) {
+      char tok[48] = "";
+      if (token >= 0) std::snprintf(tok, sizeof tok, ", token %lld", static_cast<long long>(token));
+      return invalid(err,
+                     "%s: block_tables[%lld, %lld] = %lld (sequence %lld, block %lld%s) is out of range for a cache "
+                     "of %lld blocks",
+                     kernel, static_cast<long long>(b), static_cast<long long>(i), static_cast<long long>(id),
+                     static_cast<long long>(b), static_cast<long long>(i), tok, static_cast<long long>(st.num_blocks));
+    }
+  }
+  return true;
+}
+
+bool check_token_tables(const SeqTables& st, const char* kernel, ErrorSink err) {
+  const int64_t capacity = st.max_blocks * st.block_size;
+  for (int64_t t = 0; t < st.tokens; ++t) {
+    const int64_t b = st.token_seq(t);
+    if (b < 0 || b >= st.batch) {
+      return invalid(err, "%s: seq_ids[%lld] = %lld is out of range for block_tables of %lld sequences", kernel,
+                     static_cast<long long>(t), static_cast<long long>(b), static_cast<long long>(st.batch));
+    }
+    const int64_t pos = st.token_context(t) - 1;
+    if (pos < 0 || pos >= capacity) {
+      return invalid(err,
+                     "%s: positions[%lld] = %lld is out of range: sequence %lld can hold positions 0 to max_blocks "
+                     "(%lld) * block_size (%lld) - 1 = %lld",
+                     kernel, static_cast<long long>(t), static_cast<long long>(pos), static_cast<long long>(b),
+                     static_cast<long long>(st.max_blocks), static_cast<long long>(st.block_size),
+                     static_cast<long long>(capacity - 1));
+    }
+    if (!check_blocks(st, b, pos + 1, t, kernel, err)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool check_seq_tables(const SeqTables& st, const char* kernel, ErrorSink err) {
+  if (st.seq_ids != nullptr) return check_token_tables(st, kernel, err);
   const int64_t capacity = st.max_blocks * st.block_size;
   for (int64_t b = 0; b < st.batch; ++b) {
     const int64_t ctx = st.context(b);
@@ -561,19 +698,16 @@ bool check_seq_tables(const SeqTables& st, const char* kernel, ErrorSink err) {
                      static_cast<long long>(st.max_blocks), static_cast<long long>(st.block_size),
                      static_cast<long long>(capacity));
     }
-    const int64_t used = (ctx + st.block_size - 1) / st.block_size;
-    for (int64_t i = 0; i < used; ++i) {
-      const int64_t id = st.block(b, i);
-      if (id < 0 || id >= st.num_blocks) {
-        return invalid(err,
-                       "%s: block_tables[%lld, %lld] = %lld (sequence %lld, block %lld) is out of range for a cache "
-                       "of %lld blocks",
-                       kernel, static_cast<long long>(b), static_cast<long long>(i), static_cast<long long>(id),
-                       static_cast<long long>(b), static_cast<long long>(i), static_cast<long long>(st.num_blocks));
-      }
-    }
+    if (!check_blocks(st, b, ctx, -1, kernel, err)) return false;
   }
   return true;
+}
+
+PrefillSplit prefill_split(int64_t tokens, int64_t kv_heads, int64_t group, int32_t core_id, int32_t num_cores) {
+  const int32_t pieces = 2 * num_cores;
+  const int64_t align = tokens * kv_heads >= pieces ? group : 1;
+  const int64_t rows = tokens * kv_heads * group;
+  return {{sk_split_range(rows, core_id, pieces, align), sk_split_range(rows, pieces - 1 - core_id, pieces, align)}};
 }
 
 }  // namespace sk::kernels::attn

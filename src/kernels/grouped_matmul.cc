@@ -15,7 +15,8 @@
 // every core. Cores split N, in the same kNSplitAlign chunks as the plain matmuls: each core
 // takes its slice of every expert's weights. The split depends only on shapes (so the access
 // callback can be exact about writes without seeing counts) and is balanced whatever the
-// routing: every core streams the same share of each active expert's weights.
+// routing: every core streams the same share of each active expert's weights and computes the
+// same share of each expert's rows x columns, so a busy expert is shared like any other.
 #include <algorithm>
 #include <cstring>
 

@@ -61,9 +61,13 @@ SK_DECLARE_KERNEL(mla_cache_append_bf16);
 // attention_paged.cc
 SK_DECLARE_KERNEL(paged_attention_f32);
 SK_DECLARE_KERNEL(paged_attention_bf16);
+SK_DECLARE_KERNEL(paged_attention_prefill_f32);
+SK_DECLARE_KERNEL(paged_attention_prefill_bf16);
 // mla.cc
 SK_DECLARE_KERNEL(mla_attention_f32);
 SK_DECLARE_KERNEL(mla_attention_bf16);
+SK_DECLARE_KERNEL(mla_attention_prefill_f32);
+SK_DECLARE_KERNEL(mla_attention_prefill_bf16);
 // attention_batched_matmul.cc
 SK_DECLARE_KERNEL(batched_matmul_f32);
 // ---- MoE and sampling family ----

@@ -1,7 +1,8 @@
 // matmul.f32: y[..., N] = x[..., K] · wᵀ with w [N, K] row-major (the PyTorch Linear layout).
 //
-// Cores split N (rows of w) in chunks of 8 rows, so each core streams only its own slice of the
-// weights, which is what decode (M = 1, weight-bandwidth bound) needs.
+// Cores split N (rows of w) in chunks of kNSplitAlign rows, so each core streams only its own
+// slice of the weights, which is what decode (M = 1, weight-bandwidth bound) needs. The loops are
+// the matmul family's one GEMM driver (matmul_driver.h); this file has the f32 tiles.
 //
 // Determinism: every y[m][n] is one dot product accumulated in `lanes` partial sums, where
 // lane l sums x[k] * w[k] for k = l (mod lanes) in increasing k with one FMA per step (a
@@ -62,16 +63,9 @@ TileFn tile_scalar_for(int mr, int nr) {
   return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
 }
 
-constexpr F32Tiles kTilesScalar = {8, 4, 2, 2, 256, tile_scalar_for};
+constexpr F32Tiles kTilesScalar = {8, 4, 2, 2, 256, 2, 2, tile_scalar_for};
 
 #if SK_KERNELS_X86
-// A multi-row tile reads only NR weight rows at a time, too few streams to keep the memory
-// system busy (GEMV's 8 rows are enough on their own). Touching the rows of the tile after
-// next at the same k adds streams without extra instructions in the FMA chains. Prefetching
-// past the slice or the tensor is harmless: prefetches never fault.
-inline void prefetch_ahead(const float* w_row_k, int64_t sw, int nr) {
-  _mm_prefetch(reinterpret_cast<const char*>(w_row_k + 2 * nr * sw), _MM_HINT_T0);
-}
 
 template <int MR, int NR>
 SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld,
@@ -87,7 +81,7 @@ SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const float* w, int64_
     __m256 wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      if constexpr (MR > 1) prefetch_ahead(w + j * sw + k, sw, NR);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
       wv[j] = _mm256_loadu_ps(w + j * sw + k);
     }
 #pragma GCC unroll 16
@@ -123,7 +117,7 @@ TileFn tile_avx2_for(int mr, int nr) {
 }
 
 // 4 x 2 tiles: 8 accumulators + 2 w vectors + 1 x vector fit the 16 YMM registers.
-constexpr F32Tiles kTilesAvx2 = {8, 8, 4, 2, 256, tile_avx2_for};
+constexpr F32Tiles kTilesAvx2 = {8, 8, 4, 2, 256, 4, 2, tile_avx2_for};
 
 template <int MR, int NR>
 SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld,
@@ -139,7 +133,7 @@ SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, in
     __m512 wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      if constexpr (MR > 1) prefetch_ahead(w + j * sw + k, sw, NR);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
       wv[j] = _mm512_loadu_ps(w + j * sw + k);
     }
 #pragma GCC unroll 16
@@ -170,12 +164,13 @@ SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, in
 
 TileFn tile_avx512_for(int mr, int nr) {
   if (mr == 4) return nr == 4 ? tile_avx512<4, 4> : tile_avx512<4, 1>;
+  if (mr == 2) return nr == 8 ? tile_avx512<2, 8> : tile_avx512<2, 1>;
   if (nr == 8) return tile_avx512<1, 8>;
   return nr == 4 ? tile_avx512<1, 4> : tile_avx512<1, 1>;
 }
 
 // 4 x 4 tiles: 16 accumulators + 4 w vectors + 1 x vector of the 32 ZMM registers.
-constexpr F32Tiles kTilesAvx512 = {16, 8, 4, 4, 256, tile_avx512_for};
+constexpr F32Tiles kTilesAvx512 = {16, 8, 4, 4, 256, 2, 8, tile_avx512_for};
 #endif
 
 // matmul.f32's tiles at the selected level: the f32 FMA tiles need nothing beyond AVX-512 F.

@@ -1,16 +1,18 @@
 // matmul.bf16: y[..., N] = x[..., K] · wᵀ with f32 x and bf16 w [N, K] (the PyTorch Linear
 // layout), f32 accumulation. Cores split N in chunks of kNSplitAlign rows of w, as matmul.f32
-// does: decode is weight-bandwidth bound, and bf16 halves the bytes per weight.
+// does: decode is weight-bandwidth bound, and bf16 halves the bytes per weight. The loops are the
+// shared GEMM driver's (matmul_driver.h); this file has the bf16-weight tiles and packings.
 //
 // Numerics, per ISA level (identical bits for identical inputs at one level):
-//   scalar, avx2, avx512 without BF16: bf16 -> f32 is exact (a shift), so every y element is
+//   scalar, avx2, avx512, avx512_vnni: bf16 -> f32 is exact (a shift), so every y element is
 //     the f32 dot product of matmul.f32 over the widened weights: `lanes` (8 / 8 / 16) partial
 //     sums, lane l taking k = l (mod lanes) in increasing k (FMA except in scalar), then the
 //     fixed tree of simd::hsum_lanes.
-//   avx512 with AVX512_BF16: x is rounded to bf16 (nearest even, denormals to zero) and
+//   avx512_bf16: x is rounded to bf16 (nearest even, denormals to zero) once per call and
 //     VDPBF16PS accumulates pairs: lane l of 16 takes k = 2l, 2l + 1 (mod 32) in increasing k,
-//     then hsum_lanes. Rounding x to bf16 costs up to 2^-9 relative per product, which is why
-//     the reference tolerance of this kernel is wider than matmul.f32's (see reference.h).
+//     then hsum_lanes. Rounding x to bf16 costs up to 2^-8 relative per product, an error that
+//     grows as sqrt(K): the reference tolerance of this level (reference.h) is wider than
+//     matmul.f32's.
 // Tiles and K blocks only change which dot products advance together, never the operations
 // inside one, so results do not depend on M, N, the core split or alignment.
 #include <algorithm>
@@ -77,13 +79,9 @@ TileFn tile_scalar_for(int mr, int nr) {
   return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
 }
 
-constexpr F32xTiles kScalar = {8, 4, 2, 2, 256, tile_scalar_for};
+constexpr F32xTiles kScalar = {8, 4, 2, 2, 256, 2, 2, tile_scalar_for};
 
 #if SK_KERNELS_X86
-// See matmul.cc: extra weight streams for the multi-row tiles. Prefetches never fault.
-inline void prefetch_ahead(const uint16_t* w_row_k, int64_t sw, int nr) {
-  _mm_prefetch(reinterpret_cast<const char*>(w_row_k + 2 * nr * sw), _MM_HINT_T0);
-}
 
 // 8 bf16 -> 8 f32: the bf16 bits are the upper half of the f32 bits.
 SK_TARGET_AVX2 inline __m256 widen8(__m128i h) {
@@ -112,7 +110,7 @@ SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const uint16_t* w, int
     __m256 wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      if constexpr (MR > 1) prefetch_ahead(w + j * sw + k, sw, NR);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
       wv[j] = widen8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j * sw + k)));
     }
 #pragma GCC unroll 16
@@ -147,7 +145,7 @@ TileFn tile_avx2_for(int mr, int nr) {
   return nr == 2 ? tile_avx2<1, 2> : tile_avx2<1, 1>;
 }
 
-constexpr F32xTiles kAvx2 = {8, 8, 4, 2, 256, tile_avx2_for};
+constexpr F32xTiles kAvx2 = {8, 8, 4, 2, 256, 4, 2, tile_avx2_for};
 
 // ---- AVX-512 without BF16: tile_avx2 with 16 lanes (the same structure, line by line) ----
 
@@ -158,6 +156,7 @@ SK_TARGET_AVX512 inline __m512 widen16(__m256i h) {
 template <int MR, int NR>
 SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const uint16_t* w, int64_t sw, float* st, int64_t ld,
                                   int64_t kn) {
+  gemm::prefetch_next_tile_start<MR, NR>(w, sw);
   __m512 acc[MR][NR];
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
@@ -169,7 +168,7 @@ SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const uint16_t* w,
     __m512 wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      if constexpr (MR > 1) prefetch_ahead(w + j * sw + k, sw, NR);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
       wv[j] = widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + j * sw + k)));
     }
 #pragma GCC unroll 16
@@ -204,7 +203,7 @@ TileFn tile_avx512_for(int mr, int nr) {
   return nr == 4 ? tile_avx512<1, 4> : tile_avx512<1, 1>;
 }
 
-constexpr F32xTiles kAvx512 = {16, 8, 4, 4, 256, tile_avx512_for};
+constexpr F32xTiles kAvx512 = {16, 8, 4, 4, 256, 4, 4, tile_avx512_for};
 
 // ---- AVX-512 BF16: x converted to bf16 once per panel, VDPBF16PS on 32 k per step ----
 
@@ -229,6 +228,7 @@ template <int MR, int NR>
 SK_TARGET_AVX512_BF16 void tile_avx512_bf16(const uint16_t* x, int64_t sx, const uint16_t* w, int64_t sw, float* st,
                                             int64_t ld, int64_t kn) {
   // x is zero-padded to a multiple of 32 (gemm::panel_stride).
+  gemm::prefetch_next_tile_start<MR, NR>(w, sw);
   __m512 acc[MR][NR];
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
@@ -240,7 +240,7 @@ SK_TARGET_AVX512_BF16 void tile_avx512_bf16(const uint16_t* x, int64_t sx, const
     __m512bh wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      if constexpr (MR > 1) prefetch_ahead(w + j * sw + k, sw, NR);
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
       const __m512i raw = _mm512_loadu_si512(w + j * sw + k);
       std::memcpy(&wv[j], &raw, sizeof raw);
     }
@@ -280,11 +280,13 @@ SK_TARGET_AVX512_BF16 void tile_avx512_bf16(const uint16_t* x, int64_t sx, const
 
 Bf16xTileFn tile_avx512_bf16_for(int mr, int nr) {
   if (mr == 4) return nr == 4 ? tile_avx512_bf16<4, 4> : tile_avx512_bf16<4, 1>;
+  if (mr == 2) return nr == 8 ? tile_avx512_bf16<2, 8> : tile_avx512_bf16<2, 1>;
   if (nr == 8) return tile_avx512_bf16<1, 8>;
   return nr == 4 ? tile_avx512_bf16<1, 4> : tile_avx512_bf16<1, 1>;
 }
 
-constexpr Bf16xTiles kAvx512Bf16 = {16, 8, 4, 4, 256, tile_avx512_bf16_for};
+// K steps of 1024: 16 rows of bf16 x are 32 KiB (measured ~15% faster than 256 at M = 16).
+constexpr Bf16xTiles kAvx512Bf16 = {16, 8, 4, 4, 1024, 2, 8, tile_avx512_bf16_for};
 #endif
 
 // f32 x rows copied to the panel as they are (the tiles widen the weights exactly).

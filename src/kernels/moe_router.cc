@@ -1,13 +1,17 @@
 // moe_router.f32: top-k expert selection with a selection bias (DeepSeek-V3 / LongCat-Flash).
 //
 //   scores = softmax(logits) or sigmoid(logits)        per token, over all E + Z experts
-//   chosen = top_k of (scores + bias), larger first, ties to the lower expert id
+//   chosen = top_k of (scores + bias), larger first, ties to the lower expert id; with a group
+//            limit (DeepSeek-V3), only among the experts of the topk_group groups whose two
+//            largest keys sum highest
 //   weight = scores[chosen] (optionally / (sum + 1e-20)) * routed_scaling_factor
 //
 // Tokens are split across cores; one core computes a whole token in an order fixed by the
 // expert count, so the result does not depend on the core count. The bias only steers the
 // choice (load balancing), it never enters the weights.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/cpu_isa.h"
@@ -146,8 +150,23 @@ ScoreFn select_score_fn(int32_t scoring) {
   return sigmoid ? sigmoid_scalar : softmax_scalar;
 }
 
+// The attribute blob: sk_moe_router_attrs (no group limit: one group) or
+// sk_moe_router_group_attrs, told apart by size.
+bool read_router_attrs(const sk_kernel_args* args, sk_moe_router_group_attrs* out) {
+  if (args->attrs != nullptr && args->attrs_size == sizeof(sk_moe_router_attrs)) {
+    *out = sk_moe_router_group_attrs{};
+    std::memcpy(&out->base, args->attrs, sizeof out->base);
+    out->n_group = 1;
+    out->topk_group = 1;
+    return true;
+  }
+  return moe::read_attrs(args, out);
+}
+
 struct Plan {
   sk_moe_router_attrs attrs{};
+  int64_t groups = 1;       // n_group
+  int64_t topk_groups = 1;  // topk_group
   moe::View2<const float> logits;
   const float* bias = nullptr;
   int64_t bias_stride = 0;
@@ -171,10 +190,14 @@ bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
       !moe::check_2d(weights, kName, "topk_weights", SK_DTYPE_F32, Layout::kOutput, err)) {
     return false;
   }
-  if (!moe::read_attrs(args, &p->attrs)) {
-    return invalid(err, "%s: attributes must be one sk_moe_router_attrs (%zu bytes), got %u bytes", kName,
-                   sizeof(sk_moe_router_attrs), args->attrs_size);
+  sk_moe_router_group_attrs ga{};
+  if (!read_router_attrs(args, &ga)) {
+    return invalid(err,
+                   "%s: attributes must be one sk_moe_router_attrs (%zu bytes) or sk_moe_router_group_attrs (%zu "
+                   "bytes), got %u bytes",
+                   kName, sizeof(sk_moe_router_attrs), sizeof(sk_moe_router_group_attrs), args->attrs_size);
   }
+  p->attrs = ga.base;
   const sk_moe_router_attrs& a = p->attrs;
   p->t = logits.shape[0];
   p->n = logits.shape[1];
@@ -206,6 +229,20 @@ bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
     return invalid(err, "%s: routed_scaling_factor = %g is not finite", kName,
                    static_cast<double>(a.routed_scaling_factor));
   }
+  if (ga.n_group < 1 || p->n % ga.n_group != 0) {
+    return invalid(err, "%s: n_group = %d does not divide the %lld experts into equal groups", kName, ga.n_group,
+                   static_cast<long long>(p->n));
+  }
+  if (ga.topk_group < 1 || ga.topk_group > ga.n_group) {
+    return invalid(err, "%s: topk_group = %d is outside [1, %d] (n_group)", kName, ga.topk_group, ga.n_group);
+  }
+  if (static_cast<int64_t>(a.top_k) > ga.topk_group * (p->n / ga.n_group)) {
+    return invalid(err, "%s: top_k = %d is more than the %lld experts of topk_group = %d groups of %lld", kName,
+                   a.top_k, static_cast<long long>(ga.topk_group * (p->n / ga.n_group)), ga.topk_group,
+                   static_cast<long long>(p->n / ga.n_group));
+  }
+  p->groups = ga.n_group;
+  p->topk_groups = ga.topk_group;
   for (const sk_tensor_arg* o : {&ids, &weights}) {
     if (o->shape[0] != p->t || o->shape[1] != p->k) {
       return invalid(err, "%s: %s shape %s is not [%lld, %d] (tokens, top_k)", kName,
@@ -221,23 +258,62 @@ bool plan(const sk_kernel_args* args, Plan* p, ErrorSink err) {
   return true;
 }
 
-// One core's scratch: the scores and biased keys of one token, and its top-k keys.
+// One core's scratch: the scores and biased keys of one token, and its top-k keys; with a group
+// limit also the group scores, the chosen groups and the keys of their experts.
 struct Scratch {
   float* scores = nullptr;
   float* keys = nullptr;
   uint64_t* best = nullptr;
+  float* group_score = nullptr;
+  uint64_t* group_best = nullptr;
+  float* candidates = nullptr;
   uint64_t bytes = 0;
 };
 
-// For n experts (real and zero-computation) and top_k = k.
-Scratch carve(int64_t n, int64_t k, void* base) {
+// Group limits that leave every group in play change nothing, and need no scratch.
+bool group_limited(int64_t groups, int64_t topk_groups) { return topk_groups < groups; }
+
+// For n experts (real and zero-computation), top_k = k and the group limit.
+Scratch carve(int64_t n, int64_t k, int64_t groups, int64_t topk_groups, void* base) {
   ScratchCarver c(base);
   Scratch s;
   s.scores = c.take<float>(n);
   s.keys = c.take<float>(n);
   s.best = c.take<uint64_t>(k);
+  if (group_limited(groups, topk_groups)) {
+    s.group_score = c.take<float>(groups);
+    s.group_best = c.take<uint64_t>(std::max<int64_t>(topk_groups, 2));
+    s.candidates = c.take<float>(topk_groups * (n / groups));
+  }
   s.bytes = c.bytes();
   return s;
+}
+
+// Top-k over the experts of the best groups: scores each group by the sum of its two largest
+// keys (in ranking order), ranks the groups like experts (ties to the lower group id, NaN
+// last), then selects among the chosen groups' experts laid out in increasing id order, so the
+// expert ranking and its tie-break are unchanged. best[] receives keys packed with expert ids.
+void select_grouped(const Plan& p, const Scratch& sc, uint64_t* best) {
+  const int64_t gs = p.n / p.groups;
+  for (int64_t g = 0; g < p.groups; ++g) {
+    const float* kg = sc.keys + g * gs;
+    topk::select(kg, gs, std::min<int64_t>(2, gs), sc.group_best);
+    const float first = kg[topk::index_of(sc.group_best[0])];
+    sc.group_score[g] = gs > 1 ? first + kg[topk::index_of(sc.group_best[1])] : first;
+  }
+  topk::select(sc.group_score, p.groups, p.topk_groups, sc.group_best);
+  for (int64_t j = 0; j < p.topk_groups; ++j)
+    sc.group_best[j] = static_cast<uint64_t>(topk::index_of(sc.group_best[j]));
+  std::sort(sc.group_best, sc.group_best + p.topk_groups);
+  for (int64_t j = 0; j < p.topk_groups; ++j) {
+    std::copy_n(sc.keys + static_cast<int64_t>(sc.group_best[j]) * gs, gs, sc.candidates + j * gs);
+  }
+  topk::select(sc.candidates, p.topk_groups * gs, p.k, best);
+  for (int64_t s = 0; s < p.k; ++s) {
+    const int64_t c = topk::index_of(best[s]);
+    const int64_t e = static_cast<int64_t>(sc.group_best[c / gs]) * gs + c % gs;
+    best[s] = topk::pack(sc.keys[e], e);
+  }
 }
 
 }  // namespace
@@ -245,12 +321,12 @@ Scratch carve(int64_t n, int64_t k, void* base) {
 // From shapes and attributes only (operands have no address yet). Arguments run will reject need
 // no scratch: it reports them before touching any.
 uint64_t moe_router_f32_workspace(const sk_kernel_args* args) {
-  sk_moe_router_attrs a{};
-  if (args->num_inputs <= kOpLogits || args->inputs[kOpLogits].rank != 2 || !moe::read_attrs(args, &a) || a.top_k < 0 ||
-      args->inputs[kOpLogits].shape[1] < 0) {
+  sk_moe_router_group_attrs a{};
+  if (args->num_inputs <= kOpLogits || args->inputs[kOpLogits].rank != 2 || !read_router_attrs(args, &a) ||
+      a.base.top_k < 0 || args->inputs[kOpLogits].shape[1] < 0 || a.n_group < 1 || a.topk_group < 1) {
     return 0;
   }
-  return carve(args->inputs[kOpLogits].shape[1], a.top_k, nullptr).bytes;
+  return carve(args->inputs[kOpLogits].shape[1], a.base.top_k, a.n_group, a.topk_group, nullptr).bytes;
 }
 
 int32_t moe_router_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
@@ -259,7 +335,7 @@ int32_t moe_router_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) 
   if (!check_core(core, kName, err) || !plan(args, &p, err)) return SK_ERR_INVALID_ARGUMENT;
   const sk_range r = sk_split_range(p.t, core->core_id, core->num_cores, 1);
   if (r.begin >= r.end) return SK_OK;
-  const Scratch sc = carve(p.n, p.k, core_slice(args, core));
+  const Scratch sc = carve(p.n, p.k, p.groups, p.topk_groups, core_slice(args, core));
   if (sc.bytes > 0 && (args->workspace == nullptr || args->workspace_size < sc.bytes)) {
     return workspace_too_small(err, kName, args, sc.bytes);
   }
@@ -270,7 +346,11 @@ int32_t moe_router_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) 
   for (int64_t t = r.begin; t < r.end; ++t) {
     score(p.logits.row(t), scores, p.n);
     for (int64_t e = 0; e < p.n; ++e) keys[e] = scores[e] + p.bias[e * p.bias_stride];
-    topk::select(keys, p.n, p.k, best);
+    if (group_limited(p.groups, p.topk_groups)) {
+      select_grouped(p, sc, best);
+    } else {
+      topk::select(keys, p.n, p.k, best);
+    }
     float sum = 0.0f;
     for (int64_t s = 0; s < p.k; ++s) sum += scores[topk::index_of(best[s])];
     // DeepSeek-V3's guard: a zero sum (every chosen score underflowed) gives zeros, not NaN.

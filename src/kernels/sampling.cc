@@ -482,9 +482,12 @@ double refine_c(const double* table, const uint32_t* idx, int64_t n, double tau)
   return std::numeric_limits<double>::infinity();
 }
 
+constexpr int64_t kFastChunk = 32;  // weights per step of the fast nucleus path (4 AVX-512 vectors)
+
 // One core's scratch for sampling a row of V logits, carved from its workspace slice.
 struct SampleScratch {
   Sequence seq;
+  Bounded<float> vals;  // gathered logits (fast nucleus path)
   Bounded<uint64_t> keys;
   Bounded<double> beta;
   Bounded<double> w;
@@ -508,8 +511,11 @@ SampleScratch carve_sample_scratch(int64_t v, const sk_sample_attrs& a, void* ba
   const int64_t bins = nucleus_all ? kDigits * (kRadix + 1) : 0;
   ScratchCarver c(base);
   SampleScratch s;
+  // The fast nucleus path evaluates weights 32 at a time past the end of the gathered tokens.
+  const int64_t padded = nucleus_all ? v + kFastChunk : seq;
   s.seq.idx = Bounded<uint32_t>(c.take<uint32_t>(seq), seq);
-  s.seq.w = Bounded<double>(c.take<double>(seq), seq);
+  s.seq.w = Bounded<double>(c.take<double>(padded), padded);
+  s.vals = Bounded<float>(c.take<float>(nucleus_all ? padded : 0), nucleus_all ? padded : 0);
   s.seq.cum = Bounded<double>(c.take<double>(seq), seq);
   s.keys = Bounded<uint64_t>(c.take<uint64_t>(k), k);
   s.beta = Bounded<double>(c.take<double>(blocks), blocks);
@@ -607,6 +613,422 @@ int64_t sample_nucleus_all(const float* l, int64_t v, float lmax, double inv_t, 
   }
 }
 
+#if SK_KERNELS_X86
+// ---------------------------------------------------------------------------------------------
+// The nucleus over the whole vocabulary without the exact pass over all V weights (AVX-512).
+//
+// The exact total S decides only through tau = top_p * S, and the nucleus size only through
+// which running sum first reaches tau. So: an f32 pass gives approximate weights with a rigorous
+// error bound; a prefix of the ranking {l >= lambda} (heavy tokens first, else lambda from a
+// sampled mass profile) is weighed exactly, which bounds S by that exact sum plus the
+// approximate rest, and its running sums are formed exactly where they matter (bucket_prefix); when the first running
+// sums reaching the lowest and the highest possible tau are the same entry, that is the nucleus, with the identical
+// running sums and hence the identical token. Otherwise (rare: tau falls within the bound of a running sum) the exact S
+// decides; a prefix too short, or lmax = +inf, goes to the exact path above.
+
+// The thresholds of the sampled mass profile, in log2 units below the largest weight.
+constexpr float kProfile[] = {0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f, 2.0f, 2.25f, 2.5f,  2.75f, 3.0f,
+                              3.25f, 3.5f, 3.75f, 4.0f, 4.5f,  5.0f, 6.0f,  8.0f, 10.0f, 13.0f, 16.0f, 24.0f};
+constexpr int kProfileSize = sizeof kProfile / sizeof kProfile[0];
+constexpr int kProfileStride = 16;  // the profile samples every 16th vector of 16 logits
+constexpr double kHeavy = 1024.0;   // heavy tokens weigh at least S~ / kHeavy
+
+// 2^f for f in [-0.5, 0.5]: Taylor coefficients of exp(f ln 2) up to degree 7 (truncation
+// below 1e-8 relative).
+constexpr float kExp2C[8] = {1.0f,
+                             0.693147180559945f,
+                             0.240226506959101f,
+                             0.0555041086648216f,
+                             0.00961812910762848f,
+                             0.00133335581464284f,
+                             0.000154035303933816f,
+                             1.52527338040598e-05f};
+
+// Approximate weights of 16 logits: 2^t with t = (l - lmax) * a, a = log2(e) / temperature,
+// clamped below at -150 (NaN included: max() returns its second operand), so NaN and -inf give
+// a weight below 2^-149. t_out receives t.
+SK_TARGET_AVX512 inline __m512 approx_weights16(__m512 l, __m512 lm, __m512 a, __m512* t_out) {
+  const __m512 t = _mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(l, lm), a), _mm512_set1_ps(-150.0f));
+  const __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(t, k);
+  __m512 p = _mm512_set1_ps(kExp2C[7]);
+  for (int i = 6; i >= 0; --i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2C[i]));
+  *t_out = t;
+  return _mm512_scalef_ps(p, k);
+}
+
+// Lanes 8..15 (AVX-512F has no 256-bit float extract).
+SK_TARGET_AVX512 inline __m256 high_half(__m512 v) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
+struct ApproxTotal {
+  double sum = 0.0;                   // S~
+  double tsum = 0.0;                  // sum of w~ |t| (the part of the error that grows with |t|)
+  double profile[kProfileSize] = {};  // sampled mass with t >= -kProfile[j]
+  double sampled = 0.0;               // sampled mass in all
+};
+
+SK_TARGET_AVX512 ApproxTotal approx_total_avx512(const float* l, int64_t v, float lmax, double inv_t) {
+  const __m512 lm = _mm512_set1_ps(lmax);
+  const __m512 a = _mm512_set1_ps(static_cast<float>(inv_t * kLog2e));
+  __m512d acc0 = _mm512_setzero_pd();
+  __m512d acc1 = _mm512_setzero_pd();
+  __m512 tacc = _mm512_setzero_ps();
+  __m512 prof[kProfileSize];
+  for (__m512& q : prof) q = _mm512_setzero_ps();
+  __m512 sampled = _mm512_setzero_ps();
+  int64_t i = 0;
+  int64_t vec = 0;
+  for (; i + 64 <= v; i += 64, vec += 4) {
+    __m512 t[4];
+    __m512 w[4];
+    for (int q = 0; q < 4; ++q) {
+      w[q] = approx_weights16(_mm512_loadu_ps(l + i + 16 * q), lm, a, &t[q]);
+      tacc = _mm512_fnmadd_ps(w[q], t[q], tacc);  // t <= 0: adds w |t|
+    }
+    // Pairwise in f32 first (two roundings per weight, 2^-23 relative), then in double.
+    const __m512 w4 = _mm512_add_ps(_mm512_add_ps(w[0], w[1]), _mm512_add_ps(w[2], w[3]));
+    acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(w4)));
+    acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(high_half(w4)));
+    if (vec % kProfileStride == 0) {
+      sampled = _mm512_add_ps(sampled, w[0]);
+      for (int j = 0; j < kProfileSize; ++j) {
+        const __mmask16 m = _mm512_cmp_ps_mask(t[0], _mm512_set1_ps(-kProfile[j]), _CMP_GE_OQ);
+        prof[j] = _mm512_mask_add_ps(prof[j], m, prof[j], w[0]);
+      }
+    }
+  }
+  for (; i < v; i += 16) {
+    const __mmask16 m = simd::mask16(std::min<int64_t>(16, v - i));
+    __m512 t;
+    const __m512 w = _mm512_maskz_mov_ps(m, approx_weights16(_mm512_maskz_loadu_ps(m, l + i), lm, a, &t));
+    tacc = _mm512_fnmadd_ps(w, t, tacc);
+    acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(w)));
+    acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(high_half(w)));
+  }
+  ApproxTotal r;
+  alignas(64) double d[8];
+  _mm512_store_pd(d, _mm512_add_pd(acc0, acc1));
+  for (double x : d) r.sum += x;
+  r.tsum = simd::hsum16(tacc);
+  r.sampled = simd::hsum16(sampled);
+  for (int j = 0; j < kProfileSize; ++j) r.profile[j] = simd::hsum16(prof[j]);
+  return r;
+}
+
+// Approximate mass of n logits, with the same per-token weights as approx_total_avx512.
+SK_TARGET_AVX512 ApproxTotal approx_mass_avx512(const float* vals, int64_t n, float lmax, double inv_t) {
+  const __m512 lm = _mm512_set1_ps(lmax);
+  const __m512 a = _mm512_set1_ps(static_cast<float>(inv_t * kLog2e));
+  __m512d acc = _mm512_setzero_pd();
+  __m512 tacc = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = simd::mask16(std::min<int64_t>(16, n - i));
+    __m512 t;
+    const __m512 w = _mm512_maskz_mov_ps(m, approx_weights16(_mm512_maskz_loadu_ps(m, vals + i), lm, a, &t));
+    tacc = _mm512_fnmadd_ps(w, t, tacc);
+    acc = _mm512_add_pd(acc, _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(w)), _mm512_cvtps_pd(high_half(w))));
+  }
+  ApproxTotal r;
+  alignas(64) double d[8];
+  _mm512_store_pd(d, acc);
+  for (double x : d) r.sum += x;
+  r.tsum = simd::hsum16(tacc);
+  return r;
+}
+
+// Gathers {i : l[i] >= lambda} in index order: indices to idx, logits to vals; returns the count.
+SK_TARGET_AVX512 int64_t gather_values_avx512(const float* l, int64_t n, float lambda, uint32_t* idx, float* vals) {
+  const __m512 lam = _mm512_set1_ps(lambda);
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  int64_t count = 0;
+  int64_t i = 0;
+  for (; i < n; i += 16) {
+    const __mmask16 valid = simd::mask16(std::min<int64_t>(16, n - i));
+    const __m512 x = _mm512_maskz_loadu_ps(valid, l + i);
+    const __mmask16 m = _mm512_mask_cmp_ps_mask(valid, x, lam, _CMP_GE_OQ);
+    if (m == 0) continue;
+    const __m512i ids = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(i)));
+    const __mmask16 out = simd::mask16(__builtin_popcount(static_cast<unsigned>(m)));
+    // Compress in registers, then a masked store: a compressing store to memory is microcoded
+    // and slow on some cores.
+    _mm512_mask_storeu_epi32(idx + count, out, _mm512_maskz_compress_epi32(m, ids));
+    _mm512_mask_storeu_ps(vals + count, out, _mm512_maskz_compress_ps(m, x));
+    count += __builtin_popcount(static_cast<unsigned>(m));
+  }
+  return count;
+}
+
+// The ranked prefix without a full sort. While the running sum c stays in one binade
+// [2^(E-1), 2^E), every double there is a multiple of u = ulp(c), so c + w rounds to
+// c + round(w / u) u, whatever the order of the additions, unless w / u is exactly halfway
+// (then the last bit of c decides). So the prefix is bucketed by value (a stable counting sort
+// on the top bits of the rank key; buckets are in rank order, tokens inside in index order), and
+// a bucket is added in bulk as the exact integer sum of round(w / u) when no weight in it is a
+// tie and its sum leaves c in its binade and below tau_lo; every other bucket (the first ones,
+// where c changes binade, where tau is reached) is sorted and added one token at a time. The
+// running sums are then exactly the specified ones at every token of a sorted bucket and at
+// every bucket boundary, which is all that the nucleus size and the draw look at.
+constexpr int kBucketBits = 10;
+constexpr int64_t kBuckets = int64_t{1} << kBucketBits;
+
+struct Buckets {
+  uint64_t* keys = nullptr;       // (rank key << 32) | index, by bucket
+  float* vals = nullptr;          // the logit of each entry
+  double* w = nullptr;            // its specified weight
+  double* cum = nullptr;          // running sums, valid in sorted buckets
+  uint64_t* order = nullptr;      // add_sorted's scratch: (rank key, position in bucket)
+  uint32_t* spare_idx = nullptr;  // add_sorted's scratch
+  double* spare_w = nullptr;      // add_sorted's scratch
+  int64_t start[kBuckets + 1] = {};
+  double cum_before[kBuckets + 1] = {};  // exact running sum before each bucket (walked ones)
+  bool sorted[kBuckets] = {};
+  int64_t walked = 0;  // buckets whose cum_before is known
+  uint32_t lo = 0;     // rank key of lmax
+};
+
+// Logit of a rank key relative to lo (inverse of order_bits; no NaN here, and both zeros come
+// back as +0, which weighs the same).
+inline float logit_of(uint64_t key, uint32_t lo) {
+  const uint32_t o = ~(static_cast<uint32_t>(key >> 32) + lo);
+  const uint32_t bits_v = o >= 0x80000000u ? (o & 0x7FFFFFFFu) : ~o;
+  float f;
+  std::memcpy(&f, &bits_v, sizeof f);
+  return f;
+}
+
+// Buckets the gathered (vals, idx)[0, n) (index order) and evaluates every weight.
+SK_TARGET_AVX512 void bucket_prefix(const float* vals, uint32_t* idx, int64_t n, float lmax, double inv_t,
+                                    SampleScratch& sc, Buckets& bk) {
+  sc.sort_a.resize(static_cast<size_t>(n));
+  sc.sort_b.resize(static_cast<size_t>(n));
+  sc.seq.w.resize(static_cast<size_t>(n + kFastChunk));
+  sc.seq.cum.resize(static_cast<size_t>(n));
+  sc.w.resize(static_cast<size_t>(n));
+  uint64_t* tmp = sc.sort_a.data();
+  bk.keys = sc.sort_b.data();
+  bk.w = sc.seq.w.data();
+  bk.cum = sc.seq.cum.data();
+  // Once bucketed, tmp, the gathered indices and the full-V weight table (which this path does
+  // not use) are add_sorted's scratch.
+  bk.order = tmp;
+  bk.spare_idx = idx;
+  bk.spare_w = sc.w.data();
+  bk.lo = ~topk::order_bits(lmax);
+  uint32_t span = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const uint32_t key = ~topk::order_bits(vals[j]) - bk.lo;
+    span |= key;
+    tmp[j] = (static_cast<uint64_t>(key) << 32) | idx[j];
+  }
+  const int bits = span == 0 ? 0 : 32 - __builtin_clz(span);
+  const int shift = 32 + std::max(0, bits - kBucketBits);
+  int64_t count[kBuckets + 1] = {};
+  for (int64_t j = 0; j < n; ++j) ++count[(tmp[j] >> shift) + 1];
+  for (int64_t q = 0; q < kBuckets; ++q) count[q + 1] += count[q];
+  std::copy(count, count + kBuckets + 1, bk.start);
+  for (int64_t j = 0; j < n; ++j) bk.keys[count[tmp[j] >> shift]++] = tmp[j];
+  // Logits in bucket order (vals is free now), padded with NaN for the 32-wide weight steps.
+  bk.vals = sc.vals.data();
+  for (int64_t j = 0; j < n; ++j) bk.vals[j] = logit_of(bk.keys[j], bk.lo);
+  std::fill(bk.vals + n, bk.vals + n + kFastChunk, std::numeric_limits<float>::quiet_NaN());
+  const __m512d lm = _mm512_set1_pd(lmax);
+  const __m512d it = _mm512_set1_pd(inv_t);
+  for (int64_t j0 = 0; j0 < n; j0 += kFastChunk) {
+    __m512d wv[kLanes];
+    weights_avx512(bk.vals + j0, lm, it, wv);
+    for (int q = 0; q < kLanes; ++q) _mm512_storeu_pd(bk.w + j0 + 8 * q, wv[q]);
+  }
+}
+
+// Sorts bucket q by rank and adds it token by token from c, recording the running sums.
+// Returns the sum after the bucket. Inside a bucket tokens sit in index order, so sorting on
+// (rank key, position) keeps equal logits in index order; the weights move with their tokens.
+double add_sorted(Buckets& bk, int64_t q, double c) {
+  const int64_t s = bk.start[q];
+  const int64_t e = bk.start[q + 1];
+  for (int64_t j = s; j < e; ++j) {
+    bk.spare_idx[j] = static_cast<uint32_t>(bk.keys[j]);
+    bk.spare_w[j] = bk.w[j];
+    bk.order[j] = (bk.keys[j] & ~uint64_t{0xFFFFFFFF}) | static_cast<uint64_t>(j - s);
+  }
+  std::sort(bk.order + s, bk.order + e);
+  for (int64_t j = s; j < e; ++j) {
+    const int64_t from = s + static_cast<int64_t>(bk.order[j] & 0xFFFFFFFFu);
+    bk.keys[j] = (bk.order[j] & ~uint64_t{0xFFFFFFFF}) | bk.spare_idx[from];
+    bk.w[j] = bk.spare_w[from];
+  }
+  for (int64_t j = s; j < e; ++j) {
+    c += bk.w[j];
+    bk.cum[j] = c;
+  }
+  bk.sorted[q] = true;
+  return c;
+}
+
+// Adds bucket q to c in bulk when that is exact (see above) and stays below `limit`; returns
+// false (c untouched) otherwise.
+SK_TARGET_AVX512 bool add_bulk(const Buckets& bk, int64_t q, double* c, double limit) {
+  if (!(*c > 0.0) || !std::isfinite(*c)) return false;
+  // c in [2^(e-1), 2^e): its biased exponent is e - 1 + 1023.
+  const int64_t e = ((bits_of(*c) >> 52) & 0x7FF) - 1022;
+  if (e - 53 < -1022 || e > 1000) return false;  // keeps ulp and the scale normal
+  const auto pow2 = [](int64_t k) {
+    const uint64_t b = static_cast<uint64_t>(k + 1023) << 52;
+    double d;
+    std::memcpy(&d, &b, sizeof d);
+    return d;
+  };
+  const __m512d scale = _mm512_set1_pd(pow2(53 - e));
+  const __m512d half = _mm512_set1_pd(0.5);
+  __m512d units = _mm512_setzero_pd();
+  __mmask8 tie = 0;
+  for (int64_t j = bk.start[q]; j < bk.start[q + 1]; j += 8) {
+    const __mmask8 m = static_cast<__mmask8>((1u << std::min<int64_t>(8, bk.start[q + 1] - j)) - 1u);
+    const __m512d y = _mm512_mul_pd(_mm512_maskz_loadu_pd(m, bk.w + j), scale);
+    const __m512d r = _mm512_roundscale_pd(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    tie |= _mm512_cmp_pd_mask(_mm512_abs_pd(_mm512_sub_pd(y, r)), half, _CMP_EQ_OQ);
+    units = _mm512_add_pd(units, r);
+  }
+  if (tie != 0) return false;
+  // Integers below 2^53 add exactly in any order; a sum that large leaves the binade anyway.
+  alignas(64) double u8[8];
+  _mm512_store_pd(u8, units);
+  double total = 0.0;
+  for (double x : u8) total += x;
+  const double next = *c + total * pow2(e - 53);
+  if (!(next < pow2(e)) || !(next < limit)) return false;
+  *c = next;
+  return true;
+}
+
+// Returns the token, or -1 when this path cannot decide (the exact path then does).
+int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t, double top_p, double u,
+                            SampleScratch& sc) {
+  if (std::isinf(lmax)) return -1;
+  const ApproxTotal at = approx_total_avx512(l, v, lmax, inv_t);
+  // The sum of the approximate weights of a set of tokens differs from the sum of their specified
+  // weights by at most bound(its sum, its sum of w~ |t|): the f32 weights are within 3e-7 relative
+  // of exp (truncation 1e-8, rounded coefficients 1.2e-7, Horner's roundings 1.7e-7) plus
+  // 1.5e-7 |t| (t's three roundings); weights below 2^-125 are off by less than 2^-125 each; the
+  // double sums (S's block order, S~ and the subtractions below) add at most V 2^-52 relative;
+  // S~'s f32 pairs are bounded apart (they are not the rest's alone).
+  // Every factor is taken with a margin.
+  const double rounding = static_cast<double>(v) * 0x1p-50 * at.sum + static_cast<double>(v) * 0x1p-120;
+  const auto bound = [&](double sum, double tsum) { return 4e-7 * sum + 2.02e-7 * tsum + rounding; };
+  // S~'s pairwise f32 additions: within 2^-23 of each weight, however the tokens are split.
+  const double pairwise = 1.25e-7 * at.sum;
+  const double e = bound(at.sum, at.tsum) + pairwise;
+  const double s_lo = at.sum - e;
+  const double s_hi = at.sum + e;
+  if (!(s_lo > 0.0)) return -1;
+  // Rounding is monotone, so tau = top_p * S lies in [top_p * s_lo, tau_hi].
+  const double tau_hi = top_p * s_hi;
+  // The smallest profile threshold whose estimated mass (the largest weight, 1, plus the sampled
+  // mass scaled up) passes tau_hi with a margin of an eighth of the slack (a miss costs one more gather, never a
+  // ranking).
+  const double want = tau_hi + (s_lo - tau_hi) / 8.0;
+  double c_t = kProfile[kProfileSize - 1];
+  for (int j = 0; j < kProfileSize; ++j) {
+    if (1.0 + kProfileStride * at.profile[j] >= want) {
+      c_t = kProfile[j];
+      break;
+    }
+  }
+  // The worst-case bound V e^-c <= (1 - top_p) S_lo, in log2 units.
+  const double c0_t = std::log2(static_cast<double>(v) / ((1.0 - top_p) * s_lo)) + 0.02;
+  // The heavy tokens, w >= S~ / kHeavy (at most kHeavy of them): when a few strong candidates
+  // hold most of the mass (a trained model's usual row), the sampled profile may miss them, and
+  // they alone often reach tau.
+  const double c_heavy = std::log2(kHeavy / at.sum);
+  uint32_t* idx = sc.seq.idx.data();
+  float* vals = sc.vals.data();
+  // The heavy tokens, the guess, wider ones, then the bound (or twice the guess, if wider).
+  const double tries[] = {c_heavy > 0.0 && c_heavy < c_t ? c_heavy : -1.0, c_t, c_t * 1.15, c_t * 1.3,
+                          std::max(c0_t, c_t * 2.0)};
+  const double need = tau_hi + 1e-5 * at.sum;  // the approximate mass a gathered prefix must show
+  for (double c : tries) {
+    if (c < 0.0) continue;
+    // t >= -c, i.e. l >= lmax - c ln2 / a; rounded down so that the set only grows.
+    // Clamped to the float range first: converting a double beyond it is undefined.
+    const double bound_l = std::max(static_cast<double>(lmax) - c * kLn2Hi / inv_t,
+                                    static_cast<double>(std::numeric_limits<float>::lowest()));
+    const float lambda = std::nextafter(static_cast<float>(bound_l), -std::numeric_limits<float>::infinity());
+    sc.seq.idx.resize(static_cast<size_t>(v));
+    sc.vals.resize(static_cast<size_t>(v + kFastChunk));
+    const int64_t n = gather_values_avx512(l, v, lambda, idx, vals);
+    // Not worth ranking when even its approximate mass falls short.
+    const ApproxTotal g = approx_mass_avx512(vals, n, lmax, inv_t);
+    if (g.sum < need) continue;
+    Buckets bk;
+    bucket_prefix(vals, idx, n, lmax, inv_t, sc, bk);
+    // Tighter bounds on S: the gathered tokens' exact sum plus the rest's approximate one, whose
+    // bound is a fraction of the first. The f32 sums of w~ |t| are within 5e-4 relative.
+    double exact = 0.0;
+    for (int64_t j = 0; j < n; ++j) exact += bk.w[j];
+    const double rest = std::max(0.0, at.sum - g.sum);
+    const double rest_t = std::max(0.0, at.tsum * (1.0 + 5e-4) - g.tsum * (1.0 - 5e-4));
+    const double e2 = bound(rest, rest_t) + pairwise + static_cast<double>(n) * 0x1p-52 * exact;
+    const double tau_lo2 = top_p * (exact + rest - e2);
+    const double tau_hi2 = top_p * (exact + rest + e2);
+    if (exact < tau_hi2) continue;  // the prefix falls short of tau: gather more
+    // Walk the buckets until the running sum reaches tau_hi2.
+    int64_t first_lo = -1;
+    int64_t first_hi = -1;
+    double run = 0.0;
+    for (int64_t q = 0; q < kBuckets && first_hi < 0; ++q) {
+      bk.cum_before[q] = run;
+      bk.walked = q + 1;
+      if (bk.start[q] == bk.start[q + 1] || add_bulk(bk, q, &run, tau_lo2)) continue;
+      const int64_t s0 = bk.start[q];
+      run = add_sorted(bk, q, run);
+      for (int64_t j = s0; j < bk.start[q + 1]; ++j) {
+        if (first_lo < 0 && bk.cum[j] >= tau_lo2) first_lo = j;
+        if (bk.cum[j] >= tau_hi2) {
+          first_hi = j;
+          break;
+        }
+      }
+    }
+    if (first_hi < 0 || first_lo < 0) continue;  // short after all (rounding): gather more
+    int64_t m = first_hi;                        // the last token of the nucleus (a position in the buckets)
+    if (first_lo != first_hi) {
+      // tau is within the bound of a running sum: the exact S decides. Every position from
+      // first_lo to first_hi lies in a sorted bucket.
+      const int64_t blocks = (v + kBlock - 1) / kBlock;
+      sc.beta.resize(static_cast<size_t>(blocks));
+      const double tau = top_p * select_blocks()(l, v, lmax, inv_t, sc.beta.data(), nullptr);
+      m = -1;
+      for (int64_t j = first_lo; j <= first_hi; ++j) {
+        if (bk.cum[j] >= tau) {
+          m = j;
+          break;
+        }
+      }
+      if (m < 0) return -1;
+    }
+    // The draw: r = u * cum_m; the first token whose running sum exceeds r. Bucket boundaries
+    // carry exact sums, so only the bucket where r is crossed is walked token by token.
+    const double r = u * bk.cum[m];
+    for (int64_t q = 0; q < bk.walked; ++q) {
+      const int64_t s0 = bk.start[q];
+      const int64_t e0 = bk.start[q + 1];
+      if (s0 == e0) continue;
+      const bool last = m < e0;
+      if (!last && !(q + 1 < bk.walked && bk.cum_before[q + 1] > r)) continue;
+      if (!bk.sorted[q]) add_sorted(bk, q, bk.cum_before[q]);
+      for (int64_t j = s0; j <= (last ? m : e0 - 1); ++j) {
+        if (bk.cum[j] > r) return static_cast<int64_t>(static_cast<uint32_t>(bk.keys[j]));
+      }
+      return -1;  // rounding left no running sum above r: the exact path's fallback decides
+    }
+    return -1;
+  }
+  return -1;
+}
+#endif
+
 // ---------------------------------------------------------------------------------------------
 // Plans
 
@@ -694,7 +1116,15 @@ int64_t sample_row(const RowsPlan& p, const float* l, int64_t row, SampleScratch
   }
   const float lmax = topk::max_value(l, p.v);
   if (!(lmax > -std::numeric_limits<float>::infinity())) return topk::argmax(l, p.v);
-  if (nucleus) return sample_nucleus_all(l, p.v, lmax, inv_t, a.top_p, u, sc);
+  if (nucleus) {
+#if SK_KERNELS_X86
+    if (current_isa_level() == kIsaAvx512) {
+      const int64_t id = sample_nucleus_fast(l, p.v, lmax, inv_t, a.top_p, u, sc);
+      if (id >= 0) return id;
+    }
+#endif
+    return sample_nucleus_all(l, p.v, lmax, inv_t, a.top_p, u, sc);
+  }
   return sample_dense(l, p.v, lmax, inv_t, u, sc);
 }
 

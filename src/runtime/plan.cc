@@ -1,5 +1,7 @@
 #include "runtime/plan.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -7,12 +9,12 @@ namespace sk {
 
 void AlignedBuffer::Free::operator()(uint8_t* p) const { std::free(p); }
 
-AlignedBuffer AlignedBuffer::allocate(size_t bytes) {
+Expected<AlignedBuffer> AlignedBuffer::allocate(size_t bytes, const std::string& what) {
+  const size_t rounded = bytes > SIZE_MAX - 63 ? 0 : std::max<size_t>((bytes + 63) / 64 * 64, 64);
+  void* p = rounded == 0 ? nullptr : std::aligned_alloc(64, rounded);
+  if (p == nullptr)
+    return Status::failed_precondition("out of memory allocating " + std::to_string(bytes) + " bytes for " + what);
   AlignedBuffer b;
-  size_t rounded = (bytes + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
-  void* p = std::aligned_alloc(64, rounded);
-  SK_CHECK(p != nullptr) << "out of memory allocating " << rounded << " bytes";
   std::memset(p, 0, rounded);
   b.data.reset(static_cast<uint8_t*>(p));
   b.bytes = bytes;
@@ -53,9 +55,32 @@ sk_tensor_arg make_tensor_arg(const TensorInfo& info) {
   return a;
 }
 
+Status Plan::store_constant(int32_t id, TensorInfo& t) {
+  if (constants.size() <= static_cast<size_t>(id)) constants.resize(static_cast<size_t>(id) + 1);
+  if (t.external_data) return Status::ok();
+  auto buffer = AlignedBuffer::allocate(t.data.size(), "constant '" + t.name + "'");
+  if (!buffer) return buffer.status();
+  constants[id] = std::move(*buffer);
+  std::copy(t.data.begin(), t.data.end(), constants[id].data.get());
+  t.data.clear();
+  t.data.shrink_to_fit();
+  return Status::ok();
+}
+
+void Plan::bind(int32_t id, uint8_t* data) {
+  bound.resize(tensors.size(), nullptr);
+  bound[id] = data;
+  resolve_pointers();
+}
+
 uint8_t* Plan::root_data(int32_t id) const {
   const TensorInfo& t = tensors[id];
-  if (t.kind == TensorKind::kConstant) return constants[id].data.get();
+  if (t.kind == TensorKind::kConstant) {
+    // Kernels only read constants (the verifier rejects writes), so dropping const is safe.
+    if (t.external_data) return static_cast<uint8_t*>(const_cast<void*>(t.external_data));
+    return constants[id].data.get();
+  }
+  if (static_cast<size_t>(id) < bound.size() && bound[id]) return bound[id];
   SK_CHECK(memory.offset[id] >= 0) << "tensor '" << t.name << "' has no arena slot";
   return arena.data.get() + memory.offset[id];
 }

@@ -64,7 +64,8 @@ struct AlignedBuffer {
   };
   std::unique_ptr<uint8_t[], Free> data;
   size_t bytes = 0;
-  static AlignedBuffer allocate(size_t bytes);  // 64-byte aligned, zero-filled
+  // 64-byte aligned, zero-filled; out of memory is an error naming `what`.
+  static Expected<AlignedBuffer> allocate(size_t bytes, const std::string& what);
 };
 
 struct Plan {
@@ -72,9 +73,15 @@ struct Plan {
   std::vector<PlanOp> ops;          // every graph op, program order
   MemoryPlan memory;
   AlignedBuffer arena;
-  std::vector<AlignedBuffer> constants;  // per tensor id (empty for non-constants)
+  std::vector<AlignedBuffer> constants;  // per tensor id (empty for non-constants and external ones)
+  std::vector<uint8_t*> bound;           // per tensor id: caller memory of a bound input/variable, or null
   std::vector<uint8_t*> tensor_data;     // per tensor id: address of element 0
 
+  // Gives constant `id` its storage: external constants stay in place (`t` keeps them alive),
+  // the others move from `t.data` into an aligned buffer.
+  Status store_constant(int32_t id, TensorInfo& t);
+  // Moves input/variable `id` into caller memory and re-resolves every pointer.
+  void bind(int32_t id, uint8_t* data);
   uint8_t* root_data(int32_t id) const;
   // Fills tensor_data and every op's sk_tensor_arg data pointers.
   void resolve_pointers();

@@ -8,6 +8,9 @@ Runtime::Runtime() : impl_(std::make_unique<Impl>()) {}
 Runtime::~Runtime() = default;
 
 Expected<std::shared_ptr<Runtime>> Runtime::create(const RuntimeOptions& options) {
+  if (options.num_cores > kMaxRuntimeCores)
+    return Status::invalid_argument("runtime option 'num_cores' = " + std::to_string(options.num_cores) +
+                                    " exceeds the limit of " + std::to_string(kMaxRuntimeCores) + " cores");
   cpu::CpuDeviceOptions dev;
   dev.num_cores = options.num_cores;
   dev.cube_cores = options.cube_cores;

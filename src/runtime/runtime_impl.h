@@ -2,6 +2,7 @@
 #ifndef SUPERKERNEL_RUNTIME_RUNTIME_IMPL_H_
 #define SUPERKERNEL_RUNTIME_RUNTIME_IMPL_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -29,6 +30,8 @@ struct Executable::Impl {
   CompileReport report;
   std::unordered_map<std::string, int32_t> names;  // inputs, variables, outputs -> tensor id
   std::vector<std::string> output_names;
+  std::vector<int32_t> unset_inputs;  // inputs no set_input has given yet: run() refuses to start
+  std::atomic<bool> busy{false};      // a run() or set_input() is in progress (one at a time)
 
   bool dump_enabled = false;
   std::string dump_dir;

@@ -50,6 +50,54 @@ Case mla(const std::string& name, bool bf16, int64_t h, int32_t r, int32_t p, in
           {}};
 }
 
+// Prefill over T tokens: the sequence and position of each, and block_tables [B, max_blocks].
+struct Prompt {
+  std::vector<double> seq_ids;
+  std::vector<double> positions;
+  std::vector<double> block_tables;
+  int64_t batch;
+  int64_t max_blocks;
+};
+
+// Sequence 0 continues a context of 3 tokens with 20 new ones; sequence 1 is a new prompt of 9
+// tokens, listed in between.
+Prompt two_prompts() {
+  Prompt p{{}, {}, {4, 0, 6, -1, 2, 5, -1, -1}, 2, 4};
+  for (int i = 0; i < 29; ++i) {
+    const bool second = i >= 10 && i < 19;
+    p.seq_ids.push_back(second ? 1 : 0);
+    p.positions.push_back(second ? i - 10 : (i < 10 ? 3 + i : 3 + i - 9));
+  }
+  return p;
+}
+
+Case paged_prefill(const std::string& name, bool bf16, int64_t hq, int64_t hkv, int64_t dh, int64_t blocks, int64_t bs,
+                   const Prompt& pr) {
+  const auto t = static_cast<int64_t>(pr.seq_ids.size());
+  const sk_paged_attention_attrs a{1.0f / std::sqrt(static_cast<float>(dh))};
+  const DType c = cache_dtype(bf16);
+  return {name + "_" + suffix(bf16),
+          std::string("paged_attention_prefill.") + suffix(bf16),
+          {F32({t, hq, dh}, -2, 2), Of(c, {blocks, bs, hkv, dh}, -1, 1), Of(c, {blocks, bs, hkv, dh}, -1, 1),
+           i32({pr.batch, pr.max_blocks}, pr.block_tables), i32({t}, pr.seq_ids), i32({t}, pr.positions)},
+          f32_out({t, hq, dh}),
+          attrs_of(a),
+          {}};
+}
+
+Case mla_prefill(const std::string& name, bool bf16, int64_t h, int32_t r, int32_t p, int64_t blocks, int64_t bs,
+                 const Prompt& pr) {
+  const auto t = static_cast<int64_t>(pr.seq_ids.size());
+  const sk_mla_attention_attrs a{r, p, 1.0f / std::sqrt(static_cast<float>(r + p))};
+  return {name + "_" + suffix(bf16),
+          std::string("mla_attention_prefill.") + suffix(bf16),
+          {F32({t, h, r}, -2, 2), F32({t, h, p}, -2, 2), Of(cache_dtype(bf16), {blocks, bs, r + p}, -1, 1),
+           i32({pr.batch, pr.max_blocks}, pr.block_tables), i32({t}, pr.seq_ids), i32({t}, pr.positions)},
+          f32_out({t, h, r}),
+          attrs_of(a),
+          {}};
+}
+
 Case kv_append(const std::string& name, bool bf16, std::vector<double> slots, int64_t hkv, int64_t dh, int64_t blocks,
                int64_t bs) {
   const auto t = static_cast<int64_t>(slots.size());
@@ -121,6 +169,11 @@ SK_CONFORMANCE_CASES(attention_cases) {
         paged("paged_attention_gqa8_dh128", bf16, 16, 2, 128, 12, 16, {{150}, {11, 0, 10, 1, 9, 2, 8, 3, 7, 4}, 10}));
     cases.push_back(mla("mla_attention_b2", bf16, 4, 64, 16, 8, 8, {{9, 33}, {7, 2, -1, -1, -1, 0, 1, 3, 4, 5}, 5}));
     cases.push_back(mla("mla_attention_decode_512", bf16, 3, 512, 64, 6, 16, {{70}, {5, 1, 4, 0, 2}, 5}));
+    // Prefill: two prompts (one continuing an earlier context) over blocks of 8, GQA with Dh = 20
+    // and Dh = 128, and MLA at LongCat's latent size.
+    cases.push_back(paged_prefill("paged_prefill_gqa_dh20", bf16, 8, 2, 20, 8, 8, two_prompts()));
+    cases.push_back(paged_prefill("paged_prefill_gqa8_dh128", bf16, 16, 2, 128, 8, 8, two_prompts()));
+    cases.push_back(mla_prefill("mla_prefill_512", bf16, 3, 512, 64, 8, 8, two_prompts()));
   }
   cases.push_back({"batched_matmul_decode",
                    "batched_matmul.f32",

@@ -40,13 +40,24 @@ std::vector<double> row_map(int64_t t, int64_t k, int64_t rows, uint32_t seed) {
   return out;
 }
 
-Case router(std::string name, int64_t t, int64_t n, sk_moe_router_attrs a, double lo = -2, double hi = 2) {
+template <class A>
+Case router(std::string name, int64_t t, int64_t n, const A& a, int32_t k, double lo, double hi) {
   return {std::move(name),
           "moe_router.f32",
           {F32({t, n}, lo, hi), W32({n}, -0.01, 0.01)},
-          out_of({{DType::kI32, {t, a.top_k}}, {DType::kF32, {t, a.top_k}}}),
+          out_of({{DType::kI32, {t, k}}, {DType::kF32, {t, k}}}),
           attrs_of(a),
           {}};
+}
+
+Case router(std::string name, int64_t t, int64_t n, sk_moe_router_attrs a, double lo = -2, double hi = 2) {
+  return router(std::move(name), t, n, a, a.top_k, lo, hi);
+}
+
+// DeepSeek-V3's group-limited routing.
+Case grouped_router(std::string name, int64_t t, int64_t n, sk_moe_router_group_attrs a, double lo = -4,
+                    double hi = 4) {
+  return router(std::move(name), t, n, a, a.base.top_k, lo, hi);
 }
 
 Case dispatch(std::string name, int64_t t, int64_t d, int64_t k, int32_t e, int32_t z, std::vector<double> ids) {
@@ -91,6 +102,10 @@ SK_CONFORMANCE_CASES(moe_cases) {
   cases.push_back(router("router_longcat_t16", 16, 768, {12, 512, SK_MOE_SCORING_SOFTMAX, 0, 6.0f}));
   cases.push_back(router("router_deepseek_sigmoid_t5", 5, 64, {8, 64, SK_MOE_SCORING_SIGMOID, 1, 2.5f}, -4, 4));
   cases.push_back(router("router_one_token_k1", 1, 13, {1, 10, SK_MOE_SCORING_SOFTMAX, 1, 1.0f}));
+  cases.push_back(grouped_router("router_deepseek_v3_grouped_t4", 4, 256,
+                                 sk_moe_router_group_attrs{{8, 256, SK_MOE_SCORING_SIGMOID, 1, 2.5f}, 8, 4}));
+  cases.push_back(grouped_router("router_grouped_zero_experts_t7", 7, 96,
+                                 sk_moe_router_group_attrs{{6, 64, SK_MOE_SCORING_SOFTMAX, 0, 6.0f}, 12, 3}));
   cases.push_back({"router_ties",
                    "moe_router.f32",
                    {Values(DType::kF32, {3, 12}, {0.5}), Values(DType::kF32, {12}, {0.0, 0.0, 0.125})},

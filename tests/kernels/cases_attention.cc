@@ -116,6 +116,64 @@ Case mla(std::string name, int32_t dtype, int64_t h, int32_t r, int32_t p, int64
               {f32({b, h, r})}, attrs_bytes(sk_mla_attention_attrs{r, p, scale}));
 }
 
+// ---- prefill ----
+
+// T prompt tokens: the sequence and position of each, over block_tables [B, max_blocks].
+struct Prompt {
+  std::vector<double> seq_ids;
+  std::vector<double> positions;
+  std::vector<double> block_tables;  // [B, max_blocks], row-major
+  int64_t batch;
+  int64_t max_blocks;
+};
+
+// Positions first .. first + n - 1 of sequence `seq`, appended to p.
+void tokens(Prompt& p, int64_t seq, int64_t first, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    p.seq_ids.push_back(static_cast<double>(seq));
+    p.positions.push_back(static_cast<double>(first + i));
+  }
+}
+
+Case paged_prefill(std::string name, int32_t dtype, int64_t hq, int64_t hkv, int64_t dh, int64_t blocks, int64_t bs,
+                   const Prompt& pr) {
+  const auto t = static_cast<int64_t>(pr.seq_ids.size());
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  return make(std::move(name) + "_" + suffix(dtype), "paged_attention_prefill." + suffix(dtype),
+              {f32({t, hq, dh}).range(-2, 2), cache(dtype, {blocks, bs, hkv, dh}), cache(dtype, {blocks, bs, hkv, dh}),
+               i32({pr.batch, pr.max_blocks}, pr.block_tables), i32({t}, pr.seq_ids), i32({t}, pr.positions)},
+              {f32({t, hq, dh})}, attrs_bytes(sk_paged_attention_attrs{scale}));
+}
+
+Case mla_prefill(std::string name, int32_t dtype, int64_t h, int32_t r, int32_t p, int64_t blocks, int64_t bs,
+                 const Prompt& pr) {
+  const auto t = static_cast<int64_t>(pr.seq_ids.size());
+  const float scale = 1.0f / std::sqrt(static_cast<float>(r + p));
+  return make(std::move(name) + "_" + suffix(dtype), "mla_attention_prefill." + suffix(dtype),
+              {f32({t, h, r}).range(-2, 2), f32({t, h, p}).range(-2, 2), cache(dtype, {blocks, bs, r + p}),
+               i32({pr.batch, pr.max_blocks}, pr.block_tables), i32({t}, pr.seq_ids), i32({t}, pr.positions)},
+              {f32({t, h, r})}, attrs_bytes(sk_mla_attention_attrs{r, p, scale}));
+}
+
+// Prompts shared by the paged and MLA prefill cases.
+Prompt one_prompt(int64_t n, std::vector<double> block_tables, int64_t max_blocks) {
+  Prompt p{{}, {}, std::move(block_tables), 1, max_blocks};
+  tokens(p, 0, 0, n);
+  return p;
+}
+
+// Two sequences: sequence 1 continues a context of 5 tokens (chunked prefill) and its tokens come
+// first; sequence 0 is a new prompt of 7 tokens; sequence 2 has no tokens.
+Prompt mixed_prompt() {
+  Prompt p{{}, {}, {2, 5, -1, 4, 0, 3, -1, -1, -1}, 3, 3};
+  tokens(p, 1, 5, 6);
+  tokens(p, 0, 0, 7);
+  return p;
+}
+
+// Tokens out of order, a repeated position, positions at a block edge.
+Prompt shuffled_prompt() { return {{0, 0, 0, 0, 0, 0}, {7, 0, 3, 3, 8, 4}, {1, 3, 0}, 1, 3}; }
+
 Case bmm(std::string name, TensorDesc x, TensorDesc w, TensorDesc y) {
   return make(std::move(name), "batched_matmul.f32", {std::move(x), std::move(w)}, {std::move(y)});
 }
@@ -228,6 +286,39 @@ SK_KERNEL_CASES(attention_cases) {
     cs.push_back(std::move(c));
   }
 
+  // Prefill (both cache dtypes): one prompt from position 0, two sequences of which one continues
+  // an earlier context, tokens out of order, a prompt longer than a softmax chunk with head dims
+  // in vector tails (several passes per KV head), and a group larger than one pass takes.
+  for (int32_t dt : {SK_DTYPE_F32, SK_DTYPE_BF16}) {
+    cs.push_back(paged_prefill("paged_prefill_mha_t10", dt, 4, 4, 16, 6, 4, one_prompt(10, {4, 0, 2}, 3)));
+    cs.push_back(paged_prefill("paged_prefill_gqa4_mixed", dt, 8, 2, 32, 6, 4, mixed_prompt()));
+    cs.push_back(paged_prefill("paged_prefill_shuffled", dt, 6, 3, 24, 4, 4, shuffled_prompt()));
+    cs.push_back(paged_prefill("paged_prefill_t75_dh20", dt, 6, 2, 20, 8, 16, one_prompt(75, {7, 1, 6, 2, 5}, 5)));
+    cs.push_back(paged_prefill("paged_prefill_t40_dh128_gqa8", dt, 16, 2, 128, 4, 16, one_prompt(40, {3, 0, 2}, 3)));
+    cs.push_back(paged_prefill("paged_prefill_group20", dt, 40, 2, 8, 6, 4, mixed_prompt()));
+    cs.push_back(mla_prefill("mla_prefill_h3_t13", dt, 3, 32, 8, 5, 4, one_prompt(13, {4, 1, 3, 0}, 4)));
+    cs.push_back(mla_prefill("mla_prefill_h16_mixed", dt, 16, 64, 16, 6, 4, mixed_prompt()));
+    cs.push_back(mla_prefill("mla_prefill_no_rope_shuffled", dt, 2, 24, 0, 4, 4, shuffled_prompt()));
+    cs.push_back(mla_prefill("mla_prefill_h40_t6", dt, 40, 16, 8, 4, 4, one_prompt(6, {2, 3}, 2)));
+    cs.push_back(mla_prefill("mla_prefill_512_t70", dt, 4, 512, 64, 6, 16, one_prompt(70, {5, 3, 1, 0, 2}, 5)));
+  }
+  {
+    Case c = paged_prefill("paged_prefill_strided", SK_DTYPE_F32, 4, 2, 24, 6, 4, mixed_prompt());
+    c.inputs[0].transposed({1, 0, 2}).padded(2, 8);
+    c.inputs[3].padded(1, 2);
+    c.inputs[4].stepped(0, 2);
+    c.outputs[0].padded(2, 5).reversed(1);
+    cs.push_back(std::move(c));
+  }
+  {
+    Case c = mla_prefill("mla_prefill_strided", SK_DTYPE_F32, 3, 16, 8, 6, 4, mixed_prompt());
+    c.inputs[0].transposed({1, 0, 2});
+    c.inputs[1].padded(2, 3);
+    c.inputs[5].reversed(0);
+    c.outputs[0].padded(1, 2);
+    cs.push_back(std::move(c));
+  }
+
   // batched_matmul: decode (M = 1) projections, ragged sizes, strided views, K = 0.
   cs.push_back(bmm("batched_matmul_decode", f32({4, 1, 64}), f32({4, 48, 64}), f32({4, 1, 48})));
   cs.push_back(bmm("batched_matmul_3x5x37", f32({3, 5, 37}), f32({3, 11, 37}), f32({3, 5, 11})));
@@ -243,6 +334,19 @@ SK_KERNEL_CASES(attention_cases) {
 // Error paths
 
 namespace {
+
+// Runs every core of a `cores`-core call, which must succeed.
+void run_on_cores(const sk_kernel_desc* k, const sk_kernel_args& args, int cores) {
+  for (int core = 0; core < cores; ++core) {
+    char msg[256] = {};
+    sk_core_ctx ctx{};
+    ctx.core_id = core;
+    ctx.num_cores = cores;
+    ctx.error_message = msg;
+    ctx.error_capacity = sizeof msg;
+    ASSERT_EQ(k->run(&args, &ctx), SK_OK) << msg;
+  }
+}
 
 // Every core of a 1- and a 3-core call fails with a message naming the kernel and containing
 // each of `details`, leaves the outputs untouched, and the access callback refuses the shapes
@@ -488,6 +592,82 @@ TEST(AttentionKernelErrors, MlaRejectsBlockSizeZero) {
   expect_invalid("mla_attention.f32", o, {"latent_cache block_size is 0"}, true);
 }
 
+TEST(AttentionKernelErrors, PrefillRejectsBadTokens) {
+  for (const char* kernel : {"paged_attention_prefill.f32", "mla_attention_prefill.bf16"}) {
+    const bool paged = std::strstr(kernel, "paged") != nullptr;
+    const int32_t dt = paged ? SK_DTYPE_F32 : SK_DTYPE_BF16;
+    ManualArgs o;
+    if (paged) {
+      o.in(SK_DTYPE_F32, {3, 4, 16}).in(dt, {4, 8, 2, 16}).in(dt, {4, 8, 2, 16});
+    } else {
+      o.in(SK_DTYPE_F32, {3, 4, 16}).in(SK_DTYPE_F32, {3, 4, 4}).in(dt, {4, 8, 20});
+    }
+    o.in(SK_DTYPE_I32, {2, 3}).in(SK_DTYPE_I32, {3}).in(SK_DTYPE_I32, {3}).out(SK_DTYPE_F32, {3, 4, 16});
+    if (paged) {
+      o.attrs(sk_paged_attention_attrs{0.25f});
+    } else {
+      o.attrs(sk_mla_attention_attrs{16, 4, 0.25f});
+    }
+    int32_t* bt = o.in_data<int32_t>(3);
+    int32_t* seq = o.in_data<int32_t>(4);
+    int32_t* pos = o.in_data<int32_t>(5);
+    const int32_t table[6] = {0, 1, 2, 3, 3, 3};
+    std::copy(table, table + 6, bt);
+    seq[0] = 0;
+    seq[1] = 1;
+    seq[2] = 2;  // only 2 sequences
+    pos[0] = 3;
+    pos[1] = 9;
+    pos[2] = 0;
+    expect_invalid(kernel, o, {"seq_ids[2] = 2", "2 sequences"}, false);
+    seq[2] = 1;
+    pos[2] = 24;  // 3 blocks of 8 hold positions 0..23
+    expect_invalid(kernel, o, {"positions[2] = 24", "sequence 1", "= 23"}, false);
+    pos[2] = -1;
+    expect_invalid(kernel, o, {"positions[2] = -1"}, false);
+    pos[2] = 16;
+    bt[5] = 4;  // the third block of sequence 1 is outside the cache of 4 blocks
+    expect_invalid(kernel, o, {"block_tables[1, 2] = 4", "sequence 1, block 2, token 2", "4 blocks"}, false);
+  }
+  {
+    ManualArgs o;
+    o.in(SK_DTYPE_F32, {3, 4, 16}).in(SK_DTYPE_F32, {4, 8, 2, 16}).in(SK_DTYPE_F32, {4, 8, 2, 16});
+    o.in(SK_DTYPE_I32, {2, 3}).in(SK_DTYPE_I32, {2}).in(SK_DTYPE_I32, {3}).out(SK_DTYPE_F32, {3, 4, 16});
+    o.attrs(sk_paged_attention_attrs{0.25f});
+    expect_invalid("paged_attention_prefill.f32", o, {"seq_ids shape [2]", "T = 3"}, true);
+  }
+  {
+    // The decode operand list (context_lens, no positions) is refused by count.
+    ManualArgs o;
+    o.in(SK_DTYPE_F32, {3, 4, 16}).in(SK_DTYPE_F32, {4, 8, 2, 16}).in(SK_DTYPE_F32, {4, 8, 2, 16});
+    o.in(SK_DTYPE_I32, {2, 3}).in(SK_DTYPE_I32, {3}).out(SK_DTYPE_F32, {3, 4, 16});
+    o.attrs(sk_paged_attention_attrs{0.25f});
+    expect_invalid("paged_attention_prefill.f32", o, {"input"}, true);
+  }
+}
+
+// A prompt of no tokens is a no-op: nothing to validate, read or write.
+TEST(AttentionKernelErrors, PrefillWithNoTokens) {
+  for (const char* kernel : {"paged_attention_prefill.bf16", "mla_attention_prefill.f32"}) {
+    SCOPED_TRACE(kernel);
+    const bool paged = std::strstr(kernel, "paged") != nullptr;
+    ManualArgs o;
+    if (paged) {
+      o.in(SK_DTYPE_F32, {0, 4, 16}).in(SK_DTYPE_BF16, {4, 8, 2, 16}).in(SK_DTYPE_BF16, {4, 8, 2, 16});
+      o.attrs(sk_paged_attention_attrs{0.25f});
+    } else {
+      o.in(SK_DTYPE_F32, {0, 4, 16}).in(SK_DTYPE_F32, {0, 4, 4}).in(SK_DTYPE_F32, {4, 8, 20});
+      o.attrs(sk_mla_attention_attrs{16, 4, 0.25f});
+    }
+    o.in(SK_DTYPE_I32, {2, 3}).in(SK_DTYPE_I32, {0}).in(SK_DTYPE_I32, {0}).out(SK_DTYPE_F32, {0, 4, 16});
+    const sk_kernel_desc* k = builtin_kernel(kernel);
+    ASSERT_NE(k, nullptr);
+    for (int n : {1, 3}) run_on_cores(k, o.args(), n);
+    sk_access_range ranges[8];
+    for (int core = 0; core < 3; ++core) EXPECT_GE(k->access(&o.args(), core, 3, ranges, 8), 0);
+  }
+}
+
 TEST(AttentionKernelErrors, BatchedMatmulShapes) {
   ManualArgs o;
   o.in(SK_DTYPE_F32, {2, 3, 8}).in(SK_DTYPE_F32, {3, 4, 8}).out(SK_DTYPE_F32, {2, 3, 4});
@@ -495,4 +675,119 @@ TEST(AttentionKernelErrors, BatchedMatmulShapes) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Prefill and decode agree bit for bit: token t of a prefill call (3 cores) equals the decode
+// kernel (1 core) over context_lens = positions[t] + 1 of sequence seq_ids[t].
+
+namespace {
+
+// Deterministic values in [-1, 1] (f32, or bf16 words of such values).
+void fill_random(sk_tensor_arg& t, uint32_t seed) {
+  uint32_t x = seed * 2654435761u + 12345u;
+  const int64_t n = sk_tensor_numel(&t);
+  for (int64_t i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    const float v = static_cast<float>(x >> 8) / 8388608.0f - 1.0f;
+    if (t.dtype == SK_DTYPE_BF16) {
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      static_cast<uint16_t*>(t.data)[i] = static_cast<uint16_t>(bits >> 16);
+    } else {
+      static_cast<float*>(t.data)[i] = v;
+    }
+  }
+}
+
+// The query operands [T, H, *], the cache operands and the output [T, H, Dv] of one kernel pair.
+struct PrefillSetup {
+  std::string family;  // "paged_attention" or "mla_attention"
+  int32_t dtype;
+  std::vector<std::vector<int64_t>> queries;
+  std::vector<std::vector<int64_t>> caches;
+  std::vector<int64_t> out;
+  sk_paged_attention_attrs paged;
+  sk_mla_attention_attrs mla;
+};
+
+void set_attrs(const PrefillSetup& su, ManualArgs& m) {
+  if (su.family == "paged_attention") {
+    m.attrs(su.paged);
+  } else {
+    m.attrs(su.mla);
+  }
+}
+
+void expect_prefill_matches_decode(const PrefillSetup& su) {
+  const std::string sfx = su.dtype == SK_DTYPE_BF16 ? ".bf16" : ".f32";
+  SCOPED_TRACE(su.family + sfx);
+  const sk_kernel_desc* prefill = builtin_kernel((su.family + "_prefill" + sfx).c_str());
+  const sk_kernel_desc* decode = builtin_kernel((su.family + sfx).c_str());
+  ASSERT_NE(prefill, nullptr);
+  ASSERT_NE(decode, nullptr);
+  // Two sequences over blocks of 16: sequence 0 (blocks 3, 0, 5, 1, 4) takes 70 new tokens after
+  // 2 earlier ones, sequence 1 (block 2) 9 tokens from position 0; every 9th token is sequence 1's.
+  const int32_t tables[2][5] = {{3, 0, 5, 1, 4}, {2, -1, -1, -1, -1}};
+  std::vector<int32_t> seq_ids;
+  std::vector<int32_t> positions;
+  int32_t next[2] = {2, 0};
+  for (int32_t i = 0; i < 79; ++i) {
+    const int32_t b = i % 9 == 4 ? 1 : 0;
+    seq_ids.push_back(b);
+    positions.push_back(next[b]++);
+  }
+  const auto t = static_cast<int64_t>(seq_ids.size());
+  ManualArgs pre;
+  size_t op = 0;
+  for (const auto& q : su.queries) {
+    fill_random(pre.in(SK_DTYPE_F32, q).input(op), static_cast<uint32_t>(op));
+    ++op;
+  }
+  for (const auto& c : su.caches) {
+    fill_random(pre.in(su.dtype, c).input(op), static_cast<uint32_t>(op));
+    ++op;
+  }
+  std::memcpy(pre.in_ptr<int32_t>(SK_DTYPE_I32, {2, 5}), tables, sizeof tables);
+  std::copy(seq_ids.begin(), seq_ids.end(), pre.in_ptr<int32_t>(SK_DTYPE_I32, {t}));
+  std::copy(positions.begin(), positions.end(), pre.in_ptr<int32_t>(SK_DTYPE_I32, {t}));
+  const float* out = pre.out_ptr<float>(SK_DTYPE_F32, su.out);
+  set_attrs(su, pre);
+  run_on_cores(prefill, pre.args(), 3);
+  const int64_t row = su.out[1] * su.out[2];
+  for (int64_t i = 0; i < t; ++i) {
+    ManualArgs dec;
+    for (size_t q = 0; q < su.queries.size(); ++q) {
+      std::vector<int64_t> shape = su.queries[q];
+      shape[0] = 1;
+      const int64_t n = shape[1] * shape[2];
+      std::memcpy(dec.in_ptr<float>(SK_DTYPE_F32, shape), static_cast<const float*>(pre.input(q).data) + i * n,
+                  static_cast<size_t>(n) * sizeof(float));
+    }
+    for (size_t c = 0; c < su.caches.size(); ++c) {
+      const size_t o = su.queries.size() + c;
+      dec.in(su.dtype, su.caches[c]).input(o).data = pre.input(o).data;
+    }
+    const auto b = static_cast<size_t>(seq_ids[static_cast<size_t>(i)]);
+    std::memcpy(dec.in_ptr<int32_t>(SK_DTYPE_I32, {1, 5}), tables[b], sizeof tables[0]);
+    dec.in_ptr<int32_t>(SK_DTYPE_I32, {1})[0] = positions[static_cast<size_t>(i)] + 1;
+    std::vector<int64_t> out_shape = su.out;
+    out_shape[0] = 1;
+    const float* want = dec.out_ptr<float>(SK_DTYPE_F32, out_shape);
+    set_attrs(su, dec);
+    run_on_cores(decode, dec.args(), 1);
+    EXPECT_EQ(0, std::memcmp(want, out + i * row, static_cast<size_t>(row) * sizeof(float))) << "token " << i;
+  }
+}
+
+}  // namespace
+
+TEST(AttentionPrefill, MatchesDecodeBitForBit) {
+  for (int32_t dt : {SK_DTYPE_F32, SK_DTYPE_BF16}) {
+    expect_prefill_matches_decode(
+        {"paged_attention", dt, {{79, 12, 40}}, {{6, 16, 3, 40}, {6, 16, 3, 40}}, {79, 12, 40}, {0.15f}, {}});
+    expect_prefill_matches_decode(
+        {"mla_attention", dt, {{79, 5, 48}, {79, 5, 16}}, {{6, 16, 64}}, {79, 5, 48}, {}, {48, 16, 0.125f}});
+  }
+}
+
 }  // namespace sk::kernel_test

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -350,6 +351,42 @@ TEST(MatmulFamily, Bf16IsF32OnWidenedWeightsOrExactOnRoundedX) {
   }
 }
 
+// The avx512_bf16 level's error against the exact product of the unrounded x, at the K of LongCat
+// layers (1536 to 6144): within the documented bound 2.5e-3 * sqrt(K) for data in [-1, 1]
+// (docs/kernels_matmul.md), which is about 5 standard deviations of the x rounding error.
+TEST(MatmulFamily, Bf16RoundedXErrorGrowsAsSqrtK) {
+  const sk_kernel_desc* kb = kernel("matmul.bf16");
+  ASSERT_NE(kb, nullptr);
+  const std::vector<int> have = levels();
+  if (std::find(have.begin(), have.end(), kIsaAvx512Bf16) == have.end()) GTEST_SKIP() << "no AVX512_BF16";
+  IsaForced forced(kIsaAvx512Bf16);
+  constexpr int64_t kM = 4;
+  constexpr int64_t kN = 64;
+  for (int64_t k : {1024, 1536, 4096, 6144}) {
+    Tensor x = dense(SK_DTYPE_F32, {kM, k});
+    Tensor w = dense(SK_DTYPE_BF16, {kN, k});
+    fill_uniform(x, 11);
+    fill_uniform(w, 12);
+    Tensor y = dense(SK_DTYPE_F32, {kM, kN});
+    ASSERT_EQ(Call({&x, &w}, {&y}).run(*kb, 2), SK_OK);
+    double worst = 0.0;
+    for (int64_t i = 0; i < kM; ++i) {
+      for (int64_t j = 0; j < kN; ++j) {
+        double want = 0.0;
+        for (int64_t l = 0; l < k; ++l) {
+          want += static_cast<double>(x.data<float>()[i * k + l]) * sk::bf16_to_f32(w.data<uint16_t>()[j * k + l]);
+        }
+        worst = std::max(worst, std::fabs(y.data<float>()[i * kN + j] - want));
+      }
+    }
+    const double bound = 2.5e-3 * std::sqrt(static_cast<double>(k));
+    EXPECT_LE(worst, bound) << "K = " << k;
+    RecordProperty("max_error_k" + std::to_string(k), std::to_string(worst));
+    std::printf("matmul.bf16 avx512_bf16, K = %lld: max |error| %.4g, bound %.4g\n", static_cast<long long>(k), worst,
+                bound);
+  }
+}
+
 // matmul.w8a8_dyn is quantize.i8 followed by matmul.w8a8, bit for bit, at every ISA level.
 TEST(MatmulFamily, W8a8DynIsQuantizeThenW8a8) {
   const sk_kernel_desc* kq = kernel("quantize.i8");
@@ -378,6 +415,64 @@ TEST(MatmulFamily, W8a8DynIsQuantizeThenW8a8) {
     // Exact integer sums: every ISA level gives the same bits.
     if (first.empty()) first = y1.bytes;
     EXPECT_EQ(y1.bytes, first);
+  }
+}
+
+// Every row gives the bits it gives alone, whatever M (so the driver's row blocks, K steps and
+// tiles never change a dot product), including rows too long for the driver's panel (f32 K above
+// 132096, packed per K step instead of once); and the result stays close to the exact product.
+TEST(MatmulFamily, RowsAreIndependentOfMAndOfThePanel) {
+  struct Shape {
+    const char* kernel;
+    int32_t w_dtype;
+    int64_t m, n, k;
+  };
+  for (const Shape& s :
+       {Shape{"matmul.f32", SK_DTYPE_F32, 19, 37, 300}, Shape{"matmul.f32", SK_DTYPE_F32, 3, 5, 140001},
+        Shape{"matmul.bf16", SK_DTYPE_BF16, 19, 37, 300}, Shape{"matmul.bf16", SK_DTYPE_BF16, 3, 5, 140001},
+        Shape{"matmul.w8a8_dyn", SK_DTYPE_I8, 19, 37, 2500}}) {
+    SCOPED_TRACE(std::string(s.kernel) + " K = " + std::to_string(s.k));
+    const sk_kernel_desc* kk = kernel(s.kernel);
+    ASSERT_NE(kk, nullptr);
+    const bool w8 = s.w_dtype == SK_DTYPE_I8;
+    Tensor x = dense(SK_DTYPE_F32, {s.m, s.k});
+    Tensor w = dense(s.w_dtype, {s.n, s.k});
+    Tensor ws = dense(SK_DTYPE_F32, {s.n});
+    fill_uniform(x, 21);
+    fill_uniform(w, 22, w8 ? -127.0f : -1.0f, w8 ? 127.0f : 1.0f);
+    fill_uniform(ws, 23, 0.001f, 0.01f);
+    for (int level : levels()) {
+      SCOPED_TRACE("isa level " + std::to_string(level));
+      IsaForced forced(level);
+      Tensor y = dense(SK_DTYPE_F32, {s.m, s.n});
+      const auto run = [&](Tensor& xs, Tensor& ys) {
+        return w8 ? Call({&xs, &w, &ws}, {&ys}).run(*kk, 2) : Call({&xs, &w}, {&ys}).run(*kk, 2);
+      };
+      ASSERT_EQ(run(x, y), SK_OK);
+      for (int64_t i = 0; i < s.m; ++i) {
+        Tensor xi = dense(SK_DTYPE_F32, {1, s.k});
+        Tensor yi = dense(SK_DTYPE_F32, {1, s.n});
+        std::memcpy(xi.data<float>(), x.data<float>() + i * s.k, sizeof(float) * s.k);
+        ASSERT_EQ(run(xi, yi), SK_OK);
+        EXPECT_EQ(0, std::memcmp(yi.data<float>(), y.data<float>() + i * s.n, sizeof(float) * s.n)) << "row " << i;
+      }
+      if (w8) continue;  // exactness of the int8 path: W8a8DynIsQuantizeThenW8a8 and the reference
+      for (int64_t i = 0; i < s.m; ++i) {
+        for (int64_t j = 0; j < s.n; ++j) {
+          double want = 0.0;
+          for (int64_t l = 0; l < s.k; ++l) {
+            const double wv = s.w_dtype == SK_DTYPE_F32 ? w.data<float>()[j * s.k + l]
+                                                        : sk::bf16_to_f32(w.data<uint16_t>()[j * s.k + l]);
+            want += static_cast<double>(x.data<float>()[i * s.k + l]) * wv;
+          }
+          // f32 sums: ~sqrt(K) * 2^-24 * |partial sums|; the bf16 x rounding: the sqrt(K) bound.
+          const double tol = level == kIsaAvx512Bf16 && !w8 && s.w_dtype == SK_DTYPE_BF16
+                                 ? 2.5e-3 * std::sqrt(static_cast<double>(s.k))
+                                 : 5e-3;
+          EXPECT_NEAR(y.data<float>()[i * s.n + j], want, tol) << i << ", " << j;
+        }
+      }
+    }
   }
 }
 

@@ -60,17 +60,32 @@ sk_moe_router_attrs router_attrs(int32_t k, int32_t e, int32_t scoring, int32_t 
   return sk_moe_router_attrs{k, e, scoring, normalize, scale};
 }
 
-Case router(std::string name, TensorDesc logits, TensorDesc bias, sk_moe_router_attrs a, TensorDesc ids_out = {},
-            TensorDesc w_out = {}) {
+sk_moe_router_group_attrs grouped(sk_moe_router_attrs a, int32_t n_group, int32_t topk_group) {
+  return sk_moe_router_group_attrs{a, n_group, topk_group};
+}
+
+template <class A>
+Case router_case(std::string name, TensorDesc logits, TensorDesc bias, const A& a, int32_t k, TensorDesc ids_out,
+                 TensorDesc w_out) {
   const int64_t t = logits.shape[0];
-  if (ids_out.shape.empty()) ids_out = i32_out({t, a.top_k});
-  if (w_out.shape.empty()) w_out = f32({t, a.top_k});
+  if (ids_out.shape.empty()) ids_out = i32_out({t, k});
+  if (w_out.shape.empty()) w_out = f32({t, k});
   return Case{std::move(name),
               "moe_router.f32",
               {std::move(logits), std::move(bias)},
               {std::move(ids_out), std::move(w_out)},
               attrs_bytes(a),
               -1};
+}
+
+Case router(std::string name, TensorDesc logits, TensorDesc bias, sk_moe_router_attrs a, TensorDesc ids_out = {},
+            TensorDesc w_out = {}) {
+  return router_case(std::move(name), std::move(logits), std::move(bias), a, a.top_k, std::move(ids_out),
+                     std::move(w_out));
+}
+
+Case router(std::string name, TensorDesc logits, TensorDesc bias, sk_moe_router_group_attrs a) {
+  return router_case(std::move(name), std::move(logits), std::move(bias), a, a.base.top_k, {}, {});
 }
 
 Case dispatch(std::string name, int64_t t, int64_t d, int64_t k, int32_t e, int32_t z, std::vector<double> ids,
@@ -144,6 +159,26 @@ SK_KERNEL_CASES(moe_cases) {
   cs.push_back(router("router_reversed_rows_and_bias", f32({5, 19}).reversed(0), f32({19}).reversed(0),
                       router_attrs(2, 19, kSigmoid, 1, 1.0f)));
   cs.push_back(router("router_no_tokens", f32({0, 16}), f32({16}), router_attrs(2, 8, kSoftmax, 1, 1.0f)));
+  // Group-limited selection (DeepSeek-V3: 256 experts, 8 groups, 4 of them, top-8, sigmoid).
+  cs.push_back(router("router_grouped_deepseek_6x256_k8", f32({6, 256}).range(-4, 4), f32({256}).range(-0.1, 0.1),
+                      grouped(router_attrs(8, 256, kSigmoid, 1, 2.5f), 8, 4)));
+  cs.push_back(router("router_grouped_one_group_chosen", f32({5, 64}).range(-3, 3), f32({64}).range(-0.1, 0.1),
+                      grouped(router_attrs(8, 64, kSigmoid, 1, 1.0f), 8, 1)));
+  cs.push_back(router("router_grouped_softmax_zero_experts", f32({4, 96}).range(-2, 2), f32({96}).range(-0.01, 0.01),
+                      grouped(router_attrs(6, 64, kSoftmax, 0, 6.0f), 12, 5)));
+  cs.push_back(router("router_grouped_groups_of_one", f32({3, 12}).range(-2, 2), f32({12}).range(-0.1, 0.1),
+                      grouped(router_attrs(3, 12, kSigmoid, 1, 1.0f), 12, 5)));
+  cs.push_back(router("router_grouped_every_group", f32({3, 40}).range(-2, 2), f32({40}).range(-0.1, 0.1),
+                      grouped(router_attrs(5, 40, kSigmoid, 1, 1.0f), 4, 4)));
+  // top_k = all the experts of the chosen groups.
+  cs.push_back(router("router_grouped_k_fills_groups", f32({3, 32}).range(-2, 2), f32({32}).range(-0.1, 0.1),
+                      grouped(router_attrs(12, 32, kSigmoid, 1, 1.0f), 8, 3)));
+  // Equal keys everywhere: the lower group ids win, then the lower expert ids.
+  cs.push_back(router("router_grouped_ties_lower_group_wins", f32({2, 24}).with_values({0.5}),
+                      f32({24}).with_values({0.0}), grouped(router_attrs(4, 24, kSigmoid, 1, 1.0f), 6, 2)));
+  cs.push_back(router("router_grouped_nan_groups_rank_last",
+                      f32({2, 16}).with_values({kNaN, 1.0, 0.5, -2.0, kNaN, kNaN, 3.0, kInf, -kInf}),
+                      f32({16}).with_values({0.0}), grouped(router_attrs(4, 16, kSigmoid, 0, 1.0f), 8, 3)));
 
   // ---- moe_dispatch ----
   cs.push_back(dispatch("dispatch_5tok_d37_k3", 5, 37, 3, 6, 2, routed_ids(5, 3, 8, 1)));
@@ -412,8 +447,100 @@ TEST(MoeErrors, RouterAttributesAndShapes) {
   {
     ManualArgs ops(0xCD);
     base(ops, 8, 8, 2);
-    expect_invalid("moe_router.f32", ops, {"sk_moe_router_attrs"});
+    expect_invalid("moe_router.f32", ops, {"sk_moe_router_attrs", "sk_moe_router_group_attrs"});
   }
+  const std::pair<sk_moe_router_group_attrs, std::vector<std::string>> bad_groups[] = {
+      {grouped(router_attrs(2, 8, SK_MOE_SCORING_SIGMOID, 1, 1.0f), 3, 1), {"n_group = 3", "8 experts"}},
+      {grouped(router_attrs(2, 8, SK_MOE_SCORING_SIGMOID, 1, 1.0f), 0, 1), {"n_group = 0"}},
+      {grouped(router_attrs(2, 8, SK_MOE_SCORING_SIGMOID, 1, 1.0f), 4, 5), {"topk_group = 5", "[1, 4]"}},
+      {grouped(router_attrs(2, 8, SK_MOE_SCORING_SIGMOID, 1, 1.0f), 4, 0), {"topk_group = 0"}},
+      {grouped(router_attrs(2, 8, SK_MOE_SCORING_SIGMOID, 1, 1.0f), 8, 1), {"top_k = 2", "1 experts"}},
+  };
+  for (const auto& [a, details] : bad_groups) {
+    ManualArgs ops(0xCD);
+    base(ops, 8, 8, 2);
+    ops.attrs(a);
+    expect_invalid("moe_router.f32", ops, details);
+  }
+}
+
+namespace {
+
+// Runs moe_router.f32 on one core over `logits` [t, n] (bias 0) with attributes `a`.
+template <class A>
+std::pair<std::vector<int32_t>, std::vector<float>> route(const std::vector<float>& logits, int64_t t, int64_t n,
+                                                          int64_t k, const A& a) {
+  const sk_kernel_desc* kd = builtin_kernel("moe_router.f32");
+  ManualArgs ops(0xCD);
+  std::copy(logits.begin(), logits.end(), ops.in_ptr<float>(SK_DTYPE_F32, {t, n}));
+  float* bias = ops.in_ptr<float>(SK_DTYPE_F32, {n});
+  std::fill(bias, bias + n, 0.0f);
+  int32_t* ids = ops.out_ptr<int32_t>(SK_DTYPE_I32, {t, k});
+  float* w = ops.out_ptr<float>(SK_DTYPE_F32, {t, k});
+  ops.attrs(a);
+  ops.workspace_for(kd, 1);
+  sk_core_ctx ctx{};
+  ctx.num_cores = 1;
+  EXPECT_EQ(kd->run(&ops.args(), &ctx), SK_OK);
+  return {std::vector<int32_t>(ids, ids + t * k), std::vector<float>(w, w + t * k)};
+}
+
+}  // namespace
+
+// A hand-worked case where the group limit changes the choice: 4 groups of 2, 2 groups kept.
+// Expert 0 has the best score, but its group {3, -3} sums to sigmoid(3) + sigmoid(-3) = 1, below
+// groups 1 (2 sigmoid(1) = 1.46) and 2 (2 sigmoid(0.9) = 1.42); so the top-2 is {2, 3} (equal
+// keys, lower id first), where plain top-2 gives {0, 2}.
+TEST(MoeRouterGroups, TheGroupLimitKeepsOnlyTheBestGroups) {
+  const std::vector<float> logits = {3.0f, -3.0f, 1.0f, 1.0f, 0.9f, 0.9f, -1.0f, -1.0f};
+  const sk_moe_router_attrs plain = router_attrs(2, 8, SK_MOE_SCORING_SIGMOID, 0, 1.0f);
+  EXPECT_EQ(route(logits, 1, 8, 2, plain).first, (std::vector<int32_t>{0, 2}));
+  EXPECT_EQ(route(logits, 1, 8, 2, grouped(plain, 4, 2)).first, (std::vector<int32_t>{2, 3}));
+  // The weights are still the chosen experts' scores.
+  const float s1 = 1.0f / (1.0f + std::exp(-1.0f));
+  const std::vector<float> w = route(logits, 1, 8, 2, grouped(plain, 4, 2)).second;
+  EXPECT_NEAR(w[0], s1, 1e-6);
+  EXPECT_NEAR(w[1], s1, 1e-6);
+}
+
+// Keeping every group (or one group of all experts) is plain top-k, bit for bit; every expert
+// chosen under a limit belongs to one of the topk_group best groups, on many random tokens.
+TEST(MoeRouterGroups, LimitsAreConsistentWithPlainTopK) {
+  constexpr int64_t t = 64;
+  constexpr int64_t n = 64;
+  constexpr int64_t k = 6;
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
+  std::vector<float> logits(t * n);
+  for (float& v : logits) v = dist(rng);
+  const sk_moe_router_attrs plain = router_attrs(k, n, SK_MOE_SCORING_SIGMOID, 1, 2.5f);
+  const auto base = route(logits, t, n, k, plain);
+  EXPECT_EQ(route(logits, t, n, k, grouped(plain, 8, 8)), base);
+  EXPECT_EQ(route(logits, t, n, k, grouped(plain, 1, 1)), base);
+  const auto limited = route(logits, t, n, k, grouped(plain, 8, 3));
+  int differs = 0;
+  for (int64_t tok = 0; tok < t; ++tok) {
+    const float* row = logits.data() + tok * n;
+    // Group scores (sigmoid is monotone, so the two largest logits give the two largest keys).
+    std::vector<std::pair<float, int64_t>> groups;
+    for (int64_t g = 0; g < 8; ++g) {
+      std::vector<float> m(row + g * 8, row + g * 8 + 8);
+      std::sort(m.begin(), m.end(), std::greater<>());
+      const auto sig = [](float v) { return 1.0f / (1.0f + std::exp(-v)); };
+      groups.push_back({sig(m[0]) + sig(m[1]), g});
+    }
+    std::sort(groups.begin(), groups.end(), [](auto a, auto b) { return a.first > b.first; });
+    if (groups[2].first - groups[3].first < 1e-4f) continue;  // a near-tie the vector exp may order either way
+    std::set<int64_t> kept = {groups[0].second, groups[1].second, groups[2].second};
+    for (int64_t s = 0; s < k; ++s) {
+      EXPECT_EQ(kept.count(limited.first[tok * k + s] / 8), 1u) << "token " << tok << " slot " << s;
+    }
+    differs +=
+        std::equal(limited.first.begin() + tok * k, limited.first.begin() + (tok + 1) * k, base.first.begin() + tok * k)
+            ? 0
+            : 1;
+  }
+  EXPECT_GT(differs, 0) << "the limit never changed a choice: the test data do not exercise it";
 }
 
 TEST(MoeErrors, SamplingAttributesAndShapes) {
@@ -610,6 +737,97 @@ TEST(SamplingStatistics, FrequenciesMatchTheFilteredSoftmax) {
   force(-1);
 }
 
+namespace {
+
+// Logit rows of many shapes for the identity test: flat, Gaussian, peaked (a few strong
+// candidates over a flat tail, as trained models give), quantised (many exact ties), with -inf
+// (masked) and NaN entries.
+std::vector<float> identity_row(int64_t v, int kind, std::mt19937& rng) {
+  std::uniform_real_distribution<float> flat(-12.0f, 4.0f);
+  std::normal_distribution<float> gauss(0.0f, 3.0f);
+  std::vector<float> row(static_cast<size_t>(v));
+  for (float& x : row) x = kind == 1 ? gauss(rng) : flat(rng);
+  switch (kind) {
+    case 2:
+      for (int j = 0; j < 40; ++j) row[rng() % v] = 8.0f + 6.0f * static_cast<float>(rng() % 1000) / 1000.0f;
+      break;
+    case 3:
+      for (float& x : row) x = std::round(x * 4.0f) / 4.0f;
+      break;
+    case 4:
+      for (int64_t i = 0; i < v; i += 3) row[i] = -std::numeric_limits<float>::infinity();
+      row[rng() % v] = std::numeric_limits<float>::quiet_NaN();
+      break;
+    default:
+      break;
+  }
+  return row;
+}
+
+// sample.f32 on `rows` (each of length v) at the current ISA level, one core.
+std::vector<int32_t> sample_rows(const std::vector<float>& rows, int64_t b, int64_t v, sk_sample_attrs a,
+                                 bool reference) {
+  const sk_kernel_desc* k = builtin_kernel("sample.f32");
+  ManualArgs ops(0xCD);
+  std::copy(rows.begin(), rows.end(), ops.in_ptr<float>(SK_DTYPE_F32, {b, v}));
+  *ops.in_ptr<int64_t>(SK_DTYPE_I64, {1}) = 11;
+  int32_t* ids = ops.out_ptr<int32_t>(SK_DTYPE_I32, {b});
+  ops.attrs(a);
+  ops.workspace_for(k, 1);
+  if (reference) {
+    EXPECT_EQ(sk::ref::sample_f32(&ops.args()), SK_OK);
+  } else {
+    sk_core_ctx ctx{};
+    ctx.num_cores = 1;
+    EXPECT_EQ(k->run(&ops.args(), &ctx), SK_OK);
+  }
+  return std::vector<int32_t>(ids, ids + b);
+}
+
+}  // namespace
+
+// The nucleus over the whole vocabulary takes a bounded-total shortcut on AVX-512 (and the exact
+// total only when tau lands within the bound of a running sum); every ISA level must still give
+// the reference's token bit for bit, on many rows, distributions, temperatures and top_p from
+// nearly 0 to nearly 1, with and without top-k.
+TEST(SamplingIdentity, EveryPathGivesTheReferenceTokenOnManyRows) {
+  const auto force = reinterpret_cast<int32_t (*)(int32_t)>(
+      dlsym(dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL), "sk_kernels_builtin_force_isa"));
+  ASSERT_NE(force, nullptr);
+  const int best = force(2);
+  std::mt19937 rng(2026);
+  struct Shape {
+    int64_t b;
+    int64_t v;
+  };
+  for (const Shape sh : {Shape{40, 4099}, Shape{6, 131072}}) {
+    for (int kind = 0; kind < 5; ++kind) {
+      std::vector<float> rows;
+      for (int64_t r = 0; r < sh.b; ++r) {
+        const std::vector<float> row = identity_row(sh.v, kind, rng);
+        rows.insert(rows.end(), row.begin(), row.end());
+      }
+      for (const float top_p : {1e-6f, 0.3f, 0.9f, 0.99f, 0.999999f}) {
+        for (const float temperature : {0.4f, 1.0f, 2.5f}) {
+          for (const int32_t top_k : {0, 40}) {
+            if (sh.v > 4099 && (top_k != 0 || temperature != 1.0f)) continue;  // keeps the reference's sorts few
+            const sk_sample_attrs a = sampling(temperature, top_k, top_p, 77 + static_cast<uint64_t>(kind));
+            SCOPED_TRACE("V " + std::to_string(sh.v) + " kind " + std::to_string(kind) + " top_p " +
+                         std::to_string(top_p) + " T " + std::to_string(temperature) + " top_k " +
+                         std::to_string(top_k));
+            const std::vector<int32_t> want = sample_rows(rows, sh.b, sh.v, a, true);
+            for (int level = 0; level <= best; ++level) {
+              force(level);
+              EXPECT_EQ(sample_rows(rows, sh.b, sh.v, a, false), want) << "isa level " << level;
+            }
+            force(-1);
+          }
+        }
+      }
+    }
+  }
+}
+
 // The same (seed, step, row) gives the same token whatever else is in the batch, and the
 // counter really is keyed by each of the three.
 TEST(SamplingStatistics, TokensDependOnlyOnSeedStepAndRow) {
@@ -730,6 +948,96 @@ TEST(MoeErrors, CombineRefusesAnOutputOverlappingAnInput) {
   ops.out(SK_DTYPE_F32, {2, 8});
   ops.output(0).data = ops.in_data<float>(0) + 8;  // rows 1-2 of y: overlapping, not the same address
   expect_invalid("moe_combine.f32", ops, {"out overlaps y"});
+}
+
+// Skewed routing: experts with more rows than one 16-row GEMM block, on N split over 1-3 cores
+// at every ISA level, give each row the plain matmul of its expert, bit for bit, whatever the
+// core count.
+TEST(GroupedMatmulSkew, BusyExpertsGiveThePlainMatmulBitsOnEveryCoreCount) {
+  const auto force = reinterpret_cast<int32_t (*)(int32_t)>(
+      dlsym(dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL), "sk_kernels_builtin_force_isa"));
+  ASSERT_NE(force, nullptr);
+  const int best = force(2);
+  struct Variant {
+    const char* grouped;
+    const char* plain;
+    int32_t w_dtype;
+  };
+  constexpr int64_t r = 48, k = 2048, n = 300;
+  const std::vector<int32_t> counts = {21, 0, 3, 17};
+  const auto e = static_cast<int64_t>(counts.size());
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (const Variant& vt : {Variant{"grouped_matmul.f32", "matmul.f32", SK_DTYPE_F32},
+                            Variant{"grouped_matmul.bf16", "matmul.bf16", SK_DTYPE_BF16},
+                            Variant{"grouped_matmul.w8a8_dyn", "matmul.w8a8_dyn", SK_DTYPE_I8}}) {
+    SCOPED_TRACE(vt.grouped);
+    const bool w8 = vt.w_dtype == SK_DTYPE_I8;
+    const int64_t wsize = sk_dtype_size(vt.w_dtype);
+    std::vector<float> x(static_cast<size_t>(r * k));
+    for (float& v : x) v = dist(rng);
+    std::vector<unsigned char> w(static_cast<size_t>(e * n * k * wsize));
+    for (size_t i = 0; i < w.size(); i += static_cast<size_t>(wsize)) {
+      if (w8) {
+        w[i] = static_cast<unsigned char>(rng() % 255);
+      } else if (wsize == 2) {
+        const float f = dist(rng);
+        uint32_t b;
+        std::memcpy(&b, &f, 4);
+        const auto h = static_cast<uint16_t>(b >> 16);
+        std::memcpy(&w[i], &h, 2);
+      } else {
+        const float f = dist(rng);
+        std::memcpy(&w[i], &f, 4);
+      }
+    }
+    std::vector<float> scales(static_cast<size_t>(e * n));
+    for (float& s : scales) s = 0.001f + 0.01f * (dist(rng) + 1.0f);
+    for (int level = 0; level <= best; ++level) {
+      force(level);
+      SCOPED_TRACE("isa level " + std::to_string(level));
+      std::vector<std::vector<float>> results;
+      for (int cores : {1, 2, 3}) {
+        const sk_kernel_desc* kg = builtin_kernel(vt.grouped);
+        ManualArgs ops(0xCD);
+        std::copy(x.begin(), x.end(), ops.in_ptr<float>(SK_DTYPE_F32, {r, k}));
+        std::copy(counts.begin(), counts.end(), ops.in_ptr<int32_t>(SK_DTYPE_I32, {e}));
+        std::memcpy(ops.in_ptr<unsigned char>(vt.w_dtype, {e, n, k}), w.data(), w.size());
+        if (w8) std::copy(scales.begin(), scales.end(), ops.in_ptr<float>(SK_DTYPE_F32, {e, n}));
+        float* y = ops.out_ptr<float>(SK_DTYPE_F32, {r, n});
+        ASSERT_TRUE(ops.tiling_from(kg));
+        for (int c = 0; c < cores; ++c) {
+          sk_core_ctx ctx{};
+          ctx.core_id = c;
+          ctx.num_cores = cores;
+          ASSERT_EQ(kg->run(&ops.args(), &ctx), SK_OK);
+        }
+        results.emplace_back(y, y + r * n);
+      }
+      EXPECT_EQ(results[1], results[0]) << "2 cores";
+      EXPECT_EQ(results[2], results[0]) << "3 cores";
+      int64_t row = 0;
+      for (int64_t ex = 0; ex < e; ++ex) {
+        const int64_t rows = counts[static_cast<size_t>(ex)];
+        if (rows == 0) continue;
+        const sk_kernel_desc* kp = builtin_kernel(vt.plain);
+        ManualArgs ops(0xCD);
+        std::copy(x.begin() + row * k, x.begin() + (row + rows) * k, ops.in_ptr<float>(SK_DTYPE_F32, {rows, k}));
+        std::memcpy(ops.in_ptr<unsigned char>(vt.w_dtype, {n, k}), w.data() + ex * n * k * wsize,
+                    static_cast<size_t>(n * k * wsize));
+        if (w8) std::copy(scales.begin() + ex * n, scales.begin() + (ex + 1) * n, ops.in_ptr<float>(SK_DTYPE_F32, {n}));
+        float* y = ops.out_ptr<float>(SK_DTYPE_F32, {rows, n});
+        if (kp->workspace_size != nullptr) ops.workspace_for(kp, 1);
+        sk_core_ctx ctx{};
+        ctx.num_cores = 1;
+        ASSERT_EQ(kp->run(&ops.args(), &ctx), SK_OK);
+        EXPECT_TRUE(std::equal(y, y + rows * n, results[0].begin() + row * n)) << "expert " << ex;
+        row += rows;
+      }
+      for (int64_t i = row * n; i < r * n; ++i) ASSERT_EQ(results[0][static_cast<size_t>(i)], 0.0f);
+    }
+    force(-1);
+  }
 }
 
 }  // namespace sk::kernel_test

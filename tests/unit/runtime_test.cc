@@ -83,6 +83,7 @@ TEST(Runtime, KernelErrorNamesKernelOpAndCore) {
     Tensor b = call_kernel(g, "test.fail.f32", {a}, {{DType::kF32, {256}, ""}}, attrs, "exploder")[0];
     g.output(add1(g, b), "y");
     auto exe = compile_or_die(*rt, g, m);
+    ASSERT_TRUE(exe->set_input("x", std::vector<float>(256, 0.0f)).is_ok());
     Status s = exe->run();
     ASSERT_FALSE(s.is_ok()) << execution_mode_name(m);
     EXPECT_EQ(s.code(), StatusCode::kKernelError);
@@ -94,6 +95,7 @@ TEST(Runtime, KernelErrorNamesKernelOpAndCore) {
     Graph ok;
     ok.output(add1(ok, ok.input("x", DType::kF32, {16})), "y");
     auto exe2 = compile_or_die(*rt, ok, m);
+    ASSERT_TRUE(exe2->set_input("x", std::vector<float>(16, 0.0f)).is_ok());
     EXPECT_TRUE(exe2->run().is_ok());
   }
 }
@@ -184,6 +186,7 @@ TEST(Runtime, WatchdogTurnsADeadlockIntoAnError) {
     Tensor x = g.input("x", DType::kF32, {64});
     g.output(call_kernel(g, "test.hang.f32", {x}, {{DType::kF32, {64}, ""}}, {}, "stuck")[0], "y");
     auto exe = compile_or_die(*rt, g, m);
+    ASSERT_TRUE(exe->set_input("x", std::vector<float>(64, 0.0f)).is_ok());
     Status s = exe->run();
     ASSERT_FALSE(s.is_ok());
     EXPECT_EQ(s.code(), StatusCode::kDeadlock) << s.to_string();
@@ -228,6 +231,7 @@ TEST(Runtime, HostOpErrorNamesTheOp) {
                      {{DType::kF32, {8}, ""}})[0],
            "y");
   auto exe = compile_or_die(*rt, g, ExecutionMode::kGraph);
+  ASSERT_TRUE(exe->set_input("x", std::vector<float>(8, 0.0f)).is_ok());
   Status s = exe->run();
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("host op 'refuse'"), std::string::npos);
@@ -333,6 +337,7 @@ TEST(Runtime, TraceRecordsEveryKernelOnEveryCore) {
   o.super_kernel_debug_options.debug_op_exec_trace = true;
   for (ExecutionMode m : kPlainModes) {
     auto exe = compile_or_die(*rt, g, m, o);
+    ASSERT_TRUE(exe->set_input("x", std::vector<float>(4096, 0.0f)).is_ok());
     ASSERT_TRUE(exe->run().is_ok());
     EXPECT_EQ(exe->trace().size(), 6u) << execution_mode_name(m);
     for (const TraceEvent& e : exe->trace()) {
@@ -352,6 +357,7 @@ TEST(Runtime, SplitCoreGroupsRouteKernelTypes) {
   o.super_kernel_debug_options.debug_op_exec_trace = true;
   for (ExecutionMode m : kPlainModes) {
     auto exe = compile_or_die(*rt, g, m, o);
+    ASSERT_TRUE(exe->set_input("x", std::vector<float>(300, 0.0f)).is_ok());
     ASSERT_TRUE(exe->run().is_ok());
     for (const TraceEvent& e : exe->trace()) {
       if (e.op == "on_cube") {
@@ -374,6 +380,7 @@ TEST(Runtime, RepeatedRunsDoNotHang) {
   g.output(t, "y");
   for (ExecutionMode m : kPlainModes) {
     auto exe = compile_or_die(*rt, g, m);
+    ASSERT_TRUE(exe->set_input("x", std::vector<float>(64, 0.0f)).is_ok());
     for (int i = 0; i < 2000; ++i) ASSERT_TRUE(exe->run().is_ok());
   }
 }

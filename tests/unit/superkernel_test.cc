@@ -320,8 +320,12 @@ TEST(Segmentation, BadScopeOptionsFailCompilationNamingTheKey) {
   auto exe = rt->compile(g, sk_opts());
   ASSERT_FALSE(exe.has_value());
   EXPECT_NE(exe.status().message().find("'feed-sync-all'"), std::string::npos);
-  // Graph mode ignores fusion scopes entirely, options included.
-  EXPECT_TRUE(rt->compile(g, CompileOptions::for_mode(ExecutionMode::kGraph)).has_value());
+  // Graph and eager modes do not fuse, but a malformed option is the same error in every mode.
+  for (ExecutionMode m : {ExecutionMode::kEager, ExecutionMode::kGraph}) {
+    auto plain = rt->compile(g, CompileOptions::for_mode(m));
+    ASSERT_FALSE(plain.has_value()) << execution_mode_name(m);
+    EXPECT_EQ(plain.status().message(), exe.status().message()) << execution_mode_name(m);
+  }
 }
 
 // ---- Scheduling --------------------------------------------------------------------------------
@@ -468,6 +472,7 @@ TEST(Schedule, ProfilingRecordsOnlyItsScope) {
   }
   g.output(t, "y");
   auto exe = compile_ok(*rt, g);
+  ASSERT_TRUE(exe->set_input("x", std::vector<float>(256, 0.0f)).is_ok());
   ASSERT_TRUE(exe->run().is_ok());
   ASSERT_EQ(exe->trace().size(), 4u);  // two ops on two cores
   for (const TraceEvent& e : exe->trace()) EXPECT_TRUE(e.op == "p1" || e.op == "p2") << e.op;
@@ -523,6 +528,7 @@ TEST(SuperKernelRun, KernelErrorStopsEveryCoreAndNamesKernelAndCore) {
   }
   g.output(t, "y");
   auto exe = compile_ok(*rt, g);
+  ASSERT_TRUE(exe->set_input("x", std::vector<float>(512, 0.0f)).is_ok());
   for (int i = 0; i < 3; ++i) {
     Status s = exe->run();
     ASSERT_FALSE(s.is_ok());
@@ -542,6 +548,7 @@ TEST(SuperKernelRun, WatchdogReportsADeadlockInsideASegment) {
   }
   g.output(t, "y");
   auto exe = compile_ok(*rt, g);
+  ASSERT_TRUE(exe->set_input("x", std::vector<float>(64, 0.0f)).is_ok());
   Status s = exe->run();
   ASSERT_FALSE(s.is_ok());
   EXPECT_EQ(s.code(), StatusCode::kDeadlock);

@@ -162,7 +162,7 @@ def emulated_cpu_features():
     st = sess_state["state"]
     ebx, ecx, eax1 = st.rbx, st.rcx, st.rsi
     names = {"avx512f": ebx >> 16, "avx512bw": ebx >> 30, "avx512vl": ebx >> 31, "avx512_vnni": ecx >> 11,
-             "avx512_bf16": eax1 >> 5}
+             "avx512_bf16": eax1 >> 5, "avx_vnni": eax1 >> 4}
     for hva in emu.pages.values():
         bochscpu.memory.release_host_page(hva)
     return {k: bool(v & 1) for k, v in names.items()}
@@ -204,7 +204,7 @@ def main():
         emu.add_private(stack, STACK_PAGES * PAGE)
         emu.add_private(trap, PAGE)
         emu.poke(trap, b"\xf4")  # hlt: faults at CPL 3, which ends the call
-        emu.poke(forced_level_va, (2).to_bytes(4, "little"))  # std::atomic<int> = AVX-512
+        emu.poke(forced_level_va, (2).to_bytes(4, "little"))  # std::atomic<int> = kIsaAvx512 (cpu_isa.h)
         emu.commit()
         entered = set()
         rips = set()

@@ -82,6 +82,41 @@ bool tables_valid(const sk_tensor_arg& bt, const sk_tensor_arg& cl, int64_t batc
   return true;
 }
 
+// The query rows of an attention kernel: at decode row b is sequence b over context_lens[b]
+// tokens; at prefill (seq_ids and positions) row t is sequence seq_ids[t] over positions[t] + 1.
+struct Rows {
+  const sk_tensor_arg* seq_ids = nullptr;  // null at decode
+  const sk_tensor_arg* lens = nullptr;     // context_lens or positions
+  int64_t seq(int64_t i) const { return seq_ids == nullptr ? i : static_cast<int64_t>(at(*seq_ids, i)); }
+  int64_t context(int64_t i) const { return static_cast<int64_t>(at(*lens, i)) + (seq_ids == nullptr ? 0 : 1); }
+};
+
+// The tables of `rows` query rows from operand 3 on; false when a value is out of range.
+bool rows_valid(const sk_kernel_args* args, bool prefill, int64_t rows, int64_t num_blocks, int64_t block_size,
+                Rows* r) {
+  const sk_tensor_arg& bt = args->inputs[3];
+  if (!prefill) {
+    r->lens = &args->inputs[4];
+    return tables_valid(bt, args->inputs[4], rows, num_blocks, block_size);
+  }
+  r->seq_ids = &args->inputs[4];
+  r->lens = &args->inputs[5];
+  if (bt.dtype != SK_DTYPE_I32 || bt.rank != 2 || r->seq_ids->dtype != SK_DTYPE_I32 || r->lens->dtype != SK_DTYPE_I32 ||
+      !dims_are(*r->seq_ids, {rows}) || !dims_are(*r->lens, {rows})) {
+    return false;
+  }
+  for (int64_t t = 0; t < rows; ++t) {
+    const int64_t b = r->seq(t);
+    const int64_t ctx = r->context(t);
+    if (b < 0 || b >= bt.shape[0] || ctx < 1 || ctx > bt.shape[1] * block_size) return false;
+    for (int64_t i = 0; i * block_size < ctx; ++i) {
+      const int64_t id = static_cast<int64_t>(at(bt, b, i));
+      if (id < 0 || id >= num_blocks) return false;
+    }
+  }
+  return true;
+}
+
 // Slot of token j of sequence b.
 int64_t slot_of(const sk_tensor_arg& bt, int64_t b, int64_t j, int64_t block_size) {
   return static_cast<int64_t>(at(bt, b, j / block_size)) * block_size + j % block_size;
@@ -180,9 +215,10 @@ int32_t append(const sk_kernel_args* args, int num_caches, const AppendSource* s
   return SK_OK;
 }
 
-template <int32_t kCacheDtype>
+template <int32_t kCacheDtype, bool kPrefill>
 int32_t paged_attention(const sk_kernel_args* args) {
-  if (!has_operands(args, 5, 1) || args->attrs == nullptr || args->attrs_size < sizeof(sk_paged_attention_attrs)) {
+  if (!has_operands(args, kPrefill ? 6 : 5, 1) || args->attrs == nullptr ||
+      args->attrs_size < sizeof(sk_paged_attention_attrs)) {
     return SK_ERR_INVALID_ARGUMENT;
   }
   const double scale = static_cast<const sk_paged_attention_attrs*>(args->attrs)->scale;
@@ -201,14 +237,14 @@ int32_t paged_attention(const sk_kernel_args* args) {
   const int64_t block_size = k.shape[1];
   if (k.shape[3] != dh || hkv == 0 || hq % hkv != 0) return SK_ERR_INVALID_ARGUMENT;
   const sk_tensor_arg& bt = args->inputs[3];
-  const sk_tensor_arg& cl = args->inputs[4];
-  if (!tables_valid(bt, cl, batch, k.shape[0], block_size)) return SK_ERR_INVALID_ARGUMENT;
+  Rows rows;
+  if (!rows_valid(args, kPrefill, batch, k.shape[0], block_size, &rows)) return SK_ERR_INVALID_ARGUMENT;
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < hq; ++h) {
       const int64_t kvh = h / (hq / hkv);
-      const auto slot = [&](int64_t j) { return slot_of(bt, b, j, block_size); };
+      const auto slot = [&](int64_t j) { return slot_of(bt, rows.seq(b), j, block_size); };
       softmax_weighted_sum(
-          static_cast<int64_t>(at(cl, b)), dh,
+          rows.context(b), dh,
           [&](int64_t j) {
             const int64_t s = slot(j);
             double dot = 0.0;
@@ -225,9 +261,10 @@ int32_t paged_attention(const sk_kernel_args* args) {
   return SK_OK;
 }
 
-template <int32_t kCacheDtype>
+template <int32_t kCacheDtype, bool kPrefill>
 int32_t mla_attention(const sk_kernel_args* args) {
-  if (!has_operands(args, 5, 1) || args->attrs == nullptr || args->attrs_size < sizeof(sk_mla_attention_attrs)) {
+  if (!has_operands(args, kPrefill ? 6 : 5, 1) || args->attrs == nullptr ||
+      args->attrs_size < sizeof(sk_mla_attention_attrs)) {
     return SK_ERR_INVALID_ARGUMENT;
   }
   const sk_mla_attention_attrs a = *static_cast<const sk_mla_attention_attrs*>(args->attrs);
@@ -246,13 +283,13 @@ int32_t mla_attention(const sk_kernel_args* args) {
   const int64_t batch = ql.shape[0];
   const int64_t block_size = cache.shape[1];
   const sk_tensor_arg& bt = args->inputs[3];
-  const sk_tensor_arg& cl = args->inputs[4];
-  if (!tables_valid(bt, cl, batch, cache.shape[0], block_size)) return SK_ERR_INVALID_ARGUMENT;
+  Rows rows;
+  if (!rows_valid(args, kPrefill, batch, cache.shape[0], block_size, &rows)) return SK_ERR_INVALID_ARGUMENT;
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < ql.shape[1]; ++h) {
-      const auto slot = [&](int64_t j) { return slot_of(bt, b, j, block_size); };
+      const auto slot = [&](int64_t j) { return slot_of(bt, rows.seq(b), j, block_size); };
       softmax_weighted_sum(
-          static_cast<int64_t>(at(cl, b)), r,
+          rows.context(b), r,
           [&](int64_t j) {
             const int64_t s = slot(j);
             double dot = 0.0;
@@ -396,10 +433,14 @@ int32_t mla_cache_append_bf16(const sk_kernel_args* args) {
   return append(args, 1, sources, 2, SK_DTYPE_BF16);
 }
 
-int32_t paged_attention_f32(const sk_kernel_args* args) { return paged_attention<SK_DTYPE_F32>(args); }
-int32_t paged_attention_bf16(const sk_kernel_args* args) { return paged_attention<SK_DTYPE_BF16>(args); }
-int32_t mla_attention_f32(const sk_kernel_args* args) { return mla_attention<SK_DTYPE_F32>(args); }
-int32_t mla_attention_bf16(const sk_kernel_args* args) { return mla_attention<SK_DTYPE_BF16>(args); }
+int32_t paged_attention_f32(const sk_kernel_args* args) { return paged_attention<SK_DTYPE_F32, false>(args); }
+int32_t paged_attention_bf16(const sk_kernel_args* args) { return paged_attention<SK_DTYPE_BF16, false>(args); }
+int32_t paged_attention_prefill_f32(const sk_kernel_args* args) { return paged_attention<SK_DTYPE_F32, true>(args); }
+int32_t paged_attention_prefill_bf16(const sk_kernel_args* args) { return paged_attention<SK_DTYPE_BF16, true>(args); }
+int32_t mla_attention_f32(const sk_kernel_args* args) { return mla_attention<SK_DTYPE_F32, false>(args); }
+int32_t mla_attention_bf16(const sk_kernel_args* args) { return mla_attention<SK_DTYPE_BF16, false>(args); }
+int32_t mla_attention_prefill_f32(const sk_kernel_args* args) { return mla_attention<SK_DTYPE_F32, true>(args); }
+int32_t mla_attention_prefill_bf16(const sk_kernel_args* args) { return mla_attention<SK_DTYPE_BF16, true>(args); }
 
 // y[h, m, n] = sum_k x[h, m, k] * w[h, n, k]
 int32_t batched_matmul_f32(const sk_kernel_args* args) {

@@ -84,7 +84,17 @@ int32_t combine(const sk_kernel_args* args, bool shared) {
 
 int32_t moe_router_f32(const sk_kernel_args* args) {
   sk_moe_router_attrs a{};
-  if (!has_operands(args, 2, 2) || !read(args, &a)) return SK_ERR_INVALID_ARGUMENT;
+  int64_t groups = 1;
+  int64_t topk_groups = 1;
+  sk_moe_router_group_attrs ga{};
+  if (!has_operands(args, 2, 2)) return SK_ERR_INVALID_ARGUMENT;
+  if (read(args, &ga)) {
+    a = ga.base;
+    groups = ga.n_group;
+    topk_groups = ga.topk_group;
+  } else if (!read(args, &a)) {
+    return SK_ERR_INVALID_ARGUMENT;
+  }
   const sk_tensor_arg& logits = args->inputs[0];
   const sk_tensor_arg& bias = args->inputs[1];
   const sk_tensor_arg& ids = args->outputs[0];
@@ -99,11 +109,16 @@ int32_t moe_router_f32(const sk_kernel_args* args) {
   if (bias.shape[0] != n || k < 1 || k > n || a.num_real_experts < 0 || a.num_real_experts > n ||
       (a.scoring != SK_MOE_SCORING_SOFTMAX && a.scoring != SK_MOE_SCORING_SIGMOID) ||
       (a.normalize != 0 && a.normalize != 1) || !std::isfinite(a.routed_scaling_factor) || ids.shape[0] != t_count ||
-      ids.shape[1] != k || !same_shape(ids, weights)) {
+      ids.shape[1] != k || !same_shape(ids, weights) || groups < 1 || n % groups != 0 || topk_groups < 1 ||
+      topk_groups > groups || k > topk_groups * (n / groups)) {
     return SK_ERR_INVALID_ARGUMENT;
   }
+  const int64_t group_size = n / groups;
   std::vector<double> score(static_cast<size_t>(n));
-  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::vector<double> key(static_cast<size_t>(n));
+  std::vector<double> group_score(static_cast<size_t>(groups));
+  std::vector<int64_t> group_order(static_cast<size_t>(groups));
+  std::vector<int64_t> order;
   for (int64_t t = 0; t < t_count; ++t) {
     if (a.scoring == SK_MOE_SCORING_SOFTMAX) {
       double mx = -std::numeric_limits<double>::infinity();
@@ -117,10 +132,24 @@ int32_t moe_router_f32(const sk_kernel_args* args) {
     } else {
       for (int64_t e = 0; e < n; ++e) score[e] = 1.0 / (1.0 + std::exp(-static_cast<double>(at2<float>(logits, t, e))));
     }
-    std::iota(order.begin(), order.end(), int64_t{0});
-    std::sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
-      return ranks_before(score[i] + at1<float>(bias, i), i, score[j] + at1<float>(bias, j), j);
-    });
+    for (int64_t e = 0; e < n; ++e) key[e] = score[e] + at1<float>(bias, e);
+    const auto by_key = [&](int64_t i, int64_t j) { return ranks_before(key[i], i, key[j], j); };
+    // DeepSeek-V3's group limit: a group scores the sum of its two best keys; the experts of the
+    // topk_groups best groups are the candidates.
+    for (int64_t g = 0; g < groups; ++g) {
+      std::vector<int64_t> members(static_cast<size_t>(group_size));
+      std::iota(members.begin(), members.end(), g * group_size);
+      std::sort(members.begin(), members.end(), by_key);
+      group_score[g] = key[members[0]] + (group_size > 1 ? key[members[1]] : 0.0);
+    }
+    std::iota(group_order.begin(), group_order.end(), int64_t{0});
+    std::sort(group_order.begin(), group_order.end(),
+              [&](int64_t i, int64_t j) { return ranks_before(group_score[i], i, group_score[j], j); });
+    order.clear();
+    for (int64_t j = 0; j < topk_groups; ++j) {
+      for (int64_t e = 0; e < group_size; ++e) order.push_back(group_order[j] * group_size + e);
+    }
+    std::sort(order.begin(), order.end(), by_key);
     double sum = 0.0;
     for (int64_t s = 0; s < k; ++s) sum += score[order[s]];
     for (int64_t s = 0; s < k; ++s) {

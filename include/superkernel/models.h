@@ -1,0 +1,219 @@
+// Model builders: LongCat-Flash (decode step and prefill), its FFN-only AFD variant, and a dense
+// Llama-style decoder, built with the public graph API from a config, build options and a weight
+// source. The same graph runs in every execution mode; the per-layer fusion scopes are always
+// there and only matter when the compile options enable super kernels.
+//
+//   sk::models::LongCatFlashConfig cfg;                      // the published defaults
+//   for (auto& e : checkpoint->config_entries()) (void)cfg.set(e.key, e.value);
+//   sk::models::BuildOptions opts;
+//   opts.batch = 2; opts.block_size = 16; opts.max_context = 256; opts.prefill_tokens = 8;
+//   auto weights = sk::random_weights(42);
+//   auto prefill = sk::models::build_longcat_flash(cfg, opts, sk::models::Phase::kPrefill, *weights);
+//   auto decode = sk::models::build_longcat_flash(cfg, opts, sk::models::Phase::kDecode, *weights);
+//   // compile both, bind both to one CacheStorage (names from cache_names()), then drive them
+//   // with PagedCacheLayout: prefill(prompts) once, decode(next_ids) per generated token.
+//
+// Graph inputs (all i32): `input_ids [T]`, `positions [T]`, `slot_mapping [T]`,
+// `block_tables [B, max_blocks]`, and `context_lens [B]` (decode) or `seq_ids [T]` (prefill);
+// T = batch at decode, prefill_tokens at prefill. Output `logits f32 [T, vocab_size]`. Caches are
+// graph variables named by cache_names(). The AFD variant takes `hidden_states f32 [B, hidden]`
+// and returns `hidden_states_out`. docs/MODELS.md describes the graphs and scopes.
+#ifndef SUPERKERNEL_MODELS_H_
+#define SUPERKERNEL_MODELS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "superkernel/graph.h"
+#include "superkernel/status.h"
+
+namespace sk {
+class WeightSource;
+class Executable;
+}  // namespace sk
+
+namespace sk::models {
+
+// Keys are the published config.json names. set() parses one value ("6144", "1e-5", "true");
+// an unknown key is StatusCode::kNotFound (callers reading a whole config.json skip those), a
+// malformed or out-of-range value is kInvalidArgument naming the key.
+struct LongCatFlashConfig {
+  int64_t vocab_size = 131072;
+  int64_t hidden_size = 6144;
+  int64_t num_layers = 28;
+  int64_t num_attention_heads = 64;
+  int64_t q_lora_rank = 1536;
+  int64_t kv_lora_rank = 512;
+  int64_t qk_nope_head_dim = 128;
+  int64_t qk_rope_head_dim = 64;
+  int64_t v_head_dim = 128;
+  int64_t ffn_hidden_size = 12288;
+  int64_t expert_ffn_hidden_size = 2048;
+  int64_t n_routed_experts = 512;
+  int64_t zero_expert_num = 256;
+  int64_t moe_topk = 12;
+  double routed_scaling_factor = 6.0;
+  double rms_norm_eps = 1e-5;
+  double rope_theta = 1e7;
+  bool mla_scale_q_lora = true;   // q_nope, q_rope *= sqrt(hidden / q_lora_rank)
+  bool mla_scale_kv_lora = true;  // kv *= sqrt(hidden / kv_lora_rank)
+
+  Status set(std::string_view key, std::string_view value);
+  Status validate() const;
+  static std::vector<std::string> keys();
+};
+
+struct LlamaConfig {
+  int64_t vocab_size = 32000;
+  int64_t hidden_size = 4096;
+  int64_t intermediate_size = 11008;
+  int64_t num_hidden_layers = 32;
+  int64_t num_attention_heads = 32;
+  int64_t num_key_value_heads = 32;
+  int64_t head_dim = 0;  // 0: hidden_size / num_attention_heads
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  bool tie_word_embeddings = false;
+
+  Status set(std::string_view key, std::string_view value);
+  Status validate() const;
+  static std::vector<std::string> keys();
+  int64_t resolved_head_dim() const { return head_dim > 0 ? head_dim : hidden_size / num_attention_heads; }
+};
+
+// How Linear weights are stored and multiplied: f32, bf16 (matmul.bf16), or int8 weights with
+// per-channel scales and per-token dynamic activation quantisation (matmul.w8a8_dyn).
+// Norms, embeddings, the router and the MLA absorbed projections stay f32.
+enum class WeightDType { kF32, kBF16, kW8A8 };
+const char* weight_dtype_name(WeightDType dtype);
+Expected<WeightDType> parse_weight_dtype(std::string_view text);  // "f32" | "bf16" | "w8a8"
+
+enum class Phase { kDecode, kPrefill };
+
+struct BuildOptions {
+  WeightDType weight_dtype = WeightDType::kF32;
+  DType kv_cache_dtype = DType::kF32;  // kF32 or kBF16
+  int64_t batch = 1;                   // B sequences (decode tokens per step, AFD tokens)
+  int64_t prefill_tokens = 16;         // T tokens of the prefill graph (all sequences together)
+  int64_t block_size = 16;             // paged-cache slots per block
+  int64_t max_context = 256;           // tokens per sequence the cache holds
+  int32_t moe_core_limit = 0;          // cores of the MoE scope (LimitCoreNum); 0 = no limit
+  // 0: every op on the main stream. 1, 2: the MoE branch (and the AFD prefetch) on their own
+  // streams — not supported yet (an error), since streams do not fuse or overlap today.
+  int32_t multi_streams = 0;
+  // AFD: prefetch the next layer's router and expert gate/up weights. Not supported yet (an
+  // error): there is no prefetch op.
+  bool prefetch = false;
+  // Options string for a scope ("key=value:key=value", docs/OPTIONS.md), from its name.
+  std::function<std::string(std::string_view scope)> scope_options;
+
+  Status validate() const;
+};
+
+// Builders. Weight names are the published ones (Linear weights [out, in]); `weights` creates
+// the graph's constants. Errors name the option, config key or tensor at fault.
+Expected<Graph> build_longcat_flash(const LongCatFlashConfig& config, const BuildOptions& options, Phase phase,
+                                    WeightSource& weights);
+// FFN-only (attention-FFN disaggregation) model: per layer router + experts, one scope
+// `scope_{i}_moe`; `hidden_states [batch, hidden]` in, `hidden_states_out` out.
+Expected<Graph> build_longcat_flash_afd(const LongCatFlashConfig& config, const BuildOptions& options,
+                                        WeightSource& weights);
+Expected<Graph> build_llama(const LlamaConfig& config, const BuildOptions& options, Phase phase, WeightSource& weights);
+
+// Graph variables holding the paged caches (shared by a model's prefill and decode graphs).
+std::vector<std::string> cache_names(const LongCatFlashConfig& config);
+std::vector<std::string> cache_names(const LlamaConfig& config);
+
+// Names of the graph inputs and outputs.
+inline constexpr const char* kInputIds = "input_ids";
+inline constexpr const char* kPositions = "positions";
+inline constexpr const char* kSlotMapping = "slot_mapping";
+inline constexpr const char* kBlockTables = "block_tables";
+inline constexpr const char* kContextLens = "context_lens";
+inline constexpr const char* kSeqIds = "seq_ids";
+inline constexpr const char* kLogits = "logits";
+inline constexpr const char* kHiddenStates = "hidden_states";
+inline constexpr const char* kHiddenStatesOut = "hidden_states_out";
+
+// The inputs of one run, as PagedCacheLayout produces them.
+struct StepInputs {
+  std::vector<int32_t> input_ids;
+  std::vector<int32_t> positions;
+  std::vector<int32_t> slot_mapping;  // -1: padding token, nothing is written
+  std::vector<int32_t> seq_ids;       // prefill
+  std::vector<int32_t> context_lens;  // decode
+  std::vector<int32_t> block_tables;  // [batch, max_blocks]
+  Phase phase = Phase::kDecode;
+};
+
+// Host-side bookkeeping of the paged caches: which blocks each sequence owns (blocks of the
+// sequences interleave, so the block tables are not the identity), how many tokens each holds,
+// and the inputs of the next prefill or decode run.
+//
+//   sk::models::PagedCacheLayout cache(opts);
+//   auto in = cache.prefill({{1, 2, 3}, {4, 5}});   // pads to opts.prefill_tokens
+//   set_step_inputs(*prefill_exe, *in);  prefill_exe->run();
+//   for (...) { in = cache.decode(next_ids); set_step_inputs(*decode_exe, *in); decode_exe->run(); }
+class PagedCacheLayout {
+ public:
+  // Options with a non-positive batch, block_size, max_context or prefill_tokens give an empty
+  // layout whose prefill() and decode() return the error (status()).
+  explicit PagedCacheLayout(const BuildOptions& options);
+  const Status& status() const { return status_; }
+
+  int64_t batch() const { return batch_; }
+  int64_t block_size() const { return block_size_; }
+  int64_t max_blocks_per_sequence() const { return max_blocks_; }
+  int64_t num_blocks() const { return batch_ * max_blocks_; }
+  int64_t context_len(int64_t sequence) const { return in_batch(sequence) ? lens_[sequence] : 0; }
+  // Cache slot of token `position` of `sequence`; -1 outside the batch or max_context.
+  int32_t slot(int64_t sequence, int64_t position) const;
+
+  // Appends one prompt per sequence (prompts.size() == batch, total <= prefill_tokens; the rest
+  // is padding whose logits mean nothing). Errors: too many tokens, context overflow.
+  Expected<StepInputs> prefill(const std::vector<std::vector<int32_t>>& prompts);
+  // Appends one token per sequence (ids.size() == batch).
+  Expected<StepInputs> decode(const std::vector<int32_t>& ids);
+  // Row of the prefill logits holding the last prompt token of `sequence` (after prefill()).
+  int64_t last_prefill_row(int64_t sequence) const { return in_batch(sequence) ? last_rows_[sequence] : -1; }
+  // Forgets every sequence's tokens (the caches' contents are then stale, never read).
+  void reset();
+
+ private:
+  bool in_batch(int64_t sequence) const { return sequence >= 0 && sequence < batch_; }
+  Status status_;
+  int64_t batch_, block_size_, max_blocks_, max_context_, prefill_tokens_;
+  std::vector<int64_t> lens_;
+  std::vector<int64_t> last_rows_;
+  std::vector<int32_t> block_tables_;
+};
+
+// Feeds every input of `inputs` to the executable.
+Status set_step_inputs(Executable& exe, const StepInputs& inputs);
+
+// Caller-owned memory for a model's caches, shared by every executable bound to it (the prefill
+// and decode executables, or the same step compiled in several modes).
+//
+//   sk::models::CacheStorage caches;
+//   caches.bind(*prefill_exe, sk::models::cache_names(cfg));
+//   caches.bind(*decode_exe, sk::models::cache_names(cfg));
+class CacheStorage {
+ public:
+  // The first call allocates a zeroed buffer per name, sized from `exe`'s variable; every call
+  // binds the buffers to `exe` (Executable::bind_variable). Sizes must agree between executables.
+  Status bind(Executable& exe, const std::vector<std::string>& names);
+  // Zeroes every buffer: empty caches (use with PagedCacheLayout::reset()).
+  void clear();
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<std::vector<uint64_t>> buffers_;  // 8-byte aligned
+  std::vector<size_t> bytes_;
+};
+
+}  // namespace sk::models
+
+#endif  // SUPERKERNEL_MODELS_H_

@@ -1,0 +1,190 @@
+// Model weights: memory-mapped safetensors files, Hugging Face checkpoint directories, and weight
+// sources that put weights into a graph (from a checkpoint, in place, or random from a seed).
+//
+//   auto ckpt = sk::Checkpoint::open("/models/tiny");           // config.json + *.safetensors
+//   if (!ckpt) { std::cerr << ckpt.status().to_string() << "\n"; return 1; }
+//   for (const sk::ConfigEntry& e : (*ckpt)->config_entries())
+//     if (sk::Status s = config.set(e.key, e.value); !s) ...   // e.line names the config.json line
+//   std::unique_ptr<sk::WeightSource> weights = sk::checkpoint_weights(*ckpt);
+//   // or, without a checkpoint: sk::random_weights(/*seed=*/42)
+//   sk::Graph g("decode");
+//   auto w = weights->get(g, "model.layers.0.mlps.0.up_proj.weight", sk::DType::kF32, {ffn, hidden},
+//                         sk::WeightInit::kLinear);            // bound in place: no copy
+//   if (!w) return w.status();                                  // names the file and the tensor
+//   auto q = weights->get_w8a8(g, "model.layers.0.mlps.0.down_proj.weight", {hidden, ffn});
+//   // q->weight (i8 [N, K]) and q->scale (f32 [N]) feed matmul.w8a8 / matmul.w8a8_dyn
+//
+// Tests write tiny checkpoints with write_safetensors().
+#ifndef SUPERKERNEL_WEIGHTS_H_
+#define SUPERKERNEL_WEIGHTS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "superkernel/graph.h"
+#include "superkernel/status.h"
+
+namespace sk {
+
+// ---- safetensors ---------------------------------------------------------------------------
+
+// One tensor of a safetensors file; `data` points into the file's read-only mapping.
+struct SafetensorsTensor {
+  std::string name;
+  DType dtype = DType::kF32;
+  Shape shape;
+  const uint8_t* data = nullptr;
+  size_t bytes = 0;
+};
+
+// A memory-mapped safetensors file (read-only). Tensors are never copied: their data point into
+// the mapping, which lives as long as the SafetensorsFile (hold the shared_ptr).
+// Supported dtypes: F32, BF16, F16, I8, I32, I64. Errors name the file and, where there is one,
+// the tensor: bad header (bad JSON, missing fields, offsets out of range or overlapping, shape
+// and offsets disagreeing), truncated file, unknown or unsupported dtype.
+class SafetensorsFile {
+ public:
+  static Expected<std::shared_ptr<SafetensorsFile>> open(const std::string& path);
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  // Tensors in the order of their data in the file.
+  const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
+  // nullptr when the file has no tensor `name`.
+  const SafetensorsTensor* find(std::string_view name) const;
+  // The "__metadata__" string map of the header, in header order.
+  const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
+
+ private:
+  SafetensorsFile() = default;
+  std::string path_;
+  void* map_ = nullptr;
+  size_t map_bytes_ = 0;
+  std::vector<SafetensorsTensor> tensors_;
+  std::vector<std::pair<std::string_view, size_t>> by_name_;  // sorted, into tensors_
+  std::vector<std::pair<std::string, std::string>> metadata_;
+};
+
+// A tensor to write: `bytes` must equal numel * dtype size.
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype = DType::kF32;
+  Shape shape;
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+
+// Writes a safetensors file (header padded so every tensor starts 64-byte aligned in the file).
+Status write_safetensors(const std::string& path, const std::vector<SafetensorsEntry>& entries,
+                         const std::vector<std::pair<std::string, std::string>>& metadata = {});
+
+// ---- checkpoint directories ----------------------------------------------------------------
+
+// A top-level scalar of config.json: the value as text (strings unquoted, numbers as written,
+// true/false/null) and its 1-based line, for "config.json:LINE: key 'k': ..." errors.
+struct ConfigEntry {
+  std::string key;
+  std::string value;
+  int line = 0;
+};
+
+// A tensor found in a checkpoint, with the file that holds it (and keeps its mapping alive).
+struct CheckpointTensor {
+  std::shared_ptr<const SafetensorsFile> file;
+  const SafetensorsTensor* tensor = nullptr;
+};
+
+// A Hugging Face checkpoint directory: config.json, one or more *.safetensors files, and
+// optionally model.safetensors.index.json ({"weight_map": {tensor: file}}). Without an index every
+// *.safetensors file of the directory is opened; a tensor in two files is an error.
+class Checkpoint {
+ public:
+  static Expected<std::shared_ptr<Checkpoint>> open(const std::string& dir);
+
+  const std::string& dir() const { return dir_; }
+  std::string config_path() const { return dir_ + "/config.json"; }
+  // Top-level scalar keys of config.json in file order (arrays and objects are skipped).
+  const std::vector<ConfigEntry>& config_entries() const { return config_; }
+  // Looks a tensor up by its published name; NOT_FOUND names the directory and the tensor.
+  Expected<CheckpointTensor> find(std::string_view name) const;
+  // Every tensor name, sorted.
+  std::vector<std::string> tensor_names() const;
+  const std::vector<std::shared_ptr<SafetensorsFile>>& files() const { return files_; }
+
+ private:
+  std::string dir_;
+  std::vector<ConfigEntry> config_;
+  std::vector<std::shared_ptr<SafetensorsFile>> files_;
+  std::vector<std::pair<std::string, std::pair<size_t, size_t>>> index_;  // name -> (file, tensor), sorted
+};
+
+// ---- weight sources ------------------------------------------------------------------------
+
+// How a random source fills a weight (a checkpoint source ignores it).
+enum class WeightInit {
+  kLinear,     // [.., out, in]: uniform in [-1/sqrt(in), 1/sqrt(in)]
+  kNorm,       // close to 1: 1 + uniform in [-1/16, 1/16]
+  kBias,       // small: uniform in [-1/64, 1/64]
+  kEmbedding,  // uniform in [-1, 1]
+  kZero,       // zeros
+};
+const char* weight_init_name(WeightInit init);
+
+// A linear weight quantised per output channel, as matmul.w8a8 and matmul.w8a8_dyn take it:
+// `weight` i8 [N, K] and `scale` f32 [N], each row quantised like quantize.i8
+// (scale = max|w| / 127, q = round_half_even(w / scale), docs/kernels_matmul.md).
+struct QuantizedWeight {
+  Tensor weight;
+  Tensor scale;
+};
+
+// Puts named weights into graphs as constants. Asking twice for the same name, dtype and shape
+// in one graph returns the same tensor. Loaded (or generated, converted, quantised) bytes are kept
+// by the source and shared, never copied, by every graph built from it and every executable
+// compiled from those graphs. Not thread-safe: build graphs from one thread.
+class WeightSource {
+ public:
+  virtual ~WeightSource();
+
+  // A weight of exactly `dtype` and `shape`. f32 and bf16 are converted into each other when the
+  // stored dtype differs (one copy); otherwise the stored bytes are used in place.
+  Expected<Tensor> get(Graph& g, const std::string& name, DType dtype, const Shape& shape, WeightInit init);
+  // A linear weight [N, K] (stored as f32 or bf16), quantised at load time; the constants are
+  // named `name` (i8) and `name + ".scale"` (f32).
+  Expected<QuantizedWeight> get_w8a8(Graph& g, const std::string& name, const Shape& shape);
+
+  // "checkpoint DIR" or "random weights (seed N)", for messages.
+  virtual std::string describe() const = 0;
+
+ protected:
+  WeightSource();
+  // Bytes of exactly `dtype` and `shape`, aligned to the dtype size; `owner` keeps them valid.
+  struct Loaded {
+    const void* data = nullptr;
+    std::shared_ptr<const void> owner;
+  };
+  virtual Expected<Loaded> load(const std::string& name, DType dtype, const Shape& shape, WeightInit init) = 0;
+
+ private:
+  struct Cache;
+  std::unique_ptr<Cache> cache_;
+};
+
+// Deterministic random weights: the values depend only on the seed and the tensor name (and
+// shape), so every graph built from any source with the same seed gets the same weights.
+std::unique_ptr<WeightSource> random_weights(uint64_t seed);
+
+// Weights from a checkpoint, checked against the requested shape and dtype (errors name the file
+// and the tensor).
+std::unique_ptr<WeightSource> checkpoint_weights(std::shared_ptr<const Checkpoint> checkpoint);
+
+}  // namespace sk
+
+#endif  // SUPERKERNEL_WEIGHTS_H_

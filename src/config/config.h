@@ -1,0 +1,142 @@
+// The run configuration of the `superkernel` command line: a YAML file validated once into the
+// typed `Config` below. Nothing outside src/config sees YAML; every error names the file, the
+// line, the key and what was expected.
+//
+//   sk::Expected<sk::config::Config> cfg = sk::config::load_config("configs/longcat-mini.yaml");
+//   if (!cfg) { std::cerr << cfg.status().message() << "\n"; return 2; }
+//   sk::CompileOptions opts = cfg->compile_options(cfg->exe_mode);
+//   std::string scope_opts = cfg->scope_options_for("scope_3_part2_moe");
+//
+// Every key, its default and the rules that tie keys together: docs/CONFIG.md.
+#ifndef SUPERKERNEL_CONFIG_CONFIG_H_
+#define SUPERKERNEL_CONFIG_CONFIG_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "superkernel/options.h"
+#include "superkernel/status.h"
+
+namespace sk::config {
+
+// A value's position in the config file, so checks made after loading (by the model builders,
+// the compiler) can still point at the line that set it.
+struct Location {
+  std::string file;
+  int line = 0;  // 1-based; 0: not in the file (a default)
+  std::string to_string() const { return file + ":" + std::to_string(line); }
+};
+
+// `model_config.custom_params`: the switches of the original system.
+struct CustomParams {
+  bool enable_superkernel = false;
+  int enable_multi_streams = 0;  // 0: one stream; 1: the MoE branch on stream `moe`; 2: also a `prefetch` stream
+  bool enable_prefetch = false;
+};
+
+// `model_config.scope_options`: fusion-scope options for the scopes whose name matches `pattern`
+// (shell glob: `*`, `?`, `[...]`). The first matching pattern in file order wins.
+struct ScopeOptionRule {
+  std::string pattern;
+  std::string options;  // "key=value:key=value" (docs/OPTIONS.md, scope options)
+  Location where;
+};
+
+// `model_config.compile_options`: extra CompileOptions keys (CompileOptions::keys()), applied to
+// every execution mode.
+struct CompileOptionSetting {
+  std::string key;
+  std::string value;
+  Location where;
+};
+
+// One size key of `model.config`, named as in the published config.json; its value as text.
+struct ModelKey {
+  std::string key;
+  std::string value;
+  Location where;
+};
+
+struct ModelSection {
+  std::string architecture;   // as written; the model builders check it (empty with a checkpoint)
+  std::string checkpoint;     // directory, resolved against the config file's directory; empty: random weights
+  std::string dtype = "f32";  // weight dtype: "f32" or "bf16"
+  bool w8a8 = false;          // quantise the linear weights to int8 at load
+  uint64_t seed = 1;          // random weights
+  std::vector<ModelKey> keys;
+};
+
+// `runtime.core_limits.<stream>`: LimitCoreNum(cube, vector) for the ops of that stream.
+struct StreamCoreLimit {
+  std::string stream;  // "moe" or "prefetch"
+  int cube = 0;        // 0: no limit
+  int vector = 0;
+  Location where;
+};
+
+struct RuntimeSection {
+  int cores = 0;       // 0: every CPU the process may use
+  int cube_cores = 0;  // cores [0, cube_cores) form the cube group; 0: every core serves both kinds
+  std::vector<StreamCoreLimit> core_limits;
+};
+
+// `decode.sampling`: the sample kernel's attributes (temperature 0 = argmax).
+struct Sampling {
+  float temperature = 0.0f;
+  int top_k = 0;
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+};
+
+struct DecodeSection {
+  int batch = 1;
+  int prompt_tokens = 8;
+  int new_tokens = 16;
+  Sampling sampling;
+};
+
+// `bench`: how `superkernel bench` samples each mode.
+struct BenchSection {
+  int warmup = 3;
+  int runs = 20;
+};
+
+struct Config {
+  std::string file;  // the path it was loaded from
+  ExecutionMode exe_mode = ExecutionMode::kGraph;
+  CustomParams custom;
+  std::vector<ScopeOptionRule> scope_options;
+  std::vector<CompileOptionSetting> compile_settings;
+  ModelSection model;
+  RuntimeSection runtime;
+  DecodeSection decode;
+  BenchSection bench;
+  // Where each key that the file sets was written, by dotted path
+  // ("model_config.custom_params.enable_prefetch").
+  std::map<std::string, Location, std::less<>> lines;
+
+  // Where `key` was set; the file with line 0 when it was left at its default.
+  Location where(std::string_view key) const;
+  // Options for `mode` (the configured one, or another for side-by-side comparisons), with
+  // `compile_options` applied. The settings were checked at load, so this cannot fail.
+  CompileOptions compile_options(ExecutionMode mode) const;
+  // The options string of the first rule matching `scope`; empty when none matches.
+  std::string scope_options_for(std::string_view scope) const;
+  // The rule that gave `scope` its options (nullptr when none), for error messages.
+  const ScopeOptionRule* scope_rule_for(std::string_view scope) const;
+  // The core limit of `stream` (all zero when none is configured).
+  StreamCoreLimit core_limit(std::string_view stream) const;
+};
+
+// Reads and validates a config file. Errors: "FILE:LINE: key 'a.b': expected ..., got '...'".
+Expected<Config> load_config(const std::string& path);
+// The same from text; `file` names it in errors and anchors relative checkpoint paths.
+Expected<Config> parse_config(std::string_view text, const std::string& file);
+
+}  // namespace sk::config
+
+#endif  // SUPERKERNEL_CONFIG_CONFIG_H_

@@ -1,0 +1,122 @@
+// A dense Llama-style decoder: grouped-query attention over a paged KV cache with rotary
+// embeddings (rotate-halves), SwiGLU MLP, RMS norms. Function names follow the published modules.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "models/model_util.h"
+#include "superkernel/models.h"
+#include "superkernel/nn.h"
+#include "superkernel/ops.h"
+
+namespace sk::models {
+namespace {
+
+struct Llama {
+  const LlamaConfig& cfg;
+  const BuildOptions& opts;
+  Graph& g;
+  ModelWeights& w;
+  StepTensors in;
+  Tensor cos_sin;  // [max_context, head_dim]
+  float eps() const { return static_cast<float>(cfg.rms_norm_eps); }
+};
+
+std::string layer_prefix(int64_t layer) { return "model.layers." + std::to_string(layer) + "."; }
+
+Tensor attention(Llama& m, Tensor x, int64_t layer) {
+  const LlamaConfig& c = m.cfg;
+  Graph& g = m.g;
+  const std::string p = layer_prefix(layer) + "self_attn.";
+  const int64_t T = m.in.tokens, D = c.hidden_size, Hq = c.num_attention_heads, Hkv = c.num_key_value_heads;
+  const int64_t Dh = c.resolved_head_dim();
+  const sk_rope_attrs halves{static_cast<int32_t>(Dh), static_cast<int32_t>(Dh), 1};
+
+  Tensor q = nn::linear(g, x, m.w.linear(p + "q_proj.weight", {Hq * Dh, D}), p + "q_proj");
+  Tensor k = nn::linear(g, x, m.w.linear(p + "k_proj.weight", {Hkv * Dh, D}), p + "k_proj");
+  Tensor v = nn::linear(g, x, m.w.linear(p + "v_proj.weight", {Hkv * Dh, D}), p + "v_proj");
+  q = nn::rope(g, g.reshape(q, {T, Hq, Dh}), m.in.positions, m.cos_sin, halves, p + "q_rope");
+  k = nn::rope(g, g.reshape(k, {T, Hkv, Dh}), m.in.positions, m.cos_sin, halves, p + "k_rope");
+
+  const Shape cache_shape{m.opts.batch * max_blocks_per_sequence(m.opts), m.opts.block_size, Hkv, Dh};
+  Tensor k_cache = g.variable("k_cache." + std::to_string(layer), m.opts.kv_cache_dtype, cache_shape);
+  Tensor v_cache = g.variable("v_cache." + std::to_string(layer), m.opts.kv_cache_dtype, cache_shape);
+  nn::kv_append(g, k, g.reshape(v, {T, Hkv, Dh}), m.in.slot_mapping, k_cache, v_cache, p + "cache_append");
+
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
+  Tensor o =
+      m.in.phase == Phase::kDecode
+          ? nn::paged_attention(g, q, k_cache, v_cache, m.in.block_tables, m.in.context_lens, scale, p + "attention")
+          : nn::paged_attention_prefill(g, q, k_cache, v_cache, m.in.block_tables, m.in.seq_ids, m.in.positions, scale,
+                                        p + "attention");
+  return nn::linear(g, g.reshape(o, {T, Hq * Dh}), m.w.linear(p + "o_proj.weight", {D, Hq * Dh}), p + "o_proj");
+}
+
+Tensor mlp(Llama& m, Tensor x, int64_t layer) {
+  const std::string p = layer_prefix(layer) + "mlp.";
+  const int64_t D = m.cfg.hidden_size, F = m.cfg.intermediate_size;
+  Tensor gate = nn::linear(m.g, x, m.w.linear(p + "gate_proj.weight", {F, D}), p + "gate_proj");
+  Tensor up = nn::linear(m.g, x, m.w.linear(p + "up_proj.weight", {F, D}), p + "up_proj");
+  return nn::linear(m.g, silu_mul(m.g, gate, up, p + "act"), m.w.linear(p + "down_proj.weight", {D, F}),
+                    p + "down_proj");
+}
+
+Tensor decoder_layer(Llama& m, Tensor x, int64_t layer) {
+  Graph& g = m.g;
+  const std::string p = layer_prefix(layer);
+  {
+    const std::string scope = layer_scope(layer, "part1");
+    SuperKernelScope s(g, scope, scope_options(m.opts, scope));
+    Tensor h =
+        rms_norm(g, x, m.w.norm(p + "input_layernorm.weight", m.cfg.hidden_size), m.eps(), p + "input_layernorm");
+    x = add(g, x, attention(m, h, layer), p + "residual.0");
+  }
+  {
+    const std::string scope = layer_scope(layer, "part2_main");
+    SuperKernelScope s(g, scope, scope_options(m.opts, scope));
+    Tensor h = rms_norm(g, x, m.w.norm(p + "post_attention_layernorm.weight", m.cfg.hidden_size), m.eps(),
+                        p + "post_attention_layernorm");
+    x = add(g, x, mlp(m, h, layer), p + "residual.1");
+  }
+  return x;
+}
+
+}  // namespace
+
+std::vector<std::string> cache_names(const LlamaConfig& config) {
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+    names.push_back("k_cache." + std::to_string(i));
+    names.push_back("v_cache." + std::to_string(i));
+  }
+  return names;
+}
+
+Expected<Graph> build_llama(const LlamaConfig& config, const BuildOptions& options, Phase phase,
+                            WeightSource& weights) {
+  SK_RETURN_IF_ERROR(config.validate());
+  SK_RETURN_IF_ERROR(options.validate());
+  Graph g(phase == Phase::kDecode ? "llama_decode" : "llama_prefill");
+  ModelWeights w(g, weights, options.weight_dtype);
+  Llama m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}};
+  m.cos_sin =
+      nn::rope_cos_sin_table(g, "rope_cos_sin", options.max_context, config.resolved_head_dim(), config.rope_theta);
+  const Shape table{config.vocab_size, config.hidden_size};
+  Tensor x;
+  {
+    SuperKernelScope s(g, "scope_embed", scope_options(options, "scope_embed"));
+    x = embedding(g, m.in.input_ids, w.f32("model.embed_tokens.weight", table, WeightInit::kEmbedding),
+                  "model.embed_tokens");
+  }
+  for (int64_t i = 0; i < config.num_hidden_layers && w.status(); ++i) x = decoder_layer(m, x, i);
+  if (!w.status()) return finish(std::move(g), w);
+  {
+    SuperKernelScope s(g, "scope_lm_head", scope_options(options, "scope_lm_head"));
+    x = rms_norm(g, x, w.norm("model.norm.weight", config.hidden_size), m.eps(), "model.norm");
+    const std::string head = config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+    g.output(nn::linear(g, x, w.linear(head, table), "lm_head"), kLogits);
+  }
+  return finish(std::move(g), w);
+}
+
+}  // namespace sk::models

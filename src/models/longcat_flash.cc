@@ -1,0 +1,227 @@
+// LongCat-Flash (Meituan): per layer two MLA sublayers, two SwiGLU MLPs and a shortcut-connected
+// MoE over routed and zero-computation experts; and the FFN-only AFD variant. Function names
+// follow the published modules; docs/MODELS.md shows the graphs and scopes.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "models/model_util.h"
+#include "superkernel/models.h"
+#include "superkernel/nn.h"
+#include "superkernel/ops.h"
+
+namespace sk::models {
+namespace {
+
+struct LongCat {
+  const LongCatFlashConfig& cfg;
+  const BuildOptions& opts;
+  Graph& g;
+  ModelWeights& w;
+  StepTensors in;
+  Tensor cos_sin;  // rope table [max_context, qk_rope_head_dim]
+  float eps() const { return static_cast<float>(cfg.rms_norm_eps); }
+};
+
+std::string layer_prefix(int64_t layer) { return "model.layers." + std::to_string(layer) + "."; }
+
+std::string latent_cache_name(int64_t layer, int sublayer) {
+  return "latent_cache." + std::to_string(layer) + "." + std::to_string(sublayer);
+}
+
+// W_UK of the absorbed form: the k_nope rows of kv_b_proj [H * (nope + v), R], per head
+// transposed to [R, nope] so batched_matmul maps q_nope [nope] to the latent [R]. Built once on
+// the host from the weight's bytes (a graph constant, f32).
+Tensor absorbed_w_uk(Graph& g, Tensor kv_b_proj, int64_t heads, int64_t nope, int64_t v, int64_t rank,
+                     const std::string& name) {
+  const auto* kv_b = static_cast<const float*>(constant_bytes(g.tensor(kv_b_proj)));
+  std::vector<float> w_uk(static_cast<size_t>(heads * rank * nope));
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t d = 0; d < nope; ++d)
+      for (int64_t r = 0; r < rank; ++r) w_uk[(h * rank + r) * nope + d] = kv_b[(h * (nope + v) + d) * rank + r];
+  return g.constant_f32(name, {heads, rank, nope}, w_uk);
+}
+
+// Multi-head latent attention, absorbed form, on x [T, hidden] -> [T, hidden].
+Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
+  const LongCatFlashConfig& c = m.cfg;
+  Graph& g = m.g;
+  const std::string p = layer_prefix(layer) + "self_attn." + std::to_string(sublayer) + ".";
+  const int64_t T = m.in.tokens, D = c.hidden_size, H = c.num_attention_heads, R = c.kv_lora_rank;
+  const int64_t nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim, v = c.v_head_dim;
+  const sk_rope_attrs interleaved{static_cast<int32_t>(rope), static_cast<int32_t>(rope), 0};
+
+  // Query: low-rank down, norm, up; per head [nope | rope].
+  Tensor q_a = nn::linear(g, x, m.w.linear(p + "q_a_proj.weight", {c.q_lora_rank, D}), p + "q_a_proj");
+  q_a = rms_norm(g, q_a, m.w.norm(p + "q_a_layernorm.weight", c.q_lora_rank), m.eps(), p + "q_a_layernorm");
+  Tensor q = nn::linear(g, q_a, m.w.linear(p + "q_b_proj.weight", {H * (nope + rope), c.q_lora_rank}), p + "q_b_proj");
+  Tensor q3 = g.reshape(q, {T, H, nope + rope});
+  Tensor q_nope = g.slice(q3, 2, 0, nope);
+  Tensor q_pe = nn::rope(g, g.slice(q3, 2, nope, nope + rope), m.in.positions, m.cos_sin, interleaved, p + "q_rope");
+
+  // Compressed KV latent and the shared rope key, appended to this sublayer's paged cache.
+  Tensor kv_a = nn::linear(g, x, m.w.linear(p + "kv_a_proj_with_mqa.weight", {R + rope, D}), p + "kv_a_proj_with_mqa");
+  Tensor c_kv =
+      rms_norm(g, g.slice(kv_a, 1, 0, R), m.w.norm(p + "kv_a_layernorm.weight", R), m.eps(), p + "kv_a_layernorm");
+  if (c.mla_scale_kv_lora)
+    c_kv = mul(g, c_kv, filled_f32(g, p + "kv_lora_scale", R, static_cast<float>(std::sqrt(double(D) / double(R)))),
+               p + "kv_lora_scale");
+  Tensor k_pe = nn::rope(g, g.slice(kv_a, 1, R, R + rope), m.in.positions, m.cos_sin, interleaved, p + "k_rope");
+  Tensor cache = g.variable(latent_cache_name(layer, sublayer), m.opts.kv_cache_dtype,
+                            {m.opts.batch * max_blocks_per_sequence(m.opts), m.opts.block_size, R + rope});
+  nn::mla_cache_append(g, c_kv, k_pe, m.in.slot_mapping, cache, p + "cache_append");
+
+  // Absorbed projections: W_UK folds k_nope's expansion into the query, W_UV v's into the output.
+  Tensor kv_b = m.w.f32(p + "kv_b_proj.weight", {H * (nope + v), R}, WeightInit::kLinear);
+  if (!m.w.status()) return Tensor{};
+  Tensor w_uk = absorbed_w_uk(g, kv_b, H, nope, v, R, p + "kv_b_proj.w_uk");
+  Tensor w_uv = g.slice(g.reshape(kv_b, {H, nope + v, R}), 1, nope, nope + v);  // [H, v, R]
+  Tensor q_latent = g.transpose(nn::batched_matmul(g, g.transpose(q_nope, {1, 0, 2}), w_uk, p + "w_uk"), {1, 0, 2});
+
+  // LongCat scales q_nope and q_rope by sqrt(hidden / q_lora_rank): the same factor on every
+  // score, folded into the softmax scale.
+  double scale = 1.0 / std::sqrt(static_cast<double>(nope + rope));
+  if (c.mla_scale_q_lora) scale *= std::sqrt(static_cast<double>(D) / static_cast<double>(c.q_lora_rank));
+  Tensor latent = m.in.phase == Phase::kDecode
+                      ? nn::mla_attention(g, q_latent, q_pe, cache, m.in.block_tables, m.in.context_lens, float(scale),
+                                          p + "attention")
+                      : nn::mla_attention_prefill(g, q_latent, q_pe, cache, m.in.block_tables, m.in.seq_ids,
+                                                  m.in.positions, float(scale), p + "attention");
+  Tensor heads = nn::batched_matmul(g, g.transpose(latent, {1, 0, 2}), w_uv, p + "w_uv");  // [H, T, v]
+  Tensor o = g.reshape(copy(g, g.transpose(heads, {1, 0, 2}), p + "heads"), {T, H * v});
+  return nn::linear(g, o, m.w.linear(p + "o_proj.weight", {D, H * v}), p + "o_proj");
+}
+
+// SwiGLU MLP: down(silu(gate(x)) * up(x)).
+Tensor mlp(LongCat& m, Tensor x, const std::string& prefix, int64_t ffn) {
+  const int64_t D = m.cfg.hidden_size;
+  Tensor gate = nn::linear(m.g, x, m.w.linear(prefix + "gate_proj.weight", {ffn, D}), prefix + "gate_proj");
+  Tensor up = nn::linear(m.g, x, m.w.linear(prefix + "up_proj.weight", {ffn, D}), prefix + "up_proj");
+  return nn::linear(m.g, silu_mul(m.g, gate, up, prefix + "act"), m.w.linear(prefix + "down_proj.weight", {D, ffn}),
+                    prefix + "down_proj");
+}
+
+// Router over routed + zero-computation experts, then the routed experts' SwiGLU FFNs (weights
+// packed or per expert) and the weighted sum, where a zero-computation expert contributes its
+// weight times x.
+Tensor moe(LongCat& m, Tensor x, int64_t layer) {
+  const LongCatFlashConfig& c = m.cfg;
+  Graph& g = m.g;
+  const std::string p = layer_prefix(layer) + "mlp.";
+  const int64_t D = c.hidden_size, E = c.n_routed_experts, Z = c.zero_expert_num, F = c.expert_ffn_hidden_size;
+  Tensor logits =
+      matmul(g, x, m.w.f32(p + "router.classifier.weight", {E + Z, D}, WeightInit::kLinear), p + "router.classifier");
+  Tensor bias = m.w.f32(p + "router.e_score_correction_bias", {E + Z}, WeightInit::kBias);
+  const sk_moe_router_attrs router{static_cast<int32_t>(c.moe_topk), static_cast<int32_t>(E), SK_MOE_SCORING_SOFTMAX,
+                                   /*normalize=*/0, static_cast<float>(c.routed_scaling_factor)};
+  nn::RouterOutput route = nn::moe_router(g, logits, bias, router, p + "router");
+  nn::DispatchOutput sorted =
+      nn::moe_dispatch(g, x, route.topk_ids, {static_cast<int32_t>(E), static_cast<int32_t>(Z)}, p + "dispatch");
+  auto expert = [&](int64_t e, const char* proj) {
+    return p + "experts." + std::to_string(e) + "." + proj + ".weight";
+  };
+  const nn::Linear w_gate_up = m.w.experts(p + "experts.gate_up_proj", {E, 2 * F, D}, [&](int64_t e) {
+    return std::vector<std::string>{expert(e, "gate_proj"), expert(e, "up_proj")};
+  });
+  const nn::Linear w_down = m.w.experts(p + "experts.down_proj", {E, D, F},
+                                        [&](int64_t e) { return std::vector<std::string>{expert(e, "down_proj")}; });
+  Tensor gate_up = nn::grouped_matmul(g, sorted.x_sorted, sorted.counts, w_gate_up, p + "experts.gate_up_proj");
+  Tensor h = silu_mul(g, g.slice(gate_up, 1, 0, F), g.slice(gate_up, 1, F, 2 * F), p + "experts.act");
+  Tensor y = nn::grouped_matmul(g, h, sorted.counts, w_down, p + "experts.down_proj");
+  return nn::moe_combine(g, y, sorted.row_map, route.topk_weights, x, p + "combine");
+}
+
+// RMS norm with the weight `name` + ".weight", named after the module.
+Tensor norm(LongCat& m, Tensor x, const std::string& name) {
+  return rms_norm(m.g, x, m.w.norm(name + ".weight", m.cfg.hidden_size), m.eps(), name);
+}
+
+Tensor decoder_layer(LongCat& m, Tensor x, int64_t layer) {
+  Graph& g = m.g;
+  const std::string p = layer_prefix(layer);
+  const int64_t ffn = m.cfg.ffn_hidden_size;
+  Tensor n;
+  {
+    const std::string scope = layer_scope(layer, "part1");
+    SuperKernelScope s(g, scope, scope_options(m.opts, scope));
+    x = add(g, x, mla(m, norm(m, x, p + "input_layernorm.0"), layer, 0), p + "residual.0");
+    n = norm(m, x, p + "post_attention_layernorm.0");
+  }
+  Tensor moe_out;
+  {
+    // The shortcut branch depends only on n. Without stream fusion it runs here, in program
+    // order on the main stream, under the MoE core limit.
+    const std::string scope = layer_scope(layer, "part2_moe");
+    SuperKernelScope s(g, scope, scope_options(m.opts, scope));
+    LimitCoreNum limit(g, m.opts.moe_core_limit, m.opts.moe_core_limit);
+    moe_out = moe(m, n, layer);
+  }
+  {
+    const std::string scope = layer_scope(layer, "part2_main");
+    SuperKernelScope s(g, scope, scope_options(m.opts, scope));
+    x = add(g, x, mlp(m, n, p + "mlps.0.", ffn), p + "residual.1");
+    x = add(g, x, mla(m, norm(m, x, p + "input_layernorm.1"), layer, 1), p + "residual.2");
+    x = add(g, x, mlp(m, norm(m, x, p + "post_attention_layernorm.1"), p + "mlps.1.", ffn), p + "residual.3");
+    x = add(g, x, moe_out, p + "shortcut");
+  }
+  return x;
+}
+
+Status check(const LongCatFlashConfig& config, const BuildOptions& options) {
+  SK_RETURN_IF_ERROR(config.validate());
+  return options.validate();
+}
+
+}  // namespace
+
+std::vector<std::string> cache_names(const LongCatFlashConfig& config) {
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < config.num_layers; ++i)
+    for (int j = 0; j < 2; ++j) names.push_back(latent_cache_name(i, j));
+  return names;
+}
+
+Expected<Graph> build_longcat_flash(const LongCatFlashConfig& config, const BuildOptions& options, Phase phase,
+                                    WeightSource& weights) {
+  SK_RETURN_IF_ERROR(check(config, options));
+  Graph g(phase == Phase::kDecode ? "longcat_flash_decode" : "longcat_flash_prefill");
+  ModelWeights w(g, weights, options.weight_dtype);
+  LongCat m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}};
+  m.cos_sin =
+      nn::rope_cos_sin_table(g, "rope_cos_sin", options.max_context, config.qk_rope_head_dim, config.rope_theta);
+  Tensor x;
+  {
+    SuperKernelScope s(g, "scope_embed", scope_options(options, "scope_embed"));
+    x = embedding(g, m.in.input_ids,
+                  w.f32("model.embed_tokens.weight", {config.vocab_size, config.hidden_size}, WeightInit::kEmbedding),
+                  "model.embed_tokens");
+  }
+  for (int64_t i = 0; i < config.num_layers && w.status(); ++i) x = decoder_layer(m, x, i);
+  if (!w.status()) return finish(std::move(g), w);
+  {
+    SuperKernelScope s(g, "scope_lm_head", scope_options(options, "scope_lm_head"));
+    x = norm(m, x, "model.norm");
+    g.output(nn::linear(g, x, w.linear("lm_head.weight", {config.vocab_size, config.hidden_size}), "lm_head"), kLogits);
+  }
+  return finish(std::move(g), w);
+}
+
+Expected<Graph> build_longcat_flash_afd(const LongCatFlashConfig& config, const BuildOptions& options,
+                                        WeightSource& weights) {
+  SK_RETURN_IF_ERROR(check(config, options));
+  Graph g("longcat_flash_afd");
+  ModelWeights w(g, weights, options.weight_dtype);
+  LongCat m{config, options, g, w, StepTensors{}, Tensor{}};
+  m.in.tokens = options.batch;
+  Tensor x = g.input(kHiddenStates, DType::kF32, {options.batch, config.hidden_size});
+  for (int64_t i = 0; i < config.num_layers && w.status(); ++i) {
+    const std::string scope = layer_scope(i, "moe");
+    SuperKernelScope s(g, scope, scope_options(options, scope));
+    LimitCoreNum limit(g, options.moe_core_limit, options.moe_core_limit);
+    x = moe(m, x, i);
+  }
+  if (w.status()) g.output(x, kHiddenStatesOut);
+  return finish(std::move(g), w);
+}
+
+}  // namespace sk::models

@@ -1,0 +1,75 @@
+// What every model builder shares: the step inputs, the weight fetcher that keeps the first
+// error, scopes named from the build options, and small constants.
+#ifndef SUPERKERNEL_MODELS_MODEL_UTIL_H_
+#define SUPERKERNEL_MODELS_MODEL_UTIL_H_
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "superkernel/graph.h"
+#include "superkernel/models.h"
+#include "superkernel/nn.h"
+#include "superkernel/weights.h"
+
+namespace sk::models {
+
+// The i32 inputs of a decode or prefill graph (models.h lists them).
+struct StepTensors {
+  Phase phase = Phase::kDecode;
+  int64_t tokens = 0;  // T
+  Tensor input_ids, positions, slot_mapping, block_tables;
+  Tensor context_lens;  // decode
+  Tensor seq_ids;       // prefill
+};
+StepTensors make_step_inputs(Graph& g, const BuildOptions& options, Phase phase);
+
+// Fetches weights by published name in the dtype the build options ask for. The first failure
+// is kept (status()) and later calls return invalid handles, so model code reads straight
+// through; builders check status() before returning the graph.
+// The bytes of a constant (graph-owned or external).
+const void* constant_bytes(const TensorInfo& info);
+
+class ModelWeights {
+ public:
+  ModelWeights(Graph& g, WeightSource& source, WeightDType dtype) : g_(g), source_(source), dtype_(dtype) {}
+
+  Tensor f32(const std::string& name, const Shape& shape, WeightInit init);
+  Tensor norm(const std::string& name, int64_t dim) { return f32(name, {dim}, WeightInit::kNorm); }
+  // A Linear weight [out, in] (or stacked experts [E, out, in]) in the build's weight dtype.
+  nn::Linear linear(const std::string& name, const Shape& shape);
+  // Stacked expert weights [E, out, in] in the build's weight dtype: the packed tensor `packed`
+  // when the source has it; otherwise, for each expert e, the tensors `per_expert(e)` (each
+  // [out / parts, in]) stacked along `out` and copied once into one constant of this graph.
+  // Packed weights cannot be quantised to w8a8 yet (an UNIMPLEMENTED error); per-expert ones can.
+  nn::Linear experts(const std::string& packed, const Shape& shape,
+                     const std::function<std::vector<std::string>(int64_t)>& per_expert);
+  const Status& status() const { return status_; }
+
+ private:
+  nn::Linear stack_experts(const std::string& packed, const Shape& shape,
+                           const std::function<std::vector<std::string>(int64_t)>& per_expert);
+  Graph& g_;
+  WeightSource& source_;
+  WeightDType dtype_;
+  Status status_;
+};
+
+// The options string of a scope (empty without a callback).
+std::string scope_options(const BuildOptions& options, std::string_view scope);
+// "scope_{layer}_{part}".
+std::string layer_scope(int64_t layer, std::string_view part);
+
+// A constant [n] filled with `value` (broadcast multiplier).
+Tensor filled_f32(Graph& g, std::string name, int64_t n, float value);
+
+// Blocks per sequence of the paged caches.
+int64_t max_blocks_per_sequence(const BuildOptions& options);
+
+// The graph if it verifies and the weights were all found, else the first error.
+Expected<Graph> finish(Graph g, const ModelWeights& weights);
+
+}  // namespace sk::models
+
+#endif  // SUPERKERNEL_MODELS_MODEL_UTIL_H_

@@ -1,0 +1,261 @@
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "superkernel/weights.h"
+#include "util/half.h"
+
+namespace sk {
+namespace {
+
+// 64-byte aligned, zero-filled bytes shared by the graphs and executables that use them.
+std::shared_ptr<uint8_t> allocate_shared_bytes(size_t bytes) {
+  const size_t rounded = std::max<size_t>((bytes + 63) / 64 * 64, 64);
+  void* p = std::aligned_alloc(64, rounded);
+  SK_CHECK(p != nullptr) << "out of memory allocating " << rounded << " bytes of weights";
+  std::memset(p, 0, rounded);
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+}
+
+bool is_float(DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16; }
+
+float load_float(DType d, const uint8_t* p, int64_t i) {
+  switch (d) {
+    case DType::kBF16: {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      return bf16_to_f32(h);
+    }
+    case DType::kF16: {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      return f16_to_f32(h);
+    }
+    default: {
+      float f;
+      std::memcpy(&f, p + 4 * i, 4);
+      return f;
+    }
+  }
+}
+
+void store_float(DType d, uint8_t* p, int64_t i, float v) {
+  switch (d) {
+    case DType::kBF16: {
+      const uint16_t h = f32_to_bf16(v);
+      std::memcpy(p + 2 * i, &h, 2);
+      break;
+    }
+    case DType::kF16: {
+      const uint16_t h = f32_to_f16(v);
+      std::memcpy(p + 2 * i, &h, 2);
+      break;
+    }
+    default:
+      std::memcpy(p + 4 * i, &v, 4);
+      break;
+  }
+}
+
+// One copy, converting between float dtypes (or copying when they are equal).
+std::shared_ptr<uint8_t> convert(DType from, const uint8_t* src, DType to, int64_t n) {
+  auto out = allocate_shared_bytes(static_cast<size_t>(n) * dtype_size(to));
+  if (from == to) {
+    std::memcpy(out.get(), src, static_cast<size_t>(n) * dtype_size(to));
+  } else {
+    for (int64_t i = 0; i < n; ++i) store_float(to, out.get(), i, load_float(from, src, i));
+  }
+  return out;
+}
+
+// Per-row symmetric int8 quantisation with exactly the definition of quantize.i8
+// (docs/kernels_matmul.md): scale = max|x| / 127 (NaN ignored), q = round_half_even(clamp(x /
+// scale, -127, 127)), 0 where the quotient is NaN. The kernel lives in a package loaded at run
+// time, out of the library's reach; the weights tests check that both give the same bits.
+float quantize_row(const float* x, int64_t k, int8_t* q) {
+  float amax = 0.0f;
+  for (int64_t i = 0; i < k; ++i) {
+    const float a = std::fabs(x[i]);
+    if (a > amax) amax = a;  // false for NaN
+  }
+  const float scale = amax / 127.0f;
+  for (int64_t i = 0; i < k; ++i) {
+    const float v = x[i] / scale;
+    q[i] = std::isnan(v) ? 0 : static_cast<int8_t>(std::nearbyint(std::clamp(v, -127.0f, 127.0f)));
+  }
+  return scale;
+}
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+  return h;
+}
+
+class RandomWeights final : public WeightSource {
+ public:
+  explicit RandomWeights(uint64_t seed) : seed_(seed) {}
+  std::string describe() const override { return "random weights (seed " + std::to_string(seed_) + ")"; }
+
+ protected:
+  Expected<Loaded> load(const std::string& name, DType dtype, const Shape& shape, WeightInit init) override {
+    const int64_t n = shape_numel(shape);
+    if (n < 0) return Status::invalid_argument("random weight '" + name + "': bad shape " + shape_to_string(shape));
+    auto bytes = allocate_shared_bytes(static_cast<size_t>(n) * dtype_size(dtype));
+    if (init == WeightInit::kZero) return Loaded{bytes.get(), bytes};
+    if (!is_float(dtype))
+      return Status::unimplemented("random weight '" + name + "': " + weight_init_name(init) + " init of dtype " +
+                                   dtype_name(dtype) +
+                                   " (random weights are f32, bf16 or f16; only kZero fills others)");
+    float bound = 1.0f;
+    float center = 0.0f;
+    switch (init) {
+      case WeightInit::kLinear:
+        bound = 1.0f / std::sqrt(static_cast<float>(shape.empty() ? 1 : std::max<int64_t>(shape.back(), 1)));
+        break;
+      case WeightInit::kNorm:
+        center = 1.0f;
+        bound = 1.0f / 16.0f;
+        break;
+      case WeightInit::kBias:
+        bound = 1.0f / 64.0f;
+        break;
+      case WeightInit::kEmbedding:
+      case WeightInit::kZero:
+        break;
+    }
+    uint64_t state = seed_ ^ fnv1a(name);
+    for (int64_t i = 0; i < n; ++i) {
+      // 24 random bits give an exact float in [-1, 1).
+      const float u = static_cast<float>(splitmix64(state) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+      store_float(dtype, bytes.get(), i, center + u * bound);
+    }
+    return Loaded{bytes.get(), bytes};
+  }
+
+ private:
+  uint64_t seed_;
+};
+
+class CheckpointWeights final : public WeightSource {
+ public:
+  explicit CheckpointWeights(std::shared_ptr<const Checkpoint> ckpt) : ckpt_(std::move(ckpt)) {}
+  std::string describe() const override { return "checkpoint " + ckpt_->dir(); }
+
+ protected:
+  Expected<Loaded> load(const std::string& name, DType dtype, const Shape& shape, WeightInit) override {
+    auto found = ckpt_->find(name);
+    if (!found) return found.status();
+    const SafetensorsTensor& t = *found->tensor;
+    const std::string where = found->file->path() + ": tensor '" + name + "'";
+    if (t.shape != shape)
+      return Status::invalid_argument(where + " has shape " + shape_to_string(t.shape) + ", expected " +
+                                      shape_to_string(shape));
+    if (t.dtype != dtype && !(is_float(t.dtype) && is_float(dtype)))
+      return Status::invalid_argument(where + " is " + dtype_name(t.dtype) + ", expected " + dtype_name(dtype) +
+                                      " (only float dtypes convert into each other)");
+    const bool aligned = reinterpret_cast<uintptr_t>(t.data) % dtype_size(t.dtype) == 0;
+    if (t.dtype == dtype && aligned) return Loaded{t.data, std::shared_ptr<const void>(found->file, t.data)};
+    auto bytes = convert(t.dtype, t.data, dtype, shape_numel(shape));
+    return Loaded{bytes.get(), bytes};
+  }
+
+ private:
+  std::shared_ptr<const Checkpoint> ckpt_;
+};
+
+}  // namespace
+
+const char* weight_init_name(WeightInit init) {
+  switch (init) {
+    case WeightInit::kLinear:
+      return "linear";
+    case WeightInit::kNorm:
+      return "norm";
+    case WeightInit::kBias:
+      return "bias";
+    case WeightInit::kEmbedding:
+      return "embedding";
+    case WeightInit::kZero:
+      return "zero";
+  }
+  return "?";
+}
+
+struct WeightSource::Cache {
+  using LoadKey = std::tuple<std::string, DType, Shape>;
+  std::map<LoadKey, Loaded> loaded;
+  std::map<std::tuple<uint32_t, std::string, DType, Shape>, Tensor> tensors;  // per graph uid
+  struct Quantized {
+    std::shared_ptr<uint8_t> weight;  // i8 [N, K]
+    std::shared_ptr<uint8_t> scale;   // f32 [N]
+  };
+  std::map<std::pair<std::string, Shape>, Quantized> quantized;
+  std::map<std::tuple<uint32_t, std::string, Shape>, QuantizedWeight> quantized_tensors;
+};
+
+WeightSource::WeightSource() : cache_(std::make_unique<Cache>()) {}
+WeightSource::~WeightSource() = default;
+
+Expected<Tensor> WeightSource::get(Graph& g, const std::string& name, DType dtype, const Shape& shape,
+                                   WeightInit init) {
+  const auto key = std::make_tuple(g.uid(), name, dtype, shape);
+  if (auto it = cache_->tensors.find(key); it != cache_->tensors.end()) return it->second;
+  const Cache::LoadKey load_key{name, dtype, shape};
+  auto it = cache_->loaded.find(load_key);
+  if (it == cache_->loaded.end()) {
+    auto loaded = load(name, dtype, shape, init);
+    if (!loaded) return loaded.status();
+    it = cache_->loaded.emplace(load_key, std::move(*loaded)).first;
+  }
+  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  Tensor t = g.constant_external(name, dtype, shape, it->second.data, bytes, it->second.owner);
+  cache_->tensors.emplace(key, t);
+  return t;
+}
+
+Expected<QuantizedWeight> WeightSource::get_w8a8(Graph& g, const std::string& name, const Shape& shape) {
+  if (shape.size() != 2 || shape[0] < 0 || shape[1] < 0)
+    return Status::invalid_argument("get_w8a8('" + name + "'): shape " + shape_to_string(shape) +
+                                    " is not a linear weight [N, K]");
+  const auto key = std::make_tuple(g.uid(), name, shape);
+  if (auto it = cache_->quantized_tensors.find(key); it != cache_->quantized_tensors.end()) return it->second;
+  const int64_t n = shape[0], k = shape[1];
+  auto it = cache_->quantized.find({name, shape});
+  if (it == cache_->quantized.end()) {
+    // The f32 values are only needed here: not cached.
+    auto values = load(name, DType::kF32, shape, WeightInit::kLinear);
+    if (!values) return values.status().with_context("get_w8a8('" + name + "')");
+    Cache::Quantized q{allocate_shared_bytes(static_cast<size_t>(n * k)),
+                       allocate_shared_bytes(static_cast<size_t>(n) * sizeof(float))};
+    const auto* w = static_cast<const float*>(values->data);
+    auto* qw = reinterpret_cast<int8_t*>(q.weight.get());
+    auto* scale = reinterpret_cast<float*>(q.scale.get());
+    for (int64_t row = 0; row < n; ++row) scale[row] = quantize_row(w + row * k, k, qw + row * k);
+    it = cache_->quantized.emplace(std::make_pair(name, shape), std::move(q)).first;
+  }
+  QuantizedWeight out;
+  out.weight = g.constant_external(name, DType::kI8, shape, it->second.weight.get(), static_cast<size_t>(n * k),
+                                   it->second.weight);
+  out.scale = g.constant_external(name + ".scale", DType::kF32, {n}, it->second.scale.get(),
+                                  static_cast<size_t>(n) * sizeof(float), it->second.scale);
+  cache_->quantized_tensors.emplace(key, out);
+  return out;
+}
+
+std::unique_ptr<WeightSource> random_weights(uint64_t seed) { return std::make_unique<RandomWeights>(seed); }
+
+std::unique_ptr<WeightSource> checkpoint_weights(std::shared_ptr<const Checkpoint> checkpoint) {
+  return std::make_unique<CheckpointWeights>(std::move(checkpoint));
+}
+
+}  // namespace sk

@@ -1,0 +1,25 @@
+# Writes a config's random weights as a checkpoint, then checks that `superkernel run` prints the
+# same tokens from the checkpoint as from the random weights.
+#   cmake -DCLI=<superkernel> -DWRITER=<sk_cli_write_checkpoint> -DCONFIG=<yaml> -DDIR=<out dir>
+#         -P same_tokens.cmake
+file(REMOVE_RECURSE "${DIR}")
+execute_process(COMMAND ${WRITER} ${CONFIG} ${DIR} RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "writing the checkpoint failed (${rc}): ${err}")
+endif()
+foreach(which random checkpoint)
+  if(which STREQUAL "random")
+    set(cfg ${CONFIG})
+  else()
+    set(cfg ${DIR}/run.yaml)
+  endif()
+  execute_process(COMMAND ${CLI} run ${cfg} -q RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("-- ${which} (${cfg}): exit code ${rc}\n${out}${err}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "superkernel run ${cfg} failed")
+  endif()
+  string(REGEX MATCHALL "sequence [0-9]+ (prompt|tokens):[ 0-9]*" ${which}_tokens "${out}")
+endforeach()
+if(NOT random_tokens OR NOT random_tokens STREQUAL checkpoint_tokens)
+  message(FATAL_ERROR "tokens differ:\n  random:     ${random_tokens}\n  checkpoint: ${checkpoint_tokens}")
+endif()

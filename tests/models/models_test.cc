@@ -1,0 +1,274 @@
+// Every model in every execution mode on 1 and 2 cores gives bit-identical logits (prefill, then
+// decode steps), the per-layer scopes become super-kernel segments, and bad configs and options
+// fail with errors naming the key or option.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "model_driver.h"
+#include "superkernel/models.h"
+#include "superkernel/runtime.h"
+#include "superkernel/weights.h"
+#include "test_runtime.h"
+
+namespace sk {
+namespace {
+
+models::LongCatFlashConfig tiny_longcat() {
+  models::LongCatFlashConfig c;
+  c.vocab_size = 48;
+  c.hidden_size = 32;
+  c.num_layers = 2;
+  c.num_attention_heads = 2;
+  c.q_lora_rank = 16;
+  c.kv_lora_rank = 16;
+  c.qk_nope_head_dim = 8;
+  c.qk_rope_head_dim = 4;
+  c.v_head_dim = 8;
+  c.ffn_hidden_size = 32;
+  c.expert_ffn_hidden_size = 16;
+  c.n_routed_experts = 4;
+  c.zero_expert_num = 2;
+  c.moe_topk = 2;
+  return c;
+}
+
+models::LlamaConfig tiny_llama() {
+  models::LlamaConfig c;
+  c.vocab_size = 48;
+  c.hidden_size = 32;
+  c.intermediate_size = 48;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  return c;
+}
+
+models::BuildOptions tiny_options() {
+  models::BuildOptions o;
+  o.batch = 2;
+  o.prefill_tokens = 8;
+  o.block_size = 4;
+  o.max_context = 16;
+  return o;
+}
+
+const std::vector<std::vector<int32_t>> kPrompts = {{1, 7, 30, 2}, {45, 3, 9}};
+const std::vector<std::vector<int32_t>> kSteps = {{4, 8}, {15, 16}, {23, 42}};
+
+struct ModeRun {
+  std::string what;
+  testing::DriveResult result;
+};
+
+// Runs `build` in eager, graph and superkernel mode on 1 and 2 cores; all logits must agree bit
+// for bit with the first run.
+std::vector<ModeRun> run_all_modes(const testing::PhaseBuilder& build, const models::BuildOptions& options,
+                                   const std::vector<std::string>& caches, int64_t vocab) {
+  std::vector<ModeRun> runs;
+  for (int cores : {1, 2}) {
+    auto rt = testing::make_runtime(cores);
+    for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
+      const std::string what = std::string(execution_mode_name(mode)) + ", " + std::to_string(cores) + " cores";
+      auto r = testing::drive(*rt, CompileOptions::for_mode(mode), build, options, caches, kPrompts, kSteps, vocab);
+      if (!r) {
+        ADD_FAILURE() << what << ": " << r.status().to_string();
+        continue;
+      }
+      runs.push_back({what, std::move(*r)});
+    }
+  }
+  const size_t rows = kPrompts[0].size() + kPrompts[1].size() + kSteps.size() * kPrompts.size();
+  for (const ModeRun& run : runs) {
+    EXPECT_EQ(run.result.logits.size(), rows * static_cast<size_t>(vocab)) << run.what;
+    EXPECT_EQ(std::memcmp(run.result.logits.data(), runs.front().result.logits.data(),
+                          std::min(run.result.logits.size(), runs.front().result.logits.size()) * sizeof(float)),
+              0)
+        << run.what << " differs from " << runs.front().what;
+  }
+  return runs;
+}
+
+bool has_scope(const std::vector<std::string>& scopes, const std::string& name) {
+  return std::find(scopes.begin(), scopes.end(), name) != scopes.end();
+}
+
+TEST(Models, LongCatFlashIdenticalInEveryMode) {
+  const auto config = tiny_longcat();
+  const auto options = tiny_options();
+  auto weights = random_weights(7);
+  auto runs = run_all_modes([&](models::Phase p) { return models::build_longcat_flash(config, options, p, *weights); },
+                            options, models::cache_names(config), config.vocab_size);
+  ASSERT_EQ(runs.size(), 6u);
+  // Superkernel mode: the three scopes of every layer are segments of the decode step.
+  const auto& scopes = runs[2].result.decode_scopes;
+  for (int i = 0; i < config.num_layers; ++i)
+    for (const char* part : {"part1", "part2_moe", "part2_main"})
+      EXPECT_TRUE(has_scope(scopes, "scope_" + std::to_string(i) + "_" + part)) << part;
+}
+
+TEST(Models, LongCatFlashBf16IdenticalInEveryMode) {
+  const auto config = tiny_longcat();
+  auto options = tiny_options();
+  options.weight_dtype = models::WeightDType::kBF16;
+  options.kv_cache_dtype = DType::kBF16;
+  options.moe_core_limit = 1;
+  auto weights = random_weights(11);
+  auto runs = run_all_modes([&](models::Phase p) { return models::build_longcat_flash(config, options, p, *weights); },
+                            options, models::cache_names(config), config.vocab_size);
+  EXPECT_EQ(runs.size(), 6u);
+}
+
+// Stacked expert weights cannot be quantised yet: a clear error, not a silent fallback.
+TEST(Models, LongCatFlashW8A8ExpertsNotSupportedYet) {
+  auto options = tiny_options();
+  options.weight_dtype = models::WeightDType::kW8A8;
+  auto weights = random_weights(11);
+  auto g = models::build_longcat_flash(tiny_longcat(), options, models::Phase::kDecode, *weights);
+  ASSERT_FALSE(g);
+  EXPECT_EQ(g.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(g.status().message().find("experts.gate_up_proj"), std::string::npos) << g.status().to_string();
+}
+
+TEST(Models, LlamaIdenticalInEveryMode) {
+  const auto config = tiny_llama();
+  for (models::WeightDType dtype : {models::WeightDType::kF32, models::WeightDType::kW8A8}) {
+    auto options = tiny_options();
+    options.weight_dtype = dtype;
+    auto weights = random_weights(3);
+    auto runs = run_all_modes([&](models::Phase p) { return models::build_llama(config, options, p, *weights); },
+                              options, models::cache_names(config), config.vocab_size);
+    ASSERT_EQ(runs.size(), 6u) << models::weight_dtype_name(dtype);
+    EXPECT_TRUE(has_scope(runs[2].result.decode_scopes, "scope_1_part2_main"));
+  }
+}
+
+TEST(Models, AfdIdenticalInEveryMode) {
+  const auto config = tiny_longcat();
+  auto options = tiny_options();
+  auto weights = random_weights(5);
+  auto graph = models::build_longcat_flash_afd(config, options, *weights);
+  ASSERT_TRUE(graph) << graph.status().to_string();
+  const std::vector<float> x = testing::random_floats(static_cast<size_t>(options.batch * config.hidden_size), 9);
+  std::vector<float> first;
+  for (int cores : {1, 2}) {
+    auto rt = testing::make_runtime(cores);
+    for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
+      auto exe = rt->compile(*graph, CompileOptions::for_mode(mode));
+      ASSERT_TRUE(exe) << exe.status().to_string();
+      ASSERT_TRUE((*exe)->set_input(models::kHiddenStates, x));
+      ASSERT_TRUE((*exe)->run());
+      std::vector<float> y = (*exe)->output_f32(models::kHiddenStatesOut);
+      ASSERT_EQ(y.size(), x.size());
+      if (first.empty()) first = y;
+      EXPECT_EQ(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)), 0) << execution_mode_name(mode);
+      if (mode == ExecutionMode::kSuperKernel) {
+        bool found = false;
+        for (const SegmentReport& s : (*exe)->report().segments) found |= s.scope == "scope_1_moe";
+        EXPECT_TRUE(found);
+      }
+    }
+  }
+}
+
+TEST(Models, StreamsAndPrefetchAreNotSupportedYet) {
+  auto weights = random_weights(1);
+  auto options = tiny_options();
+  options.multi_streams = 1;
+  auto g = models::build_longcat_flash(tiny_longcat(), options, models::Phase::kDecode, *weights);
+  ASSERT_FALSE(g);
+  EXPECT_EQ(g.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(g.status().message().find("multi_streams"), std::string::npos);
+  options = tiny_options();
+  options.prefetch = true;
+  auto afd = models::build_longcat_flash_afd(tiny_longcat(), options, *weights);
+  ASSERT_FALSE(afd);
+  EXPECT_EQ(afd.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(afd.status().message().find("prefetch"), std::string::npos);
+}
+
+TEST(Models, ConfigErrorsNameTheKey) {
+  models::LongCatFlashConfig c;
+  EXPECT_TRUE(c.set("hidden_size", "64"));
+  EXPECT_EQ(c.hidden_size, 64);
+  EXPECT_TRUE(c.set("routed_scaling_factor", "2.5"));
+  EXPECT_TRUE(c.set("mla_scale_q_lora", "false"));
+  Status s = c.set("hidden_size", "6k");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("hidden_size"), std::string::npos);
+  EXPECT_EQ(c.set("hiden_size", "1").code(), StatusCode::kNotFound);
+  c = tiny_longcat();
+  c.moe_topk = 7;
+  s = c.validate();
+  EXPECT_NE(s.message().find("moe_topk"), std::string::npos) << s.to_string();
+  models::LlamaConfig l = tiny_llama();
+  l.num_key_value_heads = 3;
+  EXPECT_NE(l.validate().message().find("num_key_value_heads"), std::string::npos);
+  EXPECT_EQ(models::parse_weight_dtype("int4").status().code(), StatusCode::kInvalidArgument);
+  auto options = tiny_options();
+  options.kv_cache_dtype = DType::kI8;
+  EXPECT_NE(options.validate().message().find("kv_cache_dtype"), std::string::npos);
+}
+
+TEST(Models, PagedCacheLayout) {
+  models::PagedCacheLayout layout(tiny_options());
+  EXPECT_EQ(layout.num_blocks(), 8);
+  // Block j of sequence b is block j * batch + b.
+  EXPECT_EQ(layout.slot(0, 5), (1 * 2 + 0) * 4 + 1);
+  EXPECT_EQ(layout.slot(1, 0), 1 * 4);
+  auto in = layout.prefill({{1, 2, 3}, {4}});
+  ASSERT_TRUE(in);
+  EXPECT_EQ(in->positions, (std::vector<int32_t>{0, 1, 2, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(in->seq_ids, (std::vector<int32_t>{0, 0, 0, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(in->slot_mapping, (std::vector<int32_t>{0, 1, 2, 4, -1, -1, -1, -1}));
+  EXPECT_EQ(layout.last_prefill_row(1), 3);
+  auto step = layout.decode({5, 6});
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->positions, (std::vector<int32_t>{3, 1}));
+  EXPECT_EQ(step->context_lens, (std::vector<int32_t>{4, 2}));
+  EXPECT_FALSE(layout.prefill({{1, 2, 3, 4, 5, 6, 7, 8, 9}, {}}));
+  EXPECT_FALSE(layout.decode({1}));
+  EXPECT_EQ(layout.slot(2, 0), -1);
+  EXPECT_EQ(layout.slot(0, 16), -1);
+  layout.reset();
+  EXPECT_EQ(layout.context_len(0), 0);
+  auto again = layout.decode({5, 6});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->context_lens, (std::vector<int32_t>{1, 1}));
+}
+
+TEST(Models, PagedCacheLayoutRefusesBadGeometry) {
+  auto options = tiny_options();
+  options.block_size = 0;
+  models::PagedCacheLayout layout(options);
+  EXPECT_FALSE(layout.status());
+  auto in = layout.decode({1, 2});
+  ASSERT_FALSE(in);
+  EXPECT_NE(in.status().message().find("block_size"), std::string::npos) << in.status().to_string();
+  options = tiny_options();
+  options.batch = -3;
+  EXPECT_FALSE(models::PagedCacheLayout(options).prefill({}));
+}
+
+// A second model's executable cannot share the first one's cache storage.
+TEST(Models, CacheStorageRefusesOtherCaches) {
+  auto weights = random_weights(2);
+  const auto options = tiny_options();
+  auto rt = testing::make_runtime(1);
+  auto longcat = models::build_longcat_flash(tiny_longcat(), options, models::Phase::kDecode, *weights);
+  auto llama = models::build_llama(tiny_llama(), options, models::Phase::kDecode, *weights);
+  ASSERT_TRUE(longcat && llama);
+  auto a = rt->compile(*longcat, CompileOptions::for_mode(ExecutionMode::kGraph));
+  auto b = rt->compile(*llama, CompileOptions::for_mode(ExecutionMode::kGraph));
+  ASSERT_TRUE(a && b);
+  models::CacheStorage storage;
+  ASSERT_TRUE(storage.bind(**a, models::cache_names(tiny_longcat())));
+  Status s = storage.bind(**b, models::cache_names(tiny_llama()));
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("cache"), std::string::npos) << s.to_string();
+}
+
+}  // namespace
+}  // namespace sk

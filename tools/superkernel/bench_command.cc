@@ -1,0 +1,295 @@
+// `superkernel bench`: the three execution modes side by side on one model, its weights and its
+// inputs. Checks that their outputs are bitwise identical, then times the decode step of every mode
+// in interleaved rounds (so drift on a busy machine hits all modes alike) and reports it against
+// two bounds measured in the same run:
+//   overhead fraction   (step - sum of the step's kernels timed in isolation) / step, where each
+//                       kernel runs as a one-op graph fed the values it saw in the step
+//                       (isolated_kernels.h);
+//   bandwidth share     bytes the step must read / step time / STREAM triad bandwidth.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "bench_common.h"
+#include "commands.h"
+#include "isolated_kernels.h"
+
+namespace sk::cli {
+namespace {
+
+constexpr ExecutionMode kModes[] = {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel};
+
+struct ModeRun {
+  ExecutionMode mode;
+  std::unique_ptr<Generator> gen;
+  std::vector<float> outputs;  // logits of every step, concatenated
+  std::vector<int32_t> ids;    // sampled ids of every step
+  std::vector<double> step_s;
+};
+
+// Median absolute deviation: the spread of a sample that a few preempted runs (on a busy
+// machine) do not blow up, unlike the standard deviation.
+double mad(const std::vector<double>& v) {
+  const double median = bench::stats_of(v).median;
+  std::vector<double> dev;
+  for (double x : v) dev.push_back(std::abs(x - median));
+  return bench::stats_of(dev).median;
+}
+
+// Prefill and decode.new_tokens steps, keeping every step's outputs for the comparison.
+Status generate(const config::Config& cfg, const Model& model, ModeRun& run, Progress& progress) {
+  const std::string mode = execution_mode_name(run.mode);
+  auto record = [&] {
+    run.outputs.insert(run.outputs.end(), run.gen->logits().begin(), run.gen->logits().end());
+    run.ids.insert(run.ids.end(), run.gen->ids().begin(), run.gen->ids().end());
+  };
+  progress.update(mode + ": prefill");
+  SK_RETURN_IF_ERROR(run.gen->prefill(make_prompts(cfg, model, {})).with_context(mode + " prefill"));
+  record();
+  for (int i = 0; i < cfg.decode.new_tokens; ++i) {
+    progress.update(mode + ": decode step " + std::to_string(i + 1) + "/" + std::to_string(cfg.decode.new_tokens));
+    SK_RETURN_IF_ERROR(run.gen->decode_step().with_context(mode + " decode step " + std::to_string(i + 1)));
+    record();
+  }
+  return Status::ok();
+}
+
+// Empty when `run` matches `ref` bit for bit; otherwise where they first differ.
+std::string difference(const ModeRun& ref, const ModeRun& run, size_t values_per_step) {
+  if (run.ids != ref.ids) {
+    for (size_t i = 0; i < ref.ids.size(); ++i) {
+      if (run.ids[i] != ref.ids[i]) {
+        return "sampled id " + std::to_string(i) + ": " + std::to_string(run.ids[i]) + " vs " +
+               std::to_string(ref.ids[i]);
+      }
+    }
+  }
+  if (run.outputs.size() != ref.outputs.size()) return "output sizes differ";
+  for (size_t i = 0; i < ref.outputs.size(); ++i) {
+    if (std::memcmp(&run.outputs[i], &ref.outputs[i], sizeof(float)) != 0) {
+      char buf[160];
+      std::snprintf(buf, sizeof(buf), "step %zu, value %zu: %.9g vs %.9g", i / values_per_step, i % values_per_step,
+                    run.outputs[i], ref.outputs[i]);
+      return buf;
+    }
+  }
+  return "";
+}
+
+// Feeds the decode executable `exe` the inputs of `gen`'s last step.
+Status feed_last_step(const Model& model, Generator& gen, Executable& exe) {
+  if (model.arch == Architecture::kLongCatFlashAfd) {
+    HostTensor h = *gen.decode_executable().tensor(models::kHiddenStates);
+    return exe.set_input(models::kHiddenStates, h.data, h.bytes());
+  }
+  SK_RETURN_IF_ERROR(gen.bind_caches(exe));
+  return models::set_step_inputs(exe, gen.last_inputs());
+}
+
+// The decode step run once more in eager mode with the data dump on: every op's outputs, which
+// the byte count and the isolated kernels read.
+Expected<std::unique_ptr<Executable>> dumped_step(const config::Config& cfg, const Model& model, Runtime& rt,
+                                                  Generator& gen) {
+  CompileOptions opts = cfg.compile_options(ExecutionMode::kEager);
+  opts.dump = true;
+  auto exe = rt.compile(model.decode, opts);
+  if (!exe) return exe.status();
+  SK_RETURN_IF_ERROR(feed_last_step(model, gen, **exe));
+  SK_RETURN_IF_ERROR((*exe)->run());
+  return exe;
+}
+
+// The last-level cache of the CPU we run on, as sysfs describes it (glibc's sysconf may report
+// the whole package's L3 on a VM). 32 MiB when neither knows.
+size_t last_level_cache_bytes() {
+  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
+  size_t kib = 0;
+  if (f >> kib && kib > 0) return kib << 10;
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return l3 > 0 ? static_cast<size_t>(l3) : size_t{32} << 20;
+}
+
+// Bytes one decode step must read: every constant once, except that an embedding table counts
+// only the rows looked up and expert weights only the experts that received tokens (read from a
+// data dump of the step), plus the cached context the attention reads.
+Expected<double> step_bytes(const Model& model, const Executable& exe, Generator& gen) {
+  std::map<std::string, const DumpRecord*> dumped;
+  for (const DumpRecord& r : exe.dump()) dumped[r.tensor] = &r;
+
+  const Graph& g = model.decode;
+  const std::vector<int32_t>& context = gen.last_inputs().context_lens;
+  std::map<int32_t, double> read;  // tensor -> bytes
+  for (size_t i = 0; i < g.num_ops(); ++i) {
+    const OpInfo& op = g.op(i);
+    const bool grouped = op.kernel.rfind("grouped_matmul", 0) == 0;
+    const bool embedding = op.kernel.rfind("embedding", 0) == 0;
+    const bool attention = op.kernel.find("attention") != std::string::npos;
+    double expert_share = 1.0;
+    int64_t experts = 0;
+    if (grouped && op.inputs.size() > 1) {
+      auto it = dumped.find(g.tensor(op.inputs[1]).name);
+      if (it != dumped.end() && it->second->dtype == DType::kI32) {
+        const auto* counts = reinterpret_cast<const int32_t*>(it->second->data.data());
+        experts = static_cast<int64_t>(it->second->data.size() / sizeof(int32_t));
+        const int64_t used = std::count_if(counts, counts + experts, [](int32_t c) { return c > 0; });
+        expert_share = experts ? static_cast<double>(used) / static_cast<double>(experts) : 1.0;
+      }
+    }
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const int32_t id = op.inputs[k];
+      const TensorInfo& t = g.tensor(id);
+      const TensorInfo& base = t.base >= 0 ? g.tensor(t.base) : t;
+      const int32_t key = t.base >= 0 ? t.base : id;
+      double bytes = 0;
+      if (base.kind == TensorKind::kConstant) {
+        bytes = static_cast<double>(base.storage_bytes);
+        if (embedding && k == 1 && !base.shape.empty() && base.shape[0] > 0) {
+          bytes *= static_cast<double>(shape_numel(g.tensor(op.inputs[0]).shape)) / static_cast<double>(base.shape[0]);
+        } else if (grouped && !base.shape.empty() && base.shape[0] == experts) {
+          bytes *= expert_share;
+        }
+      } else if (base.kind == TensorKind::kVariable && attention && base.shape.size() >= 2 && !context.empty()) {
+        // Paged cache [num_blocks, block_size, ...]: each sequence reads its context's rows.
+        const double row = static_cast<double>(base.storage_bytes) / static_cast<double>(base.shape[0] * base.shape[1]);
+        for (int32_t len : context) bytes += row * len;
+      }
+      read[key] = std::max(read[key], bytes);
+    }
+  }
+  double total = 0;
+  for (const auto& [id, bytes] : read) total += bytes;
+  return total;
+}
+
+std::string mib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f MiB", bytes / (1024.0 * 1024.0));
+  return buf;
+}
+
+}  // namespace
+
+int bench_command(const BenchArgs& args) {
+  Progress progress(args.common.quiet);
+  auto opened = open_session(args.common, progress, [&](config::Config& cfg) -> Status {
+    if (args.runs > 0) cfg.bench.runs = args.runs;
+    return Status::ok();
+  });
+  if (auto* code = std::get_if<int>(&opened)) return *code;
+  Session& s = *std::get<std::unique_ptr<Session>>(opened);
+  const config::Config& cfg = s.cfg;
+  const Model& model = *s.model;
+  const int cores = s.runtime->num_cores();
+
+  std::vector<ModeRun> runs;
+  for (ExecutionMode mode : kModes) {
+    progress.update(std::string("compiling ") + execution_mode_name(mode));
+    auto gen = Generator::create(cfg, model, *s.runtime, cfg.compile_options(mode));
+    if (!gen) {
+      progress.done();
+      return fail(gen.status().with_context(std::string("mode ") + execution_mode_name(mode)), kExitBadConfig);
+    }
+    runs.push_back({mode, std::move(*gen), {}, {}, {}});
+    if (Status st = generate(cfg, model, runs.back(), progress); !st) {
+      progress.done();
+      return fail(st, kExitFailed);
+    }
+  }
+  const size_t per_step = runs.front().gen->logits().size();
+  for (size_t m = 1; m < runs.size(); ++m) {
+    const std::string diff = difference(runs.front(), runs[m], std::max<size_t>(per_step, 1));
+    if (!diff.empty()) {
+      progress.done();
+      return fail(
+          Status::internal(std::string("outputs differ between eager and ") + execution_mode_name(runs[m].mode) + " (" +
+                           diff + "); the modes must be bit-identical"),
+          kExitMismatch);
+    }
+  }
+
+  for (int r = -cfg.bench.warmup; r < cfg.bench.runs; ++r) {
+    if (r >= 0 && r % 5 == 0)
+      progress.update("timing round " + std::to_string(r + 1) + "/" + std::to_string(cfg.bench.runs));
+    for (ModeRun& run : runs) {
+      const double t0 = bench::now_seconds();
+      if (Status st = run.gen->rerun_step(); !st) {
+        progress.done();
+        return fail(st, kExitFailed);
+      }
+      if (r >= 0) run.step_s.push_back(bench::now_seconds() - t0);
+    }
+  }
+  progress.update("counting the bytes a step reads");
+  auto dumped = dumped_step(cfg, model, *s.runtime, *runs.front().gen);
+  if (!dumped) return fail(dumped.status().with_context("dumping a decode step"), kExitFailed);
+  auto bytes = step_bytes(model, **dumped, *runs.front().gen);
+  if (!bytes) return fail(bytes.status().with_context("step bytes"), kExitFailed);
+  progress.update("timing each kernel in isolation");
+  IsolationOptions iso;
+  if (*bytes > static_cast<double>(last_level_cache_bytes())) {
+    iso.flush_bytes = 2 * last_level_cache_bytes();
+    iso.runs = 3;  // each run streams the flush buffer first
+  }
+  auto kernel_s = isolated_kernel_seconds(*s.runtime, model.decode, **dumped, iso);
+  if (!kernel_s) return fail(kernel_s.status().with_context("isolated kernel timing"), kExitFailed);
+  progress.update("STREAM triad");
+  const double triad = bench::triad_gb_per_s(cores, 5);
+  progress.done();
+
+  const std::string name = std::filesystem::path(cfg.file).stem().string();
+  const int context = cfg.decode.prompt_tokens + cfg.decode.new_tokens;
+  const std::string test = "decode b" + std::to_string(cfg.decode.batch) + " ctx" + std::to_string(context);
+  std::printf("machine: %d cores, isa %s; config %s\n\n", cores, Runtime::cpu_isa().c_str(), cfg.file.c_str());
+  std::printf("| model | size | mode | cores | test | step ms | t/s | vs eager | vs graph | overhead | %% triad |\n");
+  std::printf("|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
+  std::vector<bench::Result> results;
+  const double eager_s = bench::stats_of(runs[0].step_s).median, graph_s = bench::stats_of(runs[1].step_s).median;
+  for (const ModeRun& run : runs) {
+    const bench::Stats st = bench::stats_of(run.step_s);
+    std::vector<double> tps;
+    for (double t : run.step_s) tps.push_back(cfg.decode.batch / t);
+    const bench::Stats tp = bench::stats_of(tps);
+    const double overhead = (st.median - *kernel_s) / st.median;
+    const double share = *bytes / st.median / (triad * 1e9);
+    const char* mode = execution_mode_name(run.mode);
+    std::printf("| %s | %s | %s | %d | %s | %.3f ± %.3f | %.1f ± %.1f | %.2f | %.2f | %.1f%% | %.1f%% |\n",
+                model.name.c_str(), mib(static_cast<double>(model.weight_bytes)).c_str(), mode, cores, test.c_str(),
+                st.median * 1e3, mad(run.step_s) * 1e3, tp.median, mad(tps), st.median / eager_s, st.median / graph_s,
+                overhead * 100, share * 100);
+    const int n = static_cast<int>(run.step_s.size());
+    results.push_back(
+        {name + "/" + test, mode, cores, "step_latency", st.median * 1e3, st.min * 1e3, st.max * 1e3, n, "ms"});
+    results.push_back({name + "/" + test, mode, cores, "tokens_per_s", tp.median, tp.min, tp.max, n, "tokens/s"});
+    results.push_back({name + "/" + test, mode, cores, "overhead_fraction", overhead, overhead, overhead, n, "1"});
+    results.push_back({name + "/" + test, mode, cores, "triad_fraction", share, share, share, n, "1"});
+  }
+  results.push_back({"stream_triad", "stream", cores, "gb_per_s", triad, triad, triad, 5, "GB/s"});
+  results.push_back({name + "/" + test, "kernels_isolated", cores, "step_latency", *kernel_s * 1e3, *kernel_s * 1e3,
+                     *kernel_s * 1e3, iso.runs, "ms"});
+  results.push_back({name + "/" + test, "bytes", cores, "step_bytes", *bytes, *bytes, *bytes, 1, "bytes"});
+
+  std::printf(
+      "\nmedian ± median absolute deviation of %d interleaved steps per mode (after %d warm-up rounds); "
+      "vs = step time ratio\n",
+      cfg.bench.runs, cfg.bench.warmup);
+  std::printf(
+      "kernels in isolation: %.3f ms per step (each a one-op graph, best of %d runs, launch cost taken off%s); "
+      "overhead = (step - that) / step\n",
+      *kernel_s * 1e3, iso.runs, iso.flush_bytes ? ", caches flushed before each" : "");
+  std::printf("step reads %s; STREAM triad %.1f GB/s on %d cores; %% triad = bytes / step / triad\n",
+              mib(*bytes).c_str(), triad, cores);
+  std::printf("outputs: prefill and %d decode steps bitwise identical in eager, graph and superkernel\n",
+              cfg.decode.new_tokens);
+  if (!args.json.empty() && !bench::write_json(args.json, results)) {
+    return fail(Status::not_found("--json: cannot write " + args.json), kExitFailed);
+  }
+  return kExitOk;
+}
+
+}  // namespace sk::cli

@@ -1,0 +1,71 @@
+// The subcommands of `superkernel` and what they share: exit codes, the arguments each takes and
+// the session (config, runtime, model) every command starts from.
+#ifndef SUPERKERNEL_TOOLS_COMMANDS_H_
+#define SUPERKERNEL_TOOLS_COMMANDS_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "config/config.h"
+#include "model_session.h"
+
+namespace sk::cli {
+
+// Exit codes (also in `superkernel --help`).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitFailed = 1,     // compiling or running failed
+  kExitUsage = 2,      // bad command-line arguments
+  kExitBadConfig = 3,  // the config file, its model or its checkpoint is invalid or unsupported
+  kExitMismatch = 4,   // bench: the execution modes' outputs differ
+};
+
+// Prints `s` on stderr ("superkernel: error: ...") and returns `code`.
+int fail(const Status& s, int code);
+
+struct CommonArgs {
+  std::string config;
+  bool quiet = false;
+};
+
+struct RunArgs {
+  CommonArgs common;
+  std::string prompt;  // comma-separated token ids; empty: derived from the config
+  int tokens = 0;      // 0: decode.new_tokens
+  std::string mode;    // empty: model_config.exe_mode
+};
+
+struct BenchArgs {
+  CommonArgs common;
+  std::string json;
+  int runs = 0;  // 0: bench.runs
+};
+
+struct ExplainArgs {
+  CommonArgs common;
+  bool programs = false;  // also every per-core instruction (sk::explain's full text)
+};
+
+// A config loaded and turned into a runtime and model graphs.
+struct Session {
+  config::Config cfg;
+  std::shared_ptr<Runtime> runtime;
+  std::unique_ptr<Model> model;
+};
+
+// Loads the config, lets `adjust` override keys from the command line, then starts the runtime
+// and builds the model. On failure returns the exit code (after printing the error).
+using AdjustConfig = std::function<Status(config::Config&)>;
+std::variant<std::unique_ptr<Session>, int> open_session(const CommonArgs& args, Progress& progress,
+                                                         const AdjustConfig& adjust = {});
+
+int run_command(const RunArgs& args);
+int bench_command(const BenchArgs& args);
+int explain_command(const ExplainArgs& args);
+
+}  // namespace sk::cli
+
+#endif  // SUPERKERNEL_TOOLS_COMMANDS_H_

@@ -1,0 +1,68 @@
+// superkernel: run, benchmark and explain a model described by a YAML config.
+//
+//   superkernel run configs/longcat-mini.yaml --tokens 8
+//   superkernel bench configs/longcat-mini.yaml --json bench.json
+//   superkernel explain configs/longcat-mini.yaml
+//
+// Results go to stdout; progress and errors to stderr; the exit code says what failed.
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+
+namespace {
+
+constexpr const char* kExitCodes =
+    "Exit codes: 0 success, 1 compiling or running failed, 2 bad arguments, 3 invalid or unsupported config "
+    "(file:line in the message), 4 bench: the execution modes' outputs differ.\n"
+    "Config keys: docs/CONFIG.md.";
+
+void add_common(CLI::App& cmd, sk::cli::CommonArgs& args) {
+  cmd.add_option("CONFIG", args.config, "YAML config file (docs/CONFIG.md)")->required();
+  cmd.add_flag("-q,--quiet", args.quiet, "no progress line on stderr");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace sk::cli;
+  CLI::App app{"superkernel: runs, benchmarks and explains models in the eager, graph and superkernel modes",
+               "superkernel"};
+  app.footer(kExitCodes);
+  app.require_subcommand(1);
+
+  RunArgs run;
+  CLI::App* run_cmd = app.add_subcommand("run", "prefill a prompt, decode tokens, print their ids and latencies");
+  add_common(*run_cmd, run.common);
+  run_cmd->add_option("--prompt", run.prompt, "prompt token ids, comma-separated (default: from the config)");
+  run_cmd->add_option("--tokens", run.tokens, "tokens to decode per sequence (default: decode.new_tokens)")
+      ->check(CLI::Range(1, 1 << 20));
+  run_cmd->add_option("--mode", run.mode, "execution mode (default: model_config.exe_mode)")
+      ->check(CLI::IsMember({"eager", "graph", "superkernel"}));
+  run_cmd->footer(kExitCodes);
+
+  BenchArgs bench;
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench", "eager, graph and superkernel side by side on the same weights and inputs (outputs must match)");
+  add_common(*bench_cmd, bench.common);
+  bench_cmd->add_option("--json", bench.json, "also write the results as JSON to this path");
+  bench_cmd->add_option("--runs", bench.runs, "timed decode steps per mode (default: bench.runs)")
+      ->check(CLI::Range(1, 100000));
+  bench_cmd->footer(kExitCodes);
+
+  ExplainArgs explain;
+  CLI::App* explain_cmd =
+      app.add_subcommand("explain", "segments per layer, cut reasons, streams, core limits and per-core programs");
+  add_common(*explain_cmd, explain.common);
+  explain_cmd->add_flag("--programs", explain.programs, "also print every per-core instruction");
+  explain_cmd->footer(kExitCodes);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help prints on stdout and succeeds; every other parse error is a usage error.
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  if (run_cmd->parsed()) return run_command(run);
+  if (bench_cmd->parsed()) return bench_command(bench);
+  return explain_command(explain);
+}

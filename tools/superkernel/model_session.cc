@@ -1,0 +1,359 @@
+// Config -> runtime, model graphs and per-mode executables. Errors found here still point at the
+// config line (or the checkpoint's config.json line) that caused them.
+#include "model_session.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "superkernel/attrs_moe.h"
+#include "superkernel/ops.h"
+#include "superkernel/weights.h"
+
+namespace sk::cli {
+namespace {
+
+Status at_key(const config::Config& cfg, const std::string& key, const Status& s) {
+  return s.with_context(cfg.where(key).to_string() + ": key '" + key + "'");
+}
+
+struct ArchitectureName {
+  const char* name;
+  Architecture arch;
+};
+constexpr ArchitectureName kArchitectures[] = {
+    {"longcat_flash", Architecture::kLongCatFlash},
+    {"longcat_flash_afd", Architecture::kLongCatFlashAfd},
+    {"llama", Architecture::kLlama},
+};
+
+std::string architecture_list() {
+  std::string out;
+  for (const ArchitectureName& a : kArchitectures) out += std::string(out.empty() ? "" : ", ") + a.name;
+  return out;
+}
+
+// config.json's model_type, the architecture of a checkpoint.
+std::string model_type(const Checkpoint& ckpt) {
+  for (const ConfigEntry& e : ckpt.config_entries()) {
+    if (e.key == "model_type") return e.value;
+  }
+  return "";
+}
+
+// Sets the checkpoint's config.json keys (skipping the ones the model does not use), then the
+// config file's model.config keys (each must be one the model knows).
+template <typename ModelConfig>
+Status fill_model_config(const config::Config& cfg, const Checkpoint* ckpt, ModelConfig& mc) {
+  if (ckpt) {
+    for (const ConfigEntry& e : ckpt->config_entries()) {
+      Status s = mc.set(e.key, e.value);
+      if (!s && s.code() != StatusCode::kNotFound) {
+        return s.with_context(ckpt->config_path() + ":" + std::to_string(e.line) + ": key '" + e.key + "'");
+      }
+    }
+  }
+  for (const config::ModelKey& k : cfg.model.keys) {
+    const std::string where = k.where.to_string() + ": key 'model.config." + k.key + "'";
+    Status s = mc.set(k.key, k.value);
+    if (s.code() == StatusCode::kNotFound) {
+      std::string known;
+      for (const std::string& name : ModelConfig::keys()) known += (known.empty() ? "" : ", ") + name;
+      return Status::invalid_argument(where + ": not a key of " + cfg.model.architecture + "; expected one of " +
+                                      known);
+    }
+    if (!s) return s.with_context(where);
+  }
+  if (Status s = mc.validate(); !s) {
+    // Point at the size key the message names, when the config file sets it.
+    for (const config::ModelKey& k : cfg.model.keys) {
+      if (s.message().find("'" + k.key + "'") != std::string::npos) {
+        return s.with_context(k.where.to_string() + ": key 'model.config." + k.key + "'");
+      }
+    }
+    return at_key(cfg, ckpt ? "model.checkpoint" : "model.config", s);
+  }
+  return Status::ok();
+}
+
+// Which config key a builder error is about, so it can point at its line.
+std::string key_of_build_error(const config::Config& cfg, const Status& s) {
+  const std::string& m = s.message();
+  if (cfg.custom.enable_prefetch && m.find("prefetch") != std::string::npos) {
+    return "model_config.custom_params.enable_prefetch";
+  }
+  if (cfg.custom.enable_multi_streams && m.find("stream") != std::string::npos) {
+    return "model_config.custom_params.enable_multi_streams";
+  }
+  return "model";
+}
+
+Expected<models::BuildOptions> build_options(const config::Config& cfg) {
+  models::BuildOptions b;
+  std::string dtype = cfg.model.w8a8 ? "w8a8" : cfg.model.dtype;
+  auto wd = models::parse_weight_dtype(dtype);
+  if (!wd) return at_key(cfg, cfg.model.w8a8 ? "model.w8a8" : "model.dtype", wd.status());
+  b.weight_dtype = *wd;
+  b.batch = cfg.decode.batch;
+  b.prefill_tokens = static_cast<int64_t>(cfg.decode.batch) * cfg.decode.prompt_tokens;
+  b.block_size = 16;
+  // Room for the prompt and every generated token (the last one is sampled, never appended).
+  const int64_t context = cfg.decode.prompt_tokens + cfg.decode.new_tokens;
+  b.max_context = (context + b.block_size - 1) / b.block_size * b.block_size;
+  const config::StreamCoreLimit moe = cfg.core_limit("moe");
+  if (moe.cube != 0 && moe.vector != 0 && moe.cube != moe.vector) {
+    return Status::unimplemented(moe.where.to_string() +
+                                 ": key 'runtime.core_limits.moe': different cube and vector limits are not "
+                                 "supported by the model builders yet; set them equal");
+  }
+  b.moe_core_limit = std::max(moe.cube, moe.vector);
+  b.multi_streams = cfg.custom.enable_multi_streams;
+  b.prefetch = cfg.custom.enable_prefetch;
+  b.scope_options = [&cfg](std::string_view scope) { return cfg.scope_options_for(scope); };
+  if (Status s = b.validate(); !s) return at_key(cfg, key_of_build_error(cfg, s), s);
+  return b;
+}
+
+int64_t constant_bytes(const Graph& g) {
+  int64_t bytes = 0;
+  for (size_t i = 0; i < g.num_tensors(); ++i) {
+    const TensorInfo& t = g.tensor(static_cast<int32_t>(i));
+    if (t.kind == TensorKind::kConstant) bytes += t.storage_bytes;
+  }
+  return bytes;
+}
+
+template <typename ModelConfig, typename BuildFn>
+Status build_graphs(const config::Config& cfg, const Checkpoint* ckpt, WeightSource& weights, Progress& progress,
+                    Model& m, BuildFn build) {
+  ModelConfig mc;
+  if (Status s = fill_model_config(cfg, ckpt, mc); !s) return s;
+  m.vocab_size = mc.vocab_size;
+  m.hidden_size = mc.hidden_size;
+  m.caches = models::cache_names(mc);
+  auto built = [&](Expected<Graph> g) -> Expected<Graph> {
+    if (!g) return at_key(cfg, key_of_build_error(cfg, g.status()), g.status());
+    return g;
+  };
+  if (m.arch != Architecture::kLongCatFlashAfd) {
+    progress.update("building the prefill graph");
+    auto prefill = built(build(mc, m.build, models::Phase::kPrefill, weights));
+    if (!prefill) return prefill.status();
+    m.prefill.emplace(std::move(*prefill));
+  } else {
+    m.caches.clear();  // FFN only: no attention, no caches
+  }
+  progress.update("building the decode graph");
+  auto decode = built(build(mc, m.build, models::Phase::kDecode, weights));
+  if (!decode) return decode.status();
+  m.decode = std::move(*decode);
+  return Status::ok();
+}
+
+// Compile errors name scopes; add the config line whose scope options that scope got.
+Status with_scope_rule(const config::Config& cfg, const Graph& g, const Status& s) {
+  for (size_t i = 0; i < g.num_scopes(); ++i) {
+    const std::string& name = g.scope(static_cast<int32_t>(i)).name;
+    if (name.empty() || s.message().find("'" + name + "'") == std::string::npos) continue;
+    if (const config::ScopeOptionRule* rule = cfg.scope_rule_for(name)) {
+      return s.with_context(rule->where.to_string() + ": key 'model_config.scope_options." + rule->pattern + "'");
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+Expected<std::shared_ptr<Runtime>> create_runtime(const config::Config& cfg) {
+  RuntimeOptions ro;
+  ro.num_cores = cfg.runtime.cores;
+  ro.cube_cores = cfg.runtime.cube_cores;
+  auto rt = Runtime::create(ro);
+  if (!rt) return at_key(cfg, cfg.runtime.cores ? "runtime.cores" : "runtime", rt.status());
+  return rt;
+}
+
+Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress& progress) {
+  auto m = std::make_unique<Model>();
+  std::shared_ptr<Checkpoint> ckpt;
+  m->name = cfg.model.architecture;
+  if (!cfg.model.checkpoint.empty()) {
+    progress.update("opening checkpoint " + cfg.model.checkpoint);
+    auto opened = Checkpoint::open(cfg.model.checkpoint);
+    if (!opened) return at_key(cfg, "model.checkpoint", opened.status());
+    ckpt = *opened;
+    const std::string type = model_type(*ckpt);
+    if (m->name.empty()) m->name = type;
+    if (m->name.empty()) {
+      return Status::invalid_argument(ckpt->config_path() + ": no model_type; set model.architecture to one of " +
+                                      architecture_list());
+    }
+  }
+  const ArchitectureName* found = nullptr;
+  for (const ArchitectureName& a : kArchitectures) {
+    if (m->name == a.name) found = &a;
+  }
+  if (!found) {
+    // Named in the config file, or else by the checkpoint's model_type.
+    const std::string where = cfg.model.architecture.empty()
+                                  ? ckpt->config_path() + ": key 'model_type'"
+                                  : cfg.where("model.architecture").to_string() + ": key 'model.architecture'";
+    return Status::invalid_argument(where + ": expected one of " + architecture_list() + ", got '" + m->name + "'");
+  }
+  m->arch = found->arch;
+  auto b = build_options(cfg);
+  if (!b) return b.status();
+  m->build = std::move(*b);
+  std::unique_ptr<WeightSource> weights = ckpt ? checkpoint_weights(ckpt) : random_weights(cfg.model.seed);
+
+  Status s;
+  switch (m->arch) {
+    case Architecture::kLongCatFlash:
+      s = build_graphs<models::LongCatFlashConfig>(cfg, ckpt.get(), *weights, progress, *m,
+                                                   models::build_longcat_flash);
+      break;
+    case Architecture::kLlama:
+      s = build_graphs<models::LlamaConfig>(cfg, ckpt.get(), *weights, progress, *m, models::build_llama);
+      break;
+    case Architecture::kLongCatFlashAfd: {
+      // One FFN step graph (the decode phase); build_graphs asks for no prefill.
+      auto afd = [](const models::LongCatFlashConfig& c, const models::BuildOptions& o, models::Phase,
+                    WeightSource& w) { return models::build_longcat_flash_afd(c, o, w); };
+      s = build_graphs<models::LongCatFlashConfig>(cfg, ckpt.get(), *weights, progress, *m, afd);
+      break;
+    }
+  }
+  if (!s) return s;
+  m->weight_bytes = constant_bytes(m->decode);
+  return m;
+}
+
+std::vector<std::vector<int32_t>> make_prompts(const config::Config& cfg, const Model& model,
+                                               const std::vector<int32_t>& ids) {
+  std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(cfg.decode.batch));
+  const int64_t vocab = std::max<int64_t>(model.vocab_size, 1);
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    if (!ids.empty()) {
+      prompts[b] = ids;
+      continue;
+    }
+    // A fixed, seed-dependent prompt: arbitrary ids, the same in every mode and run.
+    const uint64_t seed = cfg.decode.sampling.seed;
+    for (int i = 0; i < cfg.decode.prompt_tokens; ++i) {
+      const uint64_t h = (seed + 1) * 0x9E3779B97F4A7C15ull ^ (b * 7919 + static_cast<uint64_t>(i) * 104729 + 1);
+      prompts[b].push_back(static_cast<int32_t>(h % static_cast<uint64_t>(vocab)));
+    }
+  }
+  return prompts;
+}
+
+Generator::~Generator() = default;
+
+Expected<std::unique_ptr<Generator>> Generator::create(const config::Config& cfg, const Model& model, Runtime& runtime,
+                                                       const CompileOptions& options) {
+  std::unique_ptr<Generator> gen(new Generator());
+  gen->cfg_ = &cfg;
+  gen->model_ = &model;
+  auto compile = [&](const Graph& g) -> Expected<std::unique_ptr<Executable>> {
+    auto exe = runtime.compile(g, options);
+    if (!exe) return with_scope_rule(cfg, g, exe.status());
+    return exe;
+  };
+  auto decode = compile(model.decode);
+  if (!decode) return decode.status();
+  gen->decode_ = std::move(*decode);
+  if (model.prefill) {
+    auto prefill = compile(*model.prefill);
+    if (!prefill) return prefill.status();
+    gen->prefill_ = std::move(*prefill);
+    gen->layout_.emplace(model.build);
+  }
+  if (gen->prefill_) {
+    SK_RETURN_IF_ERROR(gen->caches_.bind(*gen->prefill_, model.caches));
+    SK_RETURN_IF_ERROR(gen->caches_.bind(*gen->decode_, model.caches));
+  }
+  if (model.arch != Architecture::kLongCatFlashAfd) {
+    // Sampling runs the library's sample kernel, so every mode draws the same tokens.
+    Graph g("sampler");
+    Tensor logits = g.input("logits", DType::kF32, {cfg.decode.batch, model.vocab_size});
+    Tensor step = g.input("step", DType::kI64, {1});
+    sk_sample_attrs attrs{};
+    attrs.seed = cfg.decode.sampling.seed;
+    attrs.temperature = cfg.decode.sampling.temperature;
+    attrs.top_p = cfg.decode.sampling.top_p;
+    attrs.top_k = cfg.decode.sampling.top_k;
+    std::vector<uint8_t> blob(sizeof(attrs));
+    std::memcpy(blob.data(), &attrs, sizeof(attrs));
+    auto ids = call_kernel(g, "sample.f32", {logits, step}, {TensorSpec(DType::kI32, {cfg.decode.batch})}, blob);
+    g.output(ids.at(0), "ids");
+    auto sampler = runtime.compile(g, CompileOptions::for_mode(ExecutionMode::kGraph));
+    if (!sampler) return sampler.status().with_context("sampler");
+    gen->sampler_ = std::move(*sampler);
+  }
+  return gen;
+}
+
+Status Generator::bind_caches(Executable& exe) { return caches_.bind(exe, model_->caches); }
+
+Status Generator::read_logits(Executable& exe, const std::vector<int64_t>& rows) {
+  const char* out = model_->arch == Architecture::kLongCatFlashAfd ? models::kHiddenStatesOut : models::kLogits;
+  auto t = exe.tensor(out);
+  if (!t) return t.status();
+  const int64_t width = t->shape.back();
+  std::vector<float> all = exe.output_f32(out);
+  if (all.empty()) return Status::internal(std::string("cannot read output ") + out);
+  logits_.assign(rows.size() * static_cast<size_t>(width), 0.0f);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::copy_n(all.begin() + rows[r] * width, width, logits_.begin() + static_cast<int64_t>(r) * width);
+  }
+  return Status::ok();
+}
+
+Status Generator::sample() {
+  if (!sampler_) return Status::ok();
+  SK_RETURN_IF_ERROR(sampler_->set_input("logits", logits_));
+  const int64_t step = step_++;
+  SK_RETURN_IF_ERROR(sampler_->set_input("step", &step, sizeof(step)));
+  SK_RETURN_IF_ERROR(sampler_->run());
+  ids_.assign(static_cast<size_t>(cfg_->decode.batch), 0);
+  return sampler_->read("ids", ids_.data(), ids_.size() * sizeof(int32_t));
+}
+
+Status Generator::prefill(const std::vector<std::vector<int32_t>>& prompts) {
+  std::vector<int64_t> rows(static_cast<size_t>(cfg_->decode.batch));
+  if (!layout_) {
+    // AFD: deterministic hidden states stand in for the attention side's output.
+    std::vector<float> h(static_cast<size_t>(cfg_->decode.batch * model_->hidden_size));
+    for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>((i * 2654435761u) % 2001) / 1000.0f - 1.0f;
+    logits_ = std::move(h);
+    return Status::ok();
+  }
+  auto in = layout_->prefill(prompts);
+  if (!in) return in.status();
+  SK_RETURN_IF_ERROR(models::set_step_inputs(*prefill_, *in));
+  SK_RETURN_IF_ERROR(prefill_->run());
+  for (size_t b = 0; b < rows.size(); ++b) rows[b] = layout_->last_prefill_row(static_cast<int64_t>(b));
+  SK_RETURN_IF_ERROR(read_logits(*prefill_, rows));
+  return sample();
+}
+
+Status Generator::decode_step() {
+  std::vector<int64_t> rows(static_cast<size_t>(cfg_->decode.batch));
+  std::iota(rows.begin(), rows.end(), 0);
+  if (!layout_) {
+    SK_RETURN_IF_ERROR(decode_->set_input(models::kHiddenStates, logits_));
+    SK_RETURN_IF_ERROR(decode_->run());
+    return read_logits(*decode_, rows);
+  }
+  auto in = layout_->decode(ids_);
+  if (!in) return in.status();
+  last_ = std::move(*in);
+  SK_RETURN_IF_ERROR(models::set_step_inputs(*decode_, last_));
+  SK_RETURN_IF_ERROR(decode_->run());
+  SK_RETURN_IF_ERROR(read_logits(*decode_, rows));
+  return sample();
+}
+
+Status Generator::rerun_step() { return decode_->run(); }
+
+}  // namespace sk::cli

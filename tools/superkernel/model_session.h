@@ -1,0 +1,91 @@
+// What the `superkernel` commands share: a config turned into a runtime and model graphs, and a
+// Generator that compiles them for one execution mode and drives prefill + decode steps.
+//
+//   auto model = build_model(cfg, progress);                  // graphs, built once
+//   auto gen = Generator::create(*model, *runtime, ExecutionMode::kSuperKernel);
+//   (*gen)->prefill(prompts);  (*gen)->decode_step();          // ids(), logits()
+#ifndef SUPERKERNEL_TOOLS_MODEL_SESSION_H_
+#define SUPERKERNEL_TOOLS_MODEL_SESSION_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "progress.h"
+#include "superkernel/models.h"
+#include "superkernel/runtime.h"
+
+namespace sk::cli {
+
+enum class Architecture { kLongCatFlash, kLongCatFlashAfd, kLlama };
+
+// The graphs a config describes. LongCat-Flash and Llama have a prefill and a decode graph that
+// share their paged caches; the AFD variant has one FFN step graph (`decode`).
+struct Model {
+  Architecture arch = Architecture::kLlama;
+  std::string name;  // architecture as the config names it
+  models::BuildOptions build;
+  std::optional<Graph> prefill;
+  Graph decode;
+  std::vector<std::string> caches;
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t weight_bytes = 0;  // bytes of the decode graph's constants
+};
+
+Expected<std::shared_ptr<Runtime>> create_runtime(const config::Config& cfg);
+Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress& progress);
+
+// The prompts of every sequence: `ids` (the same for each) or, when empty, decode.prompt_tokens
+// ids derived from decode.sampling.seed.
+std::vector<std::vector<int32_t>> make_prompts(const config::Config& cfg, const Model& model,
+                                               const std::vector<int32_t>& ids);
+
+// One execution mode of a model: its executables, the caches they share, the host-side cache
+// layout and the sampler. Results of the last step: logits() and ids().
+class Generator {
+ public:
+  static Expected<std::unique_ptr<Generator>> create(const config::Config& cfg, const Model& model, Runtime& runtime,
+                                                     const CompileOptions& options);
+  ~Generator();
+
+  // Prefill (LongCat-Flash, Llama) of one prompt per sequence, then samples each sequence's next
+  // token. AFD: feeds deterministic hidden states instead (prompts are ignored).
+  Status prefill(const std::vector<std::vector<int32_t>>& prompts);
+  // One decode step over the last sampled ids (AFD: one FFN step over the last outputs).
+  Status decode_step();
+  // Runs the decode executable again on the inputs of the last step (for timing).
+  Status rerun_step();
+
+  // The logits (AFD: hidden_states_out) of the sequences' last tokens, [batch, vocab_size].
+  const std::vector<float>& logits() const { return logits_; }
+  // The tokens sampled from logits() (empty for AFD).
+  const std::vector<int32_t>& ids() const { return ids_; }
+  Executable& decode_executable() { return *decode_; }
+  // The step inputs of the last decode step (empty before the first).
+  const models::StepInputs& last_inputs() const { return last_; }
+  // Binds the shared caches to another executable of the decode graph (same contents).
+  Status bind_caches(Executable& exe);
+
+ private:
+  Generator() = default;
+  Status read_logits(Executable& exe, const std::vector<int64_t>& rows);
+  Status sample();
+
+  const config::Config* cfg_ = nullptr;
+  const Model* model_ = nullptr;
+  std::unique_ptr<Executable> prefill_, decode_, sampler_;
+  models::CacheStorage caches_;
+  std::optional<models::PagedCacheLayout> layout_;
+  models::StepInputs last_;
+  std::vector<float> logits_;
+  std::vector<int32_t> ids_;
+  int64_t step_ = 0;
+};
+
+}  // namespace sk::cli
+
+#endif  // SUPERKERNEL_TOOLS_MODEL_SESSION_H_
