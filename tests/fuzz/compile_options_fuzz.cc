@@ -15,9 +15,9 @@ bool same(const sk::CompileOptions& a, const sk::CompileOptions& b) {
   const auto& bd = b.super_kernel_debug_options;
   return a.static_kernel_compile == b.static_kernel_compile && a.super_kernel_optimize == b.super_kernel_optimize &&
          a.dump == b.dump && a.dump_dir == b.dump_dir && a.print_after == b.print_after &&
-         ao.preload_code == bo.preload_code && ao.split_mode == bo.split_mode && ao.stream_fusion == bo.stream_fusion &&
-         ao.early_start == bo.early_start && ao.func_align == bo.func_align &&
-         ao.dcci_before_kernel_start == bo.dcci_before_kernel_start &&
+         a.arena_limit_bytes == b.arena_limit_bytes && ao.preload_code == bo.preload_code &&
+         ao.split_mode == bo.split_mode && ao.stream_fusion == bo.stream_fusion && ao.early_start == bo.early_start &&
+         ao.func_align == bo.func_align && ao.dcci_before_kernel_start == bo.dcci_before_kernel_start &&
          ao.dcci_after_kernel_end == bo.dcci_after_kernel_end &&
          ao.dcci_disable_on_kernel == bo.dcci_disable_on_kernel && ad.debug_sync_all == bd.debug_sync_all &&
          ad.debug_op_exec_trace == bd.debug_op_exec_trace &&
