@@ -1,9 +1,12 @@
 # Set-up and everyday commands. `make demo` and `make test` work on a fresh Debian machine:
 # they install missing packages (scripts/install_deps.sh), configure, build into build/, and run.
 JOBS ?= $(shell nproc)
+# Recipes use bash (the `time` keyword in `timed`).
+SHELL := /bin/bash
 BUILD ?= build
 
-.PHONY: all deps configure build demo test bench asan tsan isa-emulation format tidy clean
+.PHONY: all deps configure build demo test test-release test-asan test-tsan test-fuzz bench asan tsan fuzz \
+	isa-emulation format tidy clean
 
 all: build
 
@@ -20,8 +23,62 @@ build: configure
 demo: build
 	@./scripts/demo.sh $(BUILD)
 
-test: build
-	@ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
+# `make test` (what CI runs): four phases, one after the other, each timed into $(PHASE_LOG):
+#   test-release  the release build and the whole suite
+#   test-asan     the suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
+#   test-tsan     the suite under ThreadSanitizer (build-tsan/)
+#   test-fuzz     every libFuzzer target for FUZZ_SECONDS, plus its seeds and regressions (build-fuzz/)
+# docs/RELIABILITY.md says what each phase covers and how to rerun one.
+PHASE_LOG ?= $(BUILD)/test-phases.txt
+FUZZ_SECONDS ?= 45
+# $(call timed,<phase>,<command>): runs the command; on success appends its wall-clock and CPU
+# times to PHASE_LOG (a build's CPU time tells what it costs even on a busy machine).
+timed = mkdir -p $(dir $(PHASE_LOG)); exec 3>&1 4>&2; TIMEFORMAT='%0R %0U %0S'; t=$$( { time { ( $(2) ) 1>&3 2>&4; }; } 2>&1 ) || exit $$?; \
+	set -- $$t; echo "make test: $(1): $$1 s wall, $$(( $$2 + $$3 )) s CPU" | tee -a $(PHASE_LOG)
+
+test: deps
+	@rm -f $(PHASE_LOG)
+	@$(MAKE) --no-print-directory test-release
+	@$(MAKE) --no-print-directory test-asan
+	@$(MAKE) --no-print-directory test-tsan
+	@$(MAKE) --no-print-directory test-fuzz
+	@echo "make test: all phases passed"; cat $(PHASE_LOG)
+
+test-release: deps
+	@$(call timed,release build,cmake --preset release >/dev/null && cmake --build $(BUILD) -j $(JOBS))
+	@$(call timed,release tests,ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600)
+
+# The direct kernel cases are ~2,000 ctest entries of one process each, whose start-up would
+# dominate under a sanitizer: the ASan phase runs them all in one kernel_package_test process, the
+# TSan phase (where even one process takes minutes) leaves them to the conformance tests, which
+# run every kernel family on the runtime's threads in every mode and core count. TSan also skips
+# the two sampling tests that draw millions of tokens on one thread. Both sanitizer test presets
+# run the stress test with 10,000 launches (SK_STRESS_LAUNCHES) instead of 100,000.
+KERNEL_CASES = Kernels/KernelCaseTest.*
+# loader.example_package.run links the out-of-tree example, built without sanitizer flags, to the
+# sanitized runtime, which a sanitizer cannot start in; the release phase runs it.
+ASAN_SKIP = ^Kernels/KernelCaseTest\.|^loader\.example_package\.run$$
+TSAN_SKIP = ^Kernels/KernelCaseTest\.|^SamplingStatistics\.|^SamplingIdentity\.|^loader\.example_package\.run$$
+SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+test-asan: deps
+	@$(call timed,asan build,cmake --preset asan >/dev/null && cmake --build build-asan -j $(JOBS))
+	@$(call timed,asan tests,ctest --preset asan -j $(JOBS) --timeout 900 -E '$(ASAN_SKIP)' && \
+	  $(SAN_ENV) build-asan/tests/kernels/kernel_package_test --gtest_filter='$(KERNEL_CASES)' --gtest_brief=1)
+
+test-tsan: deps
+	@$(call timed,tsan build,cmake --preset tsan >/dev/null && cmake --build build-tsan -j $(JOBS))
+	@$(call timed,tsan tests,ctest --preset tsan -j $(JOBS) --timeout 900 -E '$(TSAN_SKIP)')
+
+test-fuzz: deps
+	@$(call timed,fuzz build,cmake --preset fuzz -DSK_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null && \
+	  cmake --build --preset fuzz -j $(JOBS))
+	@$(call timed,fuzz replay,ctest --preset fuzz -L fuzz-replay -j $(JOBS))
+	@$(call timed,fuzz runs,ctest --preset fuzz -L fuzz-run -j $(JOBS) -V > build-fuzz/fuzz-runs.log 2>&1 || \
+	  { tail -n 150 build-fuzz/fuzz-runs.log; exit 1; })
+	@awk '/Start +[0-9]+: fuzz/ { name[$$2 + 0] = $$3 } \
+	  /stat::number_of_executed_units|stat::new_units_added|graph_fuzz:/ { print name[$$1 + 0] ": " substr($$0, index($$0, $$2)) }' \
+	  build-fuzz/fuzz-runs.log
 
 # Micro-benchmarks: per-node dispatch cost of the three modes, then the built-in kernels.
 bench: build
@@ -33,6 +90,12 @@ asan: deps
 
 tsan: deps
 	@cmake --preset tsan >/dev/null && cmake --build build-tsan -j $(JOBS) && ctest --preset tsan -j $(JOBS)
+
+# Fuzz without a time limit (Ctrl-C to stop): make fuzz TARGET=program_parser
+fuzz: deps
+	@cmake --preset fuzz >/dev/null && cmake --build --preset fuzz -j $(JOBS)
+	@build-fuzz/tests/fuzz/sk_fuzz_$(TARGET) -artifact_prefix=build-fuzz/ build-fuzz/tests/fuzz/work/$(TARGET)/corpus \
+	  tests/fuzz/corpus/$(TARGET)
 
 # The AVX-512 kernel paths under a CPU emulator, for machines without AVX-512 (needs Python 3,
 # python3-venv and PyPI access): tools/isa_emulation/README.md.
@@ -46,4 +109,4 @@ tidy: configure
 	@git ls-files 'src/*.cc' | xargs clang-tidy -p $(BUILD) --quiet
 
 clean:
-	@rm -rf build build-debug build-asan build-tsan
+	@rm -rf build build-debug build-asan build-tsan build-fuzz

@@ -8,9 +8,10 @@
 #   chromium             renders the HTML report in the report test (optional; the test is skipped without it)
 #   libcli11-dev         the superkernel CLI's command line (tools/superkernel)
 #   python3-numpy        the reference implementation the model numerics test compares against
+#   clang libclang-rt-14-dev   make test's fuzz phase: clang and its libFuzzer and sanitizer runtimes
 set -euo pipefail
 
-required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev libyaml-cpp-dev libcli11-dev python3-numpy)
+required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev libyaml-cpp-dev libcli11-dev python3-numpy clang libclang-rt-14-dev)
 optional=(libdnnl-dev chromium)
 
 missing=()

@@ -75,6 +75,41 @@ Status parse_int(std::string_view key, std::string_view value, Int min_value, In
   return Status::ok();
 }
 
+// std::regex compiles recursively and copies a repeated atom once per repetition, and its
+// parser overflows on long repetition counts, so patterns are bounded before it sees them:
+// kernel-name patterns never need more.
+constexpr size_t kMaxPatternBytes = 256;
+constexpr int64_t kMaxRepetitions = 10000;  // product of every {n} / {n,m} bound in a pattern
+
+Status check_pattern_size(std::string_view key, std::string_view item) {
+  auto error = [&](const std::string& why) {
+    return Status::invalid_argument("option '" + std::string(key) + "': pattern '" + std::string(item) + "' " + why);
+  };
+  if (item.size() > kMaxPatternBytes)
+    return error("is longer than " + std::to_string(kMaxPatternBytes) + " characters");
+  int64_t product = 1;
+  for (size_t i = 0; i < item.size(); ++i) {
+    if (item[i] == '\\') {
+      ++i;
+      continue;
+    }
+    if (item[i] != '{') continue;
+    // The largest number in "{n}", "{n,}" or "{n,m}". std::regex reads the digits of an
+    // unterminated or malformed brace too, so their size is checked before the syntax is.
+    int64_t bound = 0, number = 0;
+    size_t j = i + 1;
+    for (; j < item.size() && (std::isdigit(static_cast<unsigned char>(item[j])) || item[j] == ','); ++j) {
+      number = item[j] == ',' ? 0 : std::min<int64_t>(number * 10 + (item[j] - '0'), kMaxRepetitions + 1);
+      bound = std::max(bound, number);
+    }
+    const bool quantifier = j < item.size() && item[j] == '}' && j > i + 1;
+    product = std::min(product * (quantifier ? std::max<int64_t>(bound, 1) : 1), kMaxRepetitions + 1);
+    if (bound > kMaxRepetitions || product > kMaxRepetitions)
+      return error("repeats more than " + std::to_string(kMaxRepetitions) + " times in total");
+  }
+  return Status::ok();
+}
+
 // Comma-separated regular expressions. A leading '*' is the classic glob mistake ("*matmul"),
 // which std::regex would reject with an unhelpful message, so it gets its own.
 Status parse_regex_list(std::string_view key, std::string_view value, std::vector<std::string>& out) {
@@ -95,6 +130,7 @@ Status parse_regex_list(std::string_view key, std::string_view value, std::vecto
                                       "' begins with '*', which is not a valid regular expression (did you mean '.*" +
                                       std::string(item.substr(1)) + "'?)");
     } else {
+      SK_RETURN_IF_ERROR(check_pattern_size(key, item));
       try {
         std::regex re{std::string(item)};
       } catch (const std::regex_error& e) {
@@ -164,10 +200,13 @@ Status CompileOptions::set(std::string_view key, std::string_view value) {
     if (k == "stream_fusion") return parse_bool(key, value, o.stream_fusion);
     if (k == "early_start") return parse_bool(key, value, o.early_start);
     if (k == "func_align") {
-      SK_RETURN_IF_ERROR(parse_int(key, value, 0, o.func_align));
-      if (o.func_align & (o.func_align - 1))
+      // Checked before it is stored: a rejected value must leave the options as they were.
+      int align = 0;
+      SK_RETURN_IF_ERROR(parse_int(key, value, 0, align));
+      if (align & (align - 1))
         return Status::invalid_argument("option '" + std::string(key) + "': " + std::string(value) +
                                         " is not a power of two");
+      o.func_align = align;
       return Status::ok();
     }
     if (k == "dcci_before_kernel_start") return parse_regex_list(key, value, o.dcci_before_kernel_start);

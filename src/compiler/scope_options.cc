@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <set>
 
 namespace sk {
@@ -121,7 +122,8 @@ Expected<ScopeOptions> parse_scope_options(std::string_view scope, std::string_v
     }
   }
   if (o.debug_aic_num >= 0 && o.debug_aiv_num >= 0) {
-    const int c = o.debug_aic_num, v = o.debug_aiv_num;
+    // 64-bit: 2 * c must not overflow for any count the parser accepts.
+    const int64_t c = o.debug_aic_num, v = o.debug_aiv_num;
     const bool ratio_ok = (c > 0 && v == 0) || (c == 0 && v > 0) || (c > 0 && v == c) || (c > 0 && v == 2 * c);
     if (!ratio_ok)
       return Status::invalid_argument(

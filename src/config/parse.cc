@@ -71,7 +71,7 @@ class Reader {
     }
     std::map<std::string, int> seen;
     for (auto it = section.value.begin(); it != section.value.end(); ++it) {
-      const YAML::Node& key = it->first;
+      const YAML::Node key = it->first;  // a copy: `it->` yields a temporary that owns `first`
       const std::string prefix = section.path.empty() ? "" : section.path + ".";
       if (!key.IsScalar()) {
         return Status::invalid_argument(at(key).to_string() + ": in '" + section.path + "': expected a plain key");

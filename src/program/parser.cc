@@ -12,6 +12,12 @@ std::string trim(const std::string& s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
+// Program text comes from files, so sizes are bounded before anything is allocated from them:
+// beyond these a program is corrupt, not large (a launch spans the cores of one machine; op
+// indices number the ops of one plan).
+constexpr int32_t kMaxLaunchCores = 4096;
+constexpr int32_t kMaxOpIndex = (1 << 20) - 1;
+
 Status error(int line, const std::string& what, const std::string& text) {
   return Status::invalid_argument("program text line " + std::to_string(line) + ": " + what + ": '" + text + "'");
 }
@@ -56,7 +62,8 @@ Status parse_program(const std::string& text, Program* out) {
     ws >> word;
     if (word == "host") {
       int32_t op;
-      if (!(ws >> op) || op < 0) return error(line, "expected 'host <op>' with an op index >= 0", raw);
+      if (!(ws >> op) || op < 0 || op > kMaxOpIndex)
+        return error(line, "expected 'host <op>' with an op index >= 0 and <= " + std::to_string(kMaxOpIndex), raw);
       p.steps.push_back({Step::Kind::kHost, op});
       note_label(&p, op, comment);
       launch = nullptr;
@@ -85,9 +92,10 @@ Status parse_program(const std::string& text, Program* out) {
       } catch (const std::exception&) {
         return error(line, "bad number in launch header", raw);
       }
-      if (l.num_cores < 1) return error(line, "a launch needs at least one core", raw);
+      if (l.num_cores < 1 || l.num_cores > kMaxLaunchCores)
+        return error(line, "a launch needs 1 to " + std::to_string(kMaxLaunchCores) + " cores", raw);
       for (int32_t op : l.ops)
-        if (op < 0) return error(line, "negative op index in ops=", raw);
+        if (op < 0 || op > kMaxOpIndex) return error(line, "op index out of range in ops=", raw);
       if (launch && launch->groups.empty()) return error(line, "the previous launch has no barrier group", raw);
       l.cores.resize(l.num_cores);
       p.launches.push_back(std::move(l));
@@ -124,7 +132,7 @@ Status parse_program(const std::string& text, Program* out) {
       // Op indices are checked against the launch's ops= list when it has one; a plan is needed to
       // check them further.
       const auto known_op = [&](int32_t op) {
-        return op >= 0 &&
+        return op >= 0 && op <= kMaxOpIndex &&
                (launch->ops.empty() || std::find(launch->ops.begin(), launch->ops.end(), op) != launch->ops.end());
       };
       Instr instr;

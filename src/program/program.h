@@ -71,8 +71,9 @@ struct Program {
 std::string print_program(const Program& program);
 // Parses print_program's text; errors name the line. parse(print(p)) prints as p does. Checks what
 // the text alone can: numbering, core and group ranges, WAIT targets, counts, and that RUN /
-// PROLOGUE / TILING ops are in the launch's ops= list. That the op indices exist in a plan is for
-// whoever binds the program to one.
+// PROLOGUE / TILING ops are in the launch's ops= list, and size limits (at most 4096 cores per
+// launch, op indices below 2^20) so that corrupt text cannot make it allocate without bound. That
+// the op indices exist in a plan is for whoever binds the program to one.
 Status parse_program(const std::string& text, Program* program);
 std::string print_instr(const Instr& instr, const std::vector<std::string>& op_labels);
 

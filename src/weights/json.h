@@ -12,14 +12,16 @@
 
 namespace sk::json {
 
+struct Member;
+
 struct Value {
   enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
   Kind kind = Kind::kNull;
   // Strings: the unescaped text; numbers: the text as written; true/false/null: that word.
   std::string text;
-  std::vector<Value> items;                            // arrays
-  std::vector<std::pair<std::string, Value>> members;  // objects, in document order
-  int line = 0;                                        // 1-based line where the value starts
+  std::vector<Value> items;     // arrays
+  std::vector<Member> members;  // objects, in document order
+  int line = 0;                 // 1-based line where the value starts
 
   bool is_object() const { return kind == Kind::kObject; }
   bool is_array() const { return kind == Kind::kArray; }
@@ -27,6 +29,14 @@ struct Value {
   bool is_number() const { return kind == Kind::kNumber; }
   // The member `key` of an object, or nullptr.
   const Value* find(std::string_view key) const;
+};
+
+// An object member. Not a std::pair: a pair of an incomplete Value cannot be a member of Value
+// under every standard library (clang rejects it); the field names stay those of the pair.
+struct Member {
+  Member(std::string key, Value value) : first(std::move(key)), second(std::move(value)) {}
+  std::string first;
+  Value second;
 };
 
 const char* kind_name(Value::Kind kind);
