@@ -126,12 +126,7 @@ bool bench_prefetch(Runtime& rt, const bench::Args& args, int cores, std::vector
       o.prefetch = on == 1;
       auto exe = rt.compile(*graph, o);
       if (!exe) {
-        std::fprintf(stderr,
-                     "%s at %d core(s): skipped: %s
-                     ", label.c_str(), cores,
-                     exe.status()
-                         .to_string()
-                         .c_str());
+        std::fprintf(stderr, "%s at %d core(s): skipped: %s\n", label.c_str(), cores, exe.status().to_string().c_str());
         return true;
       }
       if (Status s = (*exe)->set_input("x", input); !s || !(s = (*exe)->run())) {
@@ -167,7 +162,8 @@ bool bench_prefetch(Runtime& rt, const bench::Args& args, int cores, std::vector
 }
 
 constexpr const char* kUsage =
-    "usage: sk_bench_streams [--json PATH] [--runs N] [--quick] [--cores N] [--mode NAME]...\n";
+    "usage: sk_bench_streams [--json PATH] [--runs N] [--quick] [--cores N] [--mode NAME]...\n"
+    "                        [--only two_branch|prefetch_l3|prefetch_dram]...\n";
 
 }  // namespace
 
@@ -177,7 +173,7 @@ int main(int argc, char** argv) {
   std::vector<bench::Result> results;
   const std::vector<float> input = random_vec(static_cast<size_t>(kTokens * kHidden), 1, 1.0f);
   for (int cores = 1; cores <= std::min(2, bench::machine_cores()); ++cores) {
-    if (!bench::cores_selected(args, cores)) continue;
+    if (!bench::cores_selected(args, cores) || !bench::selected(args, "two_branch")) continue;
     RuntimeOptions ro;
     ro.num_cores = cores;
     auto rt = Runtime::create(ro);
@@ -234,7 +230,7 @@ int main(int argc, char** argv) {
                          st.min, st.max, args.runs, "us"});
     }
   }
-  bench::print_table(results, {"one_stream", "fused", "fused_limit1"}, "one_stream");
+  if (!results.empty()) bench::print_table(results, {"one_stream", "fused", "fused_limit1"}, "one_stream");
   std::vector<bench::Result> prefetch_results;
   for (int cores = 2; cores <= std::min(2, bench::machine_cores()); ++cores) {
     if (!bench::cores_selected(args, cores)) continue;

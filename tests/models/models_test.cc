@@ -216,7 +216,9 @@ TEST(Models, AfdPrefetchFusesAndKeepsTheResults) {
           ASSERT_EQ(y.size(), reference.size());
           EXPECT_EQ(std::memcmp(y.data(), reference.data(), y.size() * sizeof(float)), 0)
               << execution_mode_name(mode) << " cores " << cores << " limit " << limit << " prefetch " << on;
-          if (mode == ExecutionMode::kSuperKernel) EXPECT_EQ(segments, static_cast<size_t>(config.num_layers));
+          if (mode == ExecutionMode::kSuperKernel) {
+            EXPECT_EQ(segments, static_cast<size_t>(config.num_layers));
+          }
         }
       }
     }
