@@ -5,8 +5,11 @@
 //   fused           stream fusion, branch on stream "moe" without a core limit (even split)
 //   fused_limit1    stream fusion, branch on stream "moe" under LimitCoreNum(1, 1)
 // at 1 and 2 cores (configurations whose core limits do not fit a core count are skipped with
-// their error). Weight prefetch and the tiling sink inside a fused MoE are not implemented, so
-// they have no columns.
+// their error). Then weight prefetch: a chain of matmul layers where each layer's super kernel
+// prefetches the next layer's weight from stream "prefetch" under LimitCoreNum(1, 1), compiled
+// with prefetch=false (prefetch_off) and prefetch=true (prefetch_on), for weights that fit the
+// shared L3 but not the private L2 (prefetch_l3, 16 MiB in all) and for weights that fit neither
+// (prefetch_dram, 64 MiB). The tiling sink inside a fused MoE is not implemented: no column.
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -82,8 +85,85 @@ std::unique_ptr<Graph> build_block(const Variant& v, uint32_t seed) {
   return g;
 }
 
+// x -> per layer: x = softmax(x w_l), each w_l [rows, kHidden]; with stream "prefetch" warming
+// w_{l+1} once the layer's input is ready. Fewer rows than kHidden are read as a slice (x keeps
+// kHidden columns by padding the output back up with a second matmul of a small shared weight).
+std::unique_ptr<Graph> build_prefetch_chain(int64_t weight_bytes_per_layer, uint32_t seed) {
+  auto g = std::make_unique<Graph>("prefetch_chain");
+  const int64_t k = kHidden, n = weight_bytes_per_layer / (k * 4);
+  Stream side = g->create_stream("prefetch");
+  std::vector<Tensor> w;
+  for (int l = 0; l < kLayers; ++l)
+    w.push_back(g->constant_f32("w" + std::to_string(l), {n, k},
+                                random_vec(static_cast<size_t>(n * k), seed++, 1.0f / static_cast<float>(k))));
+  Tensor back = g->constant_f32("back", {k, n}, random_vec(static_cast<size_t>(n * k), seed++, 1.0f));
+  Tensor x = g->input("x", DType::kF32, {kTokens, k});
+  for (int l = 0; l < kLayers; ++l) {
+    SuperKernelScope s(*g, "scope_" + std::to_string(l), "stream-fusion=1");
+    if (l + 1 < kLayers) {
+      StreamScope on(*g, side);
+      LimitCoreNum limit(*g, 1, 1);
+      prefetch(*g, w[l + 1], x, n * k * 4, 0, "prefetch_w" + std::to_string(l + 1));
+    }
+    x = softmax(*g, matmul(*g, matmul(*g, x, w[l], "w" + std::to_string(l)), back), "act" + std::to_string(l));
+  }
+  g->output(x, "y");
+  return g;
+}
+
+// Times prefetch_off against prefetch_on (same graph) at `cores`, interleaved; appends results.
+bool bench_prefetch(Runtime& rt, const bench::Args& args, int cores, std::vector<bench::Result>& results) {
+  const std::vector<float> input = random_vec(static_cast<size_t>(kTokens * kHidden), 1, 1.0f);
+  for (const auto& [label, bytes] : {std::pair<std::string, int64_t>{"prefetch_l3", 2 << 20},
+                                     std::pair<std::string, int64_t>{"prefetch_dram", 8 << 20}}) {
+    if (!bench::selected(args, label)) continue;
+    auto graph = build_prefetch_chain(bytes, 11);
+    std::unique_ptr<Executable> exes[2];
+    std::vector<double> us[2];
+    std::vector<float> reference;
+    for (int on = 0; on < 2; ++on) {
+      CompileOptions o = CompileOptions::for_mode(ExecutionMode::kSuperKernel);
+      o.prefetch = on == 1;
+      auto exe = rt.compile(*graph, o);
+      if (!exe) {
+        std::fprintf(stderr, "%s at %d core(s): skipped: %s\n", label.c_str(), cores, exe.status().to_string().c_str());
+        return true;
+      }
+      if (Status s = (*exe)->set_input("x", input); !s || !(s = (*exe)->run())) {
+        std::fprintf(stderr, "%s: %s\n", label.c_str(), s.to_string().c_str());
+        return false;
+      }
+      std::vector<float> y = (*exe)->output_f32("y");
+      if (reference.empty()) reference = y;
+      if (y != reference) {
+        std::fprintf(stderr, "%s at %d core(s): output differs with prefetch on\n", label.c_str(), cores);
+        return false;
+      }
+      exes[on] = std::move(*exe);
+    }
+    for (int round = 0; round < 1 + args.runs; ++round) {
+      for (int i = 0; i < 2; ++i) {
+        const int on = (i + round) % 2;
+        const double t0 = bench::now_seconds();
+        if (Status s = exes[on]->run(); !s) {
+          std::fprintf(stderr, "%s: %s\n", label.c_str(), s.to_string().c_str());
+          return false;
+        }
+        if (round >= 1) us[on].push_back((bench::now_seconds() - t0) * 1e6);
+      }
+    }
+    for (int on = 0; on < 2; ++on) {
+      bench::Stats st = bench::stats_of(us[on]);
+      results.push_back({label + "_x" + std::to_string(kLayers), on ? "prefetch_on" : "prefetch_off", cores,
+                         "us_per_run", st.median, st.min, st.max, args.runs, "us"});
+    }
+  }
+  return true;
+}
+
 constexpr const char* kUsage =
-    "usage: sk_bench_streams [--json PATH] [--runs N] [--quick] [--cores N] [--mode NAME]...\n";
+    "usage: sk_bench_streams [--json PATH] [--runs N] [--quick] [--cores N] [--mode NAME]...\n"
+    "                        [--only two_branch|prefetch_l3|prefetch_dram]...\n";
 
 }  // namespace
 
@@ -93,7 +173,7 @@ int main(int argc, char** argv) {
   std::vector<bench::Result> results;
   const std::vector<float> input = random_vec(static_cast<size_t>(kTokens * kHidden), 1, 1.0f);
   for (int cores = 1; cores <= std::min(2, bench::machine_cores()); ++cores) {
-    if (!bench::cores_selected(args, cores)) continue;
+    if (!bench::cores_selected(args, cores) || !bench::selected(args, "two_branch")) continue;
     RuntimeOptions ro;
     ro.num_cores = cores;
     auto rt = Runtime::create(ro);
@@ -150,7 +230,20 @@ int main(int argc, char** argv) {
                          st.min, st.max, args.runs, "us"});
     }
   }
-  bench::print_table(results, {"one_stream", "fused", "fused_limit1"}, "one_stream");
+  if (!results.empty()) bench::print_table(results, {"one_stream", "fused", "fused_limit1"}, "one_stream");
+  std::vector<bench::Result> prefetch_results;
+  for (int cores = 2; cores <= std::min(2, bench::machine_cores()); ++cores) {
+    if (!bench::cores_selected(args, cores)) continue;
+    RuntimeOptions ro;
+    ro.num_cores = cores;
+    auto rt = Runtime::create(ro);
+    if (!rt || !bench_prefetch(**rt, args, cores, prefetch_results)) return 1;
+  }
+  if (!prefetch_results.empty()) {
+    std::printf("\n");
+    bench::print_table(prefetch_results, {"prefetch_off", "prefetch_on"}, "prefetch_off");
+  }
+  results.insert(results.end(), prefetch_results.begin(), prefetch_results.end());
   if (!args.json.empty()) {
     if (!bench::write_json(args.json, results)) {
       std::fprintf(stderr, "cannot write %s\n", args.json.c_str());

@@ -15,6 +15,13 @@ typedef struct sk_rms_norm_attrs {
   float eps;
 } sk_rms_norm_attrs;
 
+/* prefetch(tensor, depend_on): warms bytes [offset, offset + bytes) of tensor, relative to its
+ * data pointer. bytes == 0 is a no-op. */
+typedef struct sk_prefetch_attrs {
+  int64_t offset;
+  int64_t bytes;
+} sk_prefetch_attrs;
+
 /* No attributes: add, mul, softmax, silu_mul, matmul, embedding, copy. */
 
 #ifdef __cplusplus

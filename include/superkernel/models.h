@@ -106,9 +106,11 @@ struct BuildOptions {
   // stream-fusion=1 added unless the scope's options set it). The AFD variant has one branch only
   // and builds the same graph either way.
   int32_t multi_streams = 0;
-  // AFD: prefetch the next layer's router and expert gate/up weights. Not supported yet (an
-  // error): there is no prefetch op.
+  // AFD: each layer's super kernel also prefetches (sk::prefetch) the next layer's router and
+  // expert gate/up weights from a stream "prefetch" of its own, under prefetch_core_limit (scope
+  // option stream-fusion=1 added unless the scope's options set it). Needs multi_streams 1 or 2.
   bool prefetch = false;
+  int32_t prefetch_core_limit = 0;  // cores of the prefetch stream (LimitCoreNum); 0 = no limit
   // Options string for a scope ("key=value:key=value", docs/OPTIONS.md), from its name.
   std::function<std::string(std::string_view scope)> scope_options;
 

@@ -29,6 +29,16 @@ Tensor embedding(Graph& g, Tensor ids, Tensor table, std::string name = "");
 // Dense copy of any tensor (materialises views).
 Tensor copy(Graph& g, Tensor x, std::string name = "");
 
+// Warms bytes [offset, offset + bytes) of `tensor` (typically the next layer's weights) in the
+// shared cache while compute runs; writes nothing and has no outputs, so no op ever waits for it.
+// It runs after `depend_on` is produced (pass any tensor; an invalid Tensor{} means "no
+// ordering"). Put it on its own stream (with stream_fusion) so it runs on cores the compute
+// streams leave idle. A range outside the tensor is a graph error naming the op and the tensor.
+// The compile option `prefetch=false` turns every prefetch into a no-op (same results).
+//
+//   sk::prefetch(g, next_w, h, /*bytes=*/next_w_bytes, /*offset=*/0);
+void prefetch(Graph& g, Tensor tensor, Tensor depend_on, int64_t bytes, int64_t offset = 0, std::string name = "");
+
 // Calls a kernel by name from any loaded package. `outputs` gives dtypes and shapes.
 std::vector<Tensor> call_kernel(Graph& g, std::string kernel, std::vector<Tensor> inputs,
                                 std::vector<TensorSpec> outputs, std::vector<uint8_t> attrs = {},

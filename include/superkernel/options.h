@@ -53,6 +53,8 @@ struct CompileOptions {
   bool super_kernel_optimize = false;
   SuperKernelOptimizeOptions super_kernel_optimize_options;
   SuperKernelDebugOptions super_kernel_debug_options;
+  // false: every prefetch op (sk::prefetch) becomes a no-op, in every mode, to A/B its effect.
+  bool prefetch = true;
   // Data dump: every op's outputs (name, shape, dtype, bytes) after each run, in every mode.
   bool dump = false;
   std::string dump_dir;  // empty: keep in memory only (Executable::dump())

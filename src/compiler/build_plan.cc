@@ -1,6 +1,9 @@
 #include "compiler/build_plan.h"
 
 #include <algorithm>
+#include <cstring>
+
+#include "superkernel/attrs_core.h"
 
 namespace sk {
 
@@ -69,6 +72,10 @@ Status build_plan(CompileContext& ctx) {
                                ")");
     }
     op.kernel = k;
+    if (!ctx.options.prefetch && info.kernel == kPrefetchKernel) {
+      sk_prefetch_attrs off{};  // bytes == 0: the kernel touches nothing
+      std::memcpy(op.attrs.data(), &off, std::min(op.attrs.size(), sizeof off));
+    }
     op.bind_args();  // workspace_size below reads the shapes
     if (k->desc->flags & SK_TILING_SINK) {
       // The tiling reads input data, so it runs on the device side once the inputs are ready.

@@ -8,6 +8,10 @@
 
 namespace sk {
 
+// The built-in kernel behind sk::prefetch (ops.h). With CompileOptions::prefetch false,
+// build_plan zeroes its byte count so that it touches nothing.
+inline constexpr std::string_view kPrefetchKernel = "prefetch";
+
 inline constexpr uint32_t kMaxHostTilingBytes = 1u << 20;
 
 Status build_plan(CompileContext& ctx);

@@ -155,6 +155,7 @@ std::vector<std::string> CompileOptions::keys() {
   return {
       "static_kernel_compile",
       "super_kernel_optimize",
+      "prefetch",
       "dump",
       "dump_dir",
       "print_after",
@@ -178,6 +179,7 @@ std::vector<std::string> CompileOptions::keys() {
 Status CompileOptions::set(std::string_view key, std::string_view value) {
   if (key == "static_kernel_compile") return parse_bool(key, value, static_kernel_compile);
   if (key == "super_kernel_optimize") return parse_bool(key, value, super_kernel_optimize);
+  if (key == "prefetch") return parse_bool(key, value, prefetch);
   if (key == "dump") return parse_bool(key, value, dump);
   if (key == "dump_dir") {
     dump_dir = std::string(value);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <utility>
 
@@ -21,6 +22,7 @@
 #include "compiler/scope_options.h"
 #include "compiler/segment.h"
 #include "runtime/runtime_impl.h"
+#include "superkernel/attrs_core.h"
 
 namespace sk {
 
@@ -232,6 +234,18 @@ Expected<std::unique_ptr<Executable::Impl>> run_pipeline(Runtime& rt, const Grap
   } else {
     rep.num_launches = exe->program.launches.size();
     rep.program_text = print_program(exe->program);
+  }
+  if (!options.prefetch) {
+    // build_plan zeroed each prefetch's byte count; say how many ops that silenced.
+    size_t silenced = 0;
+    for (const PlanOp& op : plan.ops) {
+      sk_prefetch_attrs a{};
+      if (op.kernel_name != kPrefetchKernel || op.attrs.size() != sizeof a) continue;
+      std::memcpy(&a, op.attrs.data(), sizeof a);
+      silenced += a.bytes == 0 ? 1 : 0;
+    }
+    if (silenced > 0)
+      rep.warnings.push_back("prefetch=false: " + std::to_string(silenced) + " prefetch op(s) run as no-ops");
   }
   if (options.super_kernel_optimize_options.func_align != 0)
     rep.warnings.push_back("super_kernel_optimize_options.func_align has no effect on the CPU interpreter backend");

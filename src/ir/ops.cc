@@ -49,6 +49,31 @@ Tensor embedding(Graph& g, Tensor ids, Tensor table, std::string name) {
 }
 Tensor copy(Graph& g, Tensor x, std::string name) { return one_output(g, OpKind::kCopy, {x}, std::move(name)); }
 
+void prefetch(Graph& g, Tensor tensor, Tensor depend_on, int64_t bytes, int64_t offset, std::string name) {
+  if (name.empty()) name = "prefetch_" + std::to_string(g.num_ops());
+  if (!tensor.valid()) {
+    g.record_error(Status::invalid_argument("op '" + name + "' (prefetch): operand 0 ('tensor') is not a tensor"));
+    return;
+  }
+  const TensorInfo& t = g.tensor(tensor);
+  int64_t span = 0;  // bytes from the data pointer to the end of the last element
+  if (shape_numel(t.shape) > 0) {
+    span = 1;
+    for (size_t d = 0; d < t.shape.size(); ++d) span += (t.shape[d] - 1) * t.strides[d];
+    span *= static_cast<int64_t>(dtype_size(t.dtype));
+  }
+  if (bytes < 0 || offset < 0 || offset > span || bytes > span - offset) {
+    g.record_error(Status::invalid_argument(
+        "op '" + name + "' (prefetch): byte range [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
+        std::to_string(bytes) + ") is outside tensor '" + t.name + "' (" + std::to_string(span) + " bytes)"));
+    return;
+  }
+  // No ordering wanted: depend on the tensor itself (weights are ready before any op runs).
+  const Tensor after = depend_on.valid() ? depend_on : tensor;
+  sk_prefetch_attrs attrs{offset, bytes};
+  call_kernel(g, "prefetch", {tensor, after}, {}, attr_bytes(attrs), std::move(name));
+}
+
 std::vector<Tensor> call_kernel(Graph& g, std::string kernel, std::vector<Tensor> inputs,
                                 std::vector<TensorSpec> outputs, std::vector<uint8_t> attrs, std::string name) {
   OpSpec spec;

@@ -32,6 +32,8 @@ int32_t matmul_f32_prologue(const sk_kernel_args* args, const sk_core_ctx* core)
 SK_DECLARE_KERNEL(embedding_f32);
 // copy.cc
 SK_DECLARE_KERNEL(copy);
+// prefetch.cc
+SK_DECLARE_KERNEL(prefetch);
 
 // ---- matmul family ----
 // matmul_bf16.cc, quantize.cc, matmul_w8a8.cc, grouped_matmul.cc

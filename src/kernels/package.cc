@@ -34,6 +34,7 @@ constexpr sk_kernel_desc kKernels[] = {
     kernel("matmul.f32", SK_KERNEL_CUBE, matmul_f32_run, matmul_f32_access, {.prologue = matmul_f32_prologue}),
     kernel("embedding.f32", SK_KERNEL_VECTOR, embedding_f32_run, embedding_f32_access),
     kernel("copy", SK_KERNEL_VECTOR, copy_run, copy_access),
+    kernel("prefetch", SK_KERNEL_VECTOR, prefetch_run, prefetch_access),
     // ---- matmul family (bf16 / W8A8 GEMV-GEMM, activation quantisation, grouped GEMM) ----
     kernel("matmul.bf16", SK_KERNEL_CUBE, matmul_bf16_run, matmul_bf16_access, {.prologue = matmul_bf16_prologue}),
     kernel("quantize.i8", SK_KERNEL_VECTOR, quantize_i8_run, quantize_i8_access),

@@ -212,9 +212,10 @@ Status BuildOptions::validate() const {
   if (moe_core_limit < 0) return bad("moe_core_limit", "must be >= 0, got " + std::to_string(moe_core_limit));
   if (multi_streams < 0 || multi_streams > 2)
     return bad("multi_streams", "must be 0, 1 or 2, got " + std::to_string(multi_streams));
-  if (prefetch)
-    return Status::unimplemented(
-        "build option 'prefetch': not supported yet (there is no prefetch op); build with prefetch off");
+  if (prefetch_core_limit < 0)
+    return bad("prefetch_core_limit", "must be >= 0, got " + std::to_string(prefetch_core_limit));
+  if (prefetch && multi_streams == 0)
+    return bad("prefetch", "needs multi_streams 1 or 2 (prefetches run on a stream of their own)");
   return Status::ok();
 }
 

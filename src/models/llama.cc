@@ -96,6 +96,9 @@ Expected<Graph> build_llama(const LlamaConfig& config, const BuildOptions& optio
                             WeightSource& weights) {
   SK_RETURN_IF_ERROR(config.validate());
   SK_RETURN_IF_ERROR(options.validate());
+  if (options.prefetch)
+    return Status::unimplemented(
+        "build option 'prefetch': only the LongCat-Flash AFD variant prefetches weights; build with prefetch off");
   Graph g(phase == Phase::kDecode ? "llama_decode" : "llama_prefill");
   ModelWeights w(g, weights, options.weight_dtype);
   Llama m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}};

@@ -105,31 +105,61 @@ Tensor mlp(LongCat& m, Tensor x, const std::string& prefix, int64_t ffn) {
 // Router over routed + zero-computation experts, then the routed experts' SwiGLU FFNs (weights
 // packed or per expert) and the weighted sum, where a zero-computation expert contributes its
 // weight times x.
-Tensor moe(LongCat& m, Tensor x, int64_t layer) {
+struct MoeWeights {
+  Tensor router;
+  Tensor bias;
+  nn::Linear gate_up;
+  nn::Linear down;
+};
+
+MoeWeights moe_weights(LongCat& m, int64_t layer) {
+  const LongCatFlashConfig& c = m.cfg;
+  const std::string p = layer_prefix(layer) + "mlp.";
+  const int64_t D = c.hidden_size, E = c.n_routed_experts, Z = c.zero_expert_num, F = c.expert_ffn_hidden_size;
+  auto expert = [&](int64_t e, const char* proj) {
+    return p + "experts." + std::to_string(e) + "." + proj + ".weight";
+  };
+  MoeWeights mw;
+  mw.router = m.w.f32(p + "router.classifier.weight", {E + Z, D}, WeightInit::kLinear);
+  mw.bias = m.w.f32(p + "router.e_score_correction_bias", {E + Z}, WeightInit::kBias);
+  mw.gate_up = m.w.experts(p + "experts.gate_up_proj", {E, 2 * F, D}, [&](int64_t e) {
+    return std::vector<std::string>{expert(e, "gate_proj"), expert(e, "up_proj")};
+  });
+  mw.down = m.w.experts(p + "experts.down_proj", {E, D, F},
+                        [&](int64_t e) { return std::vector<std::string>{expert(e, "down_proj")}; });
+  return mw;
+}
+
+Tensor moe(LongCat& m, Tensor x, int64_t layer, const MoeWeights& mw) {
   const LongCatFlashConfig& c = m.cfg;
   Graph& g = m.g;
   const std::string p = layer_prefix(layer) + "mlp.";
-  const int64_t D = c.hidden_size, E = c.n_routed_experts, Z = c.zero_expert_num, F = c.expert_ffn_hidden_size;
-  Tensor logits =
-      matmul(g, x, m.w.f32(p + "router.classifier.weight", {E + Z, D}, WeightInit::kLinear), p + "router.classifier");
-  Tensor bias = m.w.f32(p + "router.e_score_correction_bias", {E + Z}, WeightInit::kBias);
+  const int64_t E = c.n_routed_experts, Z = c.zero_expert_num, F = c.expert_ffn_hidden_size;
+  Tensor logits = matmul(g, x, mw.router, p + "router.classifier");
+  Tensor bias = mw.bias;
   const sk_moe_router_attrs router{static_cast<int32_t>(c.moe_topk), static_cast<int32_t>(E), SK_MOE_SCORING_SOFTMAX,
                                    /*normalize=*/0, static_cast<float>(c.routed_scaling_factor)};
   nn::RouterOutput route = nn::moe_router(g, logits, bias, router, p + "router");
   nn::DispatchOutput sorted =
       nn::moe_dispatch(g, x, route.topk_ids, {static_cast<int32_t>(E), static_cast<int32_t>(Z)}, p + "dispatch");
-  auto expert = [&](int64_t e, const char* proj) {
-    return p + "experts." + std::to_string(e) + "." + proj + ".weight";
-  };
-  const nn::Linear w_gate_up = m.w.experts(p + "experts.gate_up_proj", {E, 2 * F, D}, [&](int64_t e) {
-    return std::vector<std::string>{expert(e, "gate_proj"), expert(e, "up_proj")};
-  });
-  const nn::Linear w_down = m.w.experts(p + "experts.down_proj", {E, D, F},
-                                        [&](int64_t e) { return std::vector<std::string>{expert(e, "down_proj")}; });
+  const nn::Linear& w_gate_up = mw.gate_up;
+  const nn::Linear& w_down = mw.down;
   Tensor gate_up = nn::grouped_matmul(g, sorted.x_sorted, sorted.counts, w_gate_up, p + "experts.gate_up_proj");
   Tensor h = silu_mul(g, g.slice(gate_up, 1, 0, F), g.slice(gate_up, 1, F, 2 * F), p + "experts.act");
   Tensor y = nn::grouped_matmul(g, h, sorted.counts, w_down, p + "experts.down_proj");
   return nn::moe_combine(g, y, sorted.row_map, route.topk_weights, x, p + "combine");
+}
+
+Tensor moe(LongCat& m, Tensor x, int64_t layer) { return moe(m, x, layer, moe_weights(m, layer)); }
+
+// Warms every byte of `t` (and its int8 scales) in the shared cache once `after` is produced.
+void prefetch_all(Graph& g, const nn::Linear& t, Tensor after, const std::string& name) {
+  for (Tensor part : {t.weight, t.scale}) {
+    if (!part.valid()) continue;
+    const TensorInfo& info = g.tensor(part);
+    prefetch(g, part, after, shape_numel(info.shape) * static_cast<int64_t>(dtype_size(info.dtype)), 0,
+             name + (part.id == t.weight.id ? "" : ".scale"));
+  }
 }
 
 // RMS norm with the weight `name` + ".weight", named after the module.
@@ -196,6 +226,9 @@ std::vector<std::string> cache_names(const LongCatFlashConfig& config) {
 Expected<Graph> build_longcat_flash(const LongCatFlashConfig& config, const BuildOptions& options, Phase phase,
                                     WeightSource& weights) {
   SK_RETURN_IF_ERROR(check(config, options));
+  if (options.prefetch)
+    return Status::unimplemented(
+        "build option 'prefetch': only the LongCat-Flash AFD variant prefetches weights; build with prefetch off");
   Graph g(phase == Phase::kDecode ? "longcat_flash_decode" : "longcat_flash_prefill");
   ModelWeights w(g, weights, options.weight_dtype);
   LongCat m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}, g.current_stream()};
@@ -227,11 +260,27 @@ Expected<Graph> build_longcat_flash_afd(const LongCatFlashConfig& config, const 
   LongCat m{config, options, g, w, StepTensors{}, Tensor{}, g.current_stream()};
   m.in.tokens = options.batch;
   Tensor x = g.input(kHiddenStates, DType::kF32, {options.batch, config.hidden_size});
+  // With prefetch, each layer's scope also warms the next layer's router and expert gate/up
+  // weights from stream "prefetch" (fused with the layer's ops; no op waits for a prefetch).
+  const Stream prefetch_stream = options.prefetch ? g.create_stream("prefetch") : g.current_stream();
+  MoeWeights next = moe_weights(m, 0);
   for (int64_t i = 0; i < config.num_layers && w.status(); ++i) {
+    const MoeWeights current = next;
     const std::string scope = layer_scope(i, "moe");
-    SuperKernelScope s(g, scope, scope_options(options, scope));
+    SuperKernelScope s(g, scope,
+                       options.prefetch ? stream_fused_scope_options(options, scope) : scope_options(options, scope));
+    if (options.prefetch && i + 1 < config.num_layers) {
+      next = moe_weights(m, i + 1);
+      StreamScope on(g, prefetch_stream);
+      LimitCoreNum limit(g, options.prefetch_core_limit, options.prefetch_core_limit);
+      const std::string p = layer_prefix(i + 1) + "mlp.";
+      prefetch_all(g, {next.router, Tensor{}}, x, p + "router.classifier.prefetch");
+      prefetch_all(g, next.gate_up, x, p + "experts.gate_up_proj.prefetch");
+    } else if (i + 1 < config.num_layers) {
+      next = moe_weights(m, i + 1);
+    }
     LimitCoreNum limit(g, options.moe_core_limit, options.moe_core_limit);
-    x = moe(m, x, i);
+    x = moe(m, x, i, current);
   }
   if (w.status()) g.output(x, kHiddenStatesOut);
   return finish(std::move(g), w);

@@ -24,6 +24,9 @@ struct RandomGraphOptions {
   // events between them and, with core_limits, a random LimitCoreNum per stream (0 to 2).
   int streams = 1;
   bool core_limits = false;
+  // Now and then a prefetch of a random byte range of a weight or earlier tensor, after the
+  // latest op's output, on whatever stream is current.
+  bool prefetches = false;
 };
 
 struct RandomGraph {
@@ -154,6 +157,12 @@ inline RandomGraph make_random_graph(uint32_t seed, const RandomGraphOptions& op
         break;
     }
     pool.push_back(t);
+    if (opt.prefetches && pick(0, 2) == 0) {
+      const Tensor target = pick(0, 1) == 0 ? weight({d, d}, 1.0f) : any();
+      const int64_t bytes = static_cast<int64_t>(g.tensor(target).storage_bytes);
+      const int64_t offset = pick(0, static_cast<int>(bytes));
+      prefetch(g, target, t, pick(0, static_cast<int>(bytes - offset)), offset);
+    }
     if (opt.streams > 1 && pick(0, 3) == 0) {
       recorded.push_back(g.create_event("e" + std::to_string(recorded.size())));
       g.record(recorded.back());

@@ -53,6 +53,9 @@ SK_CONFORMANCE_CASES(v0_cases) {
       {"embedding_1tok", "embedding.f32", {Values(DType::kI32, {1}, {7}), W32({50, 200})}, f32_out({1, 200}), {}, {}});
   cases.push_back(
       {"embedding_5tok", "embedding.f32", {Of(DType::kI32, {5}, 0, 49), W32({50, 33})}, f32_out({5, 33}), {}, {}});
+  // prefetch has no outputs: the case checks it compiles and runs in every mode next to nothing.
+  const sk_prefetch_attrs warm{256, 8192};
+  cases.push_back({"prefetch_weight", "prefetch", {W32({64, 64}), F32({4})}, {}, attrs_of(warm), {}});
   cases.push_back({"copy_f32", "copy", {F32({3, 70})}, f32_out({3, 70}), {}, {}});
   cases.push_back({"copy_bf16", "copy", {Of(DType::kBF16, {9, 5}, -2, 2)}, {TensorSpec(DType::kBF16, {9, 5})}, {}, {}});
   cases.push_back({"copy_i8", "copy", {Of(DType::kI8, {129}, -128, 127)}, {TensorSpec(DType::kI8, {129})}, {}, {}});

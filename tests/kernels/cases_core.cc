@@ -108,6 +108,15 @@ SK_KERNEL_CASES(core_cases) {
                           tensor(SK_DTYPE_I32, {5, 13}).transposed({1, 0})));
   cs.push_back(unary_case("copy_f32_1000", "copy", f32({1000}), f32({1000})));
   cs.push_back(unary_case("copy_rank0", "copy", f32({}), f32({})));
+  // prefetch: no outputs; a byte range of a dense tensor and of a strided view.
+  auto prefetch_attrs = [](int64_t offset, int64_t bytes) {
+    sk_prefetch_attrs a{offset, bytes};
+    std::vector<unsigned char> b(sizeof a);
+    std::memcpy(b.data(), &a, sizeof a);
+    return b;
+  };
+  cs.push_back(Case{"prefetch_middle", "prefetch", {f32({64, 64}), f32({4})}, {}, prefetch_attrs(1000, 8000), -1});
+  cs.push_back(Case{"prefetch_view", "prefetch", {f32({6, 10}).stepped(1, 2), f32({3})}, {}, prefetch_attrs(0, 4), -1});
   cs.push_back(in_place(unary_case("copy_in_place", "copy", f32({3, 17}), f32({3, 17})), 0));
   return cs;
 }

@@ -178,15 +178,71 @@ TEST(Models, AfdIdenticalInEveryMode) {
   }
 }
 
-TEST(Models, PrefetchIsNotSupportedYet) {
+// prefetch: each AFD layer warms the next layer's router and expert gate/up weights from stream
+// "prefetch" inside the layer's super kernel; outputs match the build without prefetches.
+TEST(Models, AfdPrefetchFusesAndKeepsTheResults) {
+  const auto config = tiny_longcat();
+  auto weights = random_weights(5);
+  auto plain = models::build_longcat_flash_afd(config, tiny_options(), *weights);
+  ASSERT_TRUE(plain) << plain.status().to_string();
+  const std::vector<float> x =
+      testing::random_floats(static_cast<size_t>(tiny_options().batch * config.hidden_size), 9);
+  auto run = [&](Runtime& rt, const Graph& g, const CompileOptions& o, size_t* segments) {
+    auto exe = rt.compile(g, o);
+    EXPECT_TRUE(exe) << exe.status().to_string();
+    if (!exe) return std::vector<float>{};
+    EXPECT_TRUE((*exe)->set_input(models::kHiddenStates, x));
+    EXPECT_TRUE((*exe)->run());
+    if (segments) *segments = (*exe)->report().segments.size();
+    return (*exe)->output_f32(models::kHiddenStatesOut);
+  };
+  auto rt1 = testing::make_runtime(1);
+  const std::vector<float> reference = run(*rt1, *plain, CompileOptions::for_mode(ExecutionMode::kEager), nullptr);
+  ASSERT_FALSE(reference.empty());
+  for (int32_t limit : {0, 1}) {
+    auto options = tiny_options();
+    options.multi_streams = 2;
+    options.prefetch = true;
+    options.prefetch_core_limit = limit;
+    auto graph = models::build_longcat_flash_afd(config, options, *weights);
+    ASSERT_TRUE(graph) << graph.status().to_string();
+    int prefetches = 0;
+    for (size_t i = 0; i < graph->num_ops(); ++i) prefetches += graph->op(i).kernel == "prefetch" ? 1 : 0;
+    EXPECT_EQ(prefetches, 2 * (config.num_layers - 1));  // router and gate/up of every next layer
+    for (int cores : {1, 2, 3}) {
+      if (limit >= cores) continue;  // the compute stream needs a core of its own
+      auto rt = testing::make_runtime(cores);
+      for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
+        for (bool on : {true, false}) {
+          CompileOptions o = CompileOptions::for_mode(mode);
+          o.prefetch = on;
+          size_t segments = 0;
+          std::vector<float> y = run(*rt, *graph, o, &segments);
+          ASSERT_EQ(y.size(), reference.size());
+          EXPECT_EQ(std::memcmp(y.data(), reference.data(), y.size() * sizeof(float)), 0)
+              << execution_mode_name(mode) << " cores " << cores << " limit " << limit << " prefetch " << on;
+          if (mode == ExecutionMode::kSuperKernel) {
+            EXPECT_EQ(segments, static_cast<size_t>(config.num_layers));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Models, PrefetchNeedsStreamsAndTheAfdVariant) {
   auto weights = random_weights(1);
   auto options = tiny_options();
-  options.multi_streams = 2;
   options.prefetch = true;
-  auto afd = models::build_longcat_flash_afd(tiny_longcat(), options, *weights);
-  ASSERT_FALSE(afd);
-  EXPECT_EQ(afd.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(afd.status().message().find("prefetch"), std::string::npos);
+  auto no_streams = models::build_longcat_flash_afd(tiny_longcat(), options, *weights);
+  ASSERT_FALSE(no_streams);
+  EXPECT_NE(no_streams.status().message().find("build option 'prefetch': needs multi_streams"), std::string::npos)
+      << no_streams.status().to_string();
+  options.multi_streams = 2;
+  auto decode = models::build_longcat_flash(tiny_longcat(), options, models::Phase::kDecode, *weights);
+  ASSERT_FALSE(decode);
+  EXPECT_EQ(decode.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(decode.status().message().find("prefetch"), std::string::npos);
 }
 
 // multi_streams: the shortcut MoE runs on stream "moe" under its core limit, fused with the main

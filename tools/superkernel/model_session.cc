@@ -111,6 +111,8 @@ Expected<models::BuildOptions> build_options(const config::Config& cfg) {
   b.moe_core_limit = std::max(moe.cube, moe.vector);
   b.multi_streams = cfg.custom.enable_multi_streams;
   b.prefetch = cfg.custom.enable_prefetch;
+  const config::StreamCoreLimit prefetch = cfg.core_limit("prefetch");
+  b.prefetch_core_limit = std::max(prefetch.cube, prefetch.vector);
   b.scope_options = [&cfg](std::string_view scope) { return cfg.scope_options_for(scope); };
   if (Status s = b.validate(); !s) return at_key(cfg, key_of_build_error(cfg, s), s);
   return b;

@@ -13,6 +13,7 @@ constexpr Reference kReferences[] = {
     {"matmul.f32", matmul_f32, 1e-4, 1e-4},
     {"embedding.f32", embedding_f32, 0.0, 0.0},
     {"copy", copy, 0.0, 0.0},
+    {"prefetch", prefetch, 0.0, 0.0},
     // ---- matmul family ----
     {"matmul.bf16", matmul_bf16, 8e-2, 1e-4},
     {"quantize.i8", quantize_i8, 0.0, 0.0},

@@ -22,6 +22,7 @@
 //                                    [-1, 1] with K <= 4096 (typical errors are ~100x smaller)
 //   embedding.f32  0        0        copies
 //   copy           0        0        copies (any dtype, compared bytewise)
+//   prefetch       -        -        no outputs: checks the operands and the byte range only
 //   ---- matmul family ----
 //   matmul.bf16    8e-2     1e-4     bf16 weights are exact in f32; at avx512_bf16 x is rounded
 //   grouped_matmul.bf16              to bf16 (up to 2^-8 relative per product), an error that
@@ -94,6 +95,8 @@ int32_t softmax_f32(const sk_kernel_args* args);
 int32_t matmul_f32(const sk_kernel_args* args);
 int32_t embedding_f32(const sk_kernel_args* args);
 int32_t copy(const sk_kernel_args* args);
+// prefetch.cc
+int32_t prefetch(const sk_kernel_args* args);
 
 // ---- matmul family ----
 // matmul_family.cc
