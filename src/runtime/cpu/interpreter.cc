@@ -89,13 +89,16 @@ int32_t sync_all_entry(const sk_core_ctx* ctx) {
   return barrier(*cs->ls, *cs, 0) ? SK_OK : SK_ERR_ABORTED;
 }
 
+// One instantiation per tracing state, so an untraced launch runs a loop without a single trace
+// check or clock read in it (tracing off costs nothing per instruction).
+template <bool kTraced>
 void run_core(void* raw, int core) {
   auto& ls = *static_cast<LaunchState*>(raw);
   CoreState& cs = ls.cores[core];
   const std::vector<Instr>& instrs = ls.launch->cores[core].instrs;
   // launch() assigned the epoch before starting any core and published it with the start signal.
   cs.epoch = ls.dev->current_epoch();
-  std::vector<RawTraceEvent>* trace = ls.options->trace ? &(*ls.options->trace)[core] : nullptr;
+  std::vector<RawTraceEvent>* trace = kTraced ? &(*ls.options->trace)[core] : nullptr;
   for (cs.pc = 0; cs.pc < instrs.size(); ++cs.pc) {
     const Instr& in = instrs[cs.pc];
     switch (in.op) {
@@ -111,10 +114,10 @@ void run_core(void* raw, int core) {
         ctx.error_message = cs.error;
         ctx.error_capacity = kErrorBytes;
         cs.error[0] = '\0';
-        const int64_t t0 = trace ? now_ns() : 0;
+        const int64_t t0 = kTraced ? now_ns() : 0;
         const sk_kernel_desc* d = op.kernel->desc;
         int32_t rc = in.op == Opcode::kRun ? d->run(&op.args, &ctx) : d->prologue(&op.args, &ctx);
-        if (trace) trace->push_back({in.a, t0, now_ns(), in.op});
+        if constexpr (kTraced) trace->push_back({in.a, t0, now_ns(), in.op});
         if (rc != SK_OK) {
           if (rc == SK_ERR_ABORTED && ls.abort.load(std::memory_order_relaxed)) return;
           std::string msg = std::string("kernel '") + d->name + "' (op '" + op.name + "') failed on core " +
@@ -126,34 +129,34 @@ void run_core(void* raw, int core) {
         break;
       }
       case Opcode::kWait: {
-        const int64_t t0 = trace ? now_ns() : 0;
+        const int64_t t0 = kTraced ? now_ns() : 0;
         WaitResult r = wait_at_least(ls.dev->progress(in.a), tag(cs.epoch, static_cast<uint32_t>(in.b)), ls.wait);
         if (r != WaitResult::kReached) {
           wait_failed(ls, cs, r, "core " + std::to_string(in.a) + "'s signal " + std::to_string(in.b));
           return;
         }
-        if (trace) trace->push_back({in.a, t0, now_ns(), in.op, in.b});
+        if constexpr (kTraced) trace->push_back({in.a, t0, now_ns(), in.op, in.b});
         break;
       }
       case Opcode::kSignal:
-        if (trace) {
+        if constexpr (kTraced) {
           const int64_t t = now_ns();
           trace->push_back({in.a, t, t, in.op, in.b});
         }
         publish(ls.dev->progress(core), tag(cs.epoch, static_cast<uint32_t>(in.b)));
         break;
       case Opcode::kBarrier: {
-        const int64_t t0 = trace ? now_ns() : 0;
+        const int64_t t0 = kTraced ? now_ns() : 0;
         if (!barrier(ls, cs, in.a)) return;
-        if (trace) trace->push_back({in.a, t0, now_ns(), in.op});
+        if constexpr (kTraced) trace->push_back({in.a, t0, now_ns(), in.op});
         break;
       }
       case Opcode::kTiling: {
         if (ls.abort.load(std::memory_order_relaxed)) return;
         PlanOp& op = ls.ops[in.a];
-        const int64_t t0 = trace ? now_ns() : 0;
+        const int64_t t0 = kTraced ? now_ns() : 0;
         const int32_t rc = run_sink_tiling(op);
-        if (trace) trace->push_back({in.a, t0, now_ns(), in.op});
+        if constexpr (kTraced) trace->push_back({in.a, t0, now_ns(), in.op});
         if (rc != SK_OK) {
           std::string why = "with code " + std::to_string(rc);
           if (rc == SK_ERR_CAPACITY)
@@ -186,7 +189,7 @@ Status run_launch(CpuDevice& device, PlanOp* ops, const Launch& launch, const La
     ls.cores[c].ls = &ls;
     ls.cores[c].core = c;
   }
-  device.launch(launch.num_cores, run_core, &ls);
+  device.launch(launch.num_cores, options.trace ? run_core<true> : run_core<false>, &ls);
   return ls.error;
 }
 
