@@ -55,10 +55,12 @@ test-release: deps
 # the two sampling tests that draw millions of tokens on one thread. Both sanitizer test presets
 # run the stress test with 10,000 launches (SK_STRESS_LAUNCHES) instead of 100,000.
 KERNEL_CASES = Kernels/KernelCaseTest.*
-# loader.example_package.run links the out-of-tree example, built without sanitizer flags, to the
-# sanitized runtime, which a sanitizer cannot start in; the release phase runs it.
-ASAN_SKIP = ^Kernels/KernelCaseTest\.|^loader\.example_package\.run$$
-TSAN_SKIP = ^Kernels/KernelCaseTest\.|^SamplingStatistics\.|^SamplingIdentity\.|^loader\.example_package\.run$$
+# loader.example_package.run and install.find_package_and_cli link programs built without
+# sanitizer flags (the out-of-tree example, the installed-package consumer) to the sanitized
+# runtime, which a sanitizer cannot start in; the release phase runs both.
+OUT_OF_TREE = ^loader\.example_package\.run$$|^install\.find_package_and_cli$$
+ASAN_SKIP = ^Kernels/KernelCaseTest\.|$(OUT_OF_TREE)
+TSAN_SKIP = ^Kernels/KernelCaseTest\.|^SamplingStatistics\.|^SamplingIdentity\.|$(OUT_OF_TREE)
 SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 test-asan: deps
