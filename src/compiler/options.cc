@@ -80,6 +80,7 @@ Status parse_int(std::string_view key, std::string_view value, Int min_value, In
 // kernel-name patterns never need more.
 constexpr size_t kMaxPatternBytes = 256;
 constexpr int64_t kMaxRepetitions = 10000;  // product of every {n} / {n,m} bound in a pattern
+constexpr size_t kMaxBackReferenceDigits = 3;
 
 Status check_pattern_size(std::string_view key, std::string_view item) {
   auto error = [&](const std::string& why) {
@@ -90,7 +91,12 @@ Status check_pattern_size(std::string_view key, std::string_view item) {
   int64_t product = 1;
   for (size_t i = 0; i < item.size(); ++i) {
     if (item[i] == '\\') {
-      ++i;
+      // A back-reference "\N": std::regex accumulates N in an int without an overflow check.
+      size_t digits = 0;
+      while (i + 1 + digits < item.size() && std::isdigit(static_cast<unsigned char>(item[i + 1 + digits]))) ++digits;
+      if (digits > kMaxBackReferenceDigits)
+        return error("has a back-reference number longer than " + std::to_string(kMaxBackReferenceDigits) + " digits");
+      i += std::max<size_t>(digits, 1);
       continue;
     }
     if (item[i] != '{') continue;

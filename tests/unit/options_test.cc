@@ -73,6 +73,11 @@ TEST(CompileOptions, RegexListsAreValidated) {
   ASSERT_FALSE(bad.is_ok());
   EXPECT_TRUE(contains(bad, "dcci_disable_on_kernel"));
   EXPECT_TRUE(contains(bad, "mat(mul"));
+  // std::regex would overflow an int reading a long back-reference number.
+  ASSERT_TRUE(o.set("super_kernel_optimize_options.dcci_disable_on_kernel", "(a)\\1").is_ok());
+  Status backref = o.set("super_kernel_optimize_options.dcci_disable_on_kernel", "(a)\\33333333333333");
+  ASSERT_FALSE(backref.is_ok());
+  EXPECT_TRUE(contains(backref, "back-reference number longer than 3 digits"));
 }
 
 TEST(CompileOptions, ExecutionModeNamesRoundTrip) {
