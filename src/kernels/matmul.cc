@@ -188,22 +188,7 @@ const F32Tiles& select_tiles() {
   return kTilesScalar;
 }
 
-// f32 x rows (stride sx) copied to the panel as they are.
-struct F32Rows {
-  using A = float;
-  using W = float;
-  using S = float;
-  const F32Tiles& tiles;
-  const float* x;
-  int64_t sx;
-  void pack(int64_t m0, int64_t mb, int64_t k0, int64_t kn, float* panel, int64_t ld, float* /*row_scale*/) const {
-    gemm::pack_f32_rows(x, sx, m0, mb, k0, kn, panel, ld);
-  }
-  void finish(const float* st, int64_t ld, const float* /*row_scale*/, int64_t /*n0*/, int64_t mb, int64_t nb, float* y,
-              int64_t sy) const {
-    gemm::finish_f32_lanes(st, ld, tiles.lanes, mb, nb, y, sy);
-  }
-};
+using F32Rows = gemm::F32ActivationRows<float, F32Tiles>;
 
 }  // namespace
 

@@ -289,22 +289,7 @@ Bf16xTileFn tile_avx512_bf16_for(int mr, int nr) {
 constexpr Bf16xTiles kAvx512Bf16 = {16, 8, 4, 4, 1024, 2, 8, tile_avx512_bf16_for};
 #endif
 
-// f32 x rows copied to the panel as they are (the tiles widen the weights exactly).
-struct F32xRows {
-  using A = float;
-  using W = uint16_t;
-  using S = float;
-  const F32xTiles& tiles;
-  const float* x;
-  int64_t sx;
-  void pack(int64_t m0, int64_t mb, int64_t k0, int64_t kn, float* panel, int64_t ld, float* /*row_scale*/) const {
-    gemm::pack_f32_rows(x, sx, m0, mb, k0, kn, panel, ld);
-  }
-  void finish(const float* st, int64_t ld, const float* /*row_scale*/, int64_t /*n0*/, int64_t mb, int64_t nb, float* y,
-              int64_t sy) const {
-    gemm::finish_f32_lanes(st, ld, tiles.lanes, mb, nb, y, sy);
-  }
-};
+using F32xRows = gemm::F32ActivationRows<uint16_t, F32xTiles>;
 
 #if SK_KERNELS_X86
 // x rows rounded to bf16 into the panel (once per call for every K the panel holds).

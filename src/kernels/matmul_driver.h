@@ -172,6 +172,26 @@ inline void finish_f32_lanes(const float* st, int64_t ld, int lanes, int64_t mb,
   }
 }
 
+// The driver's Op for f32 activation rows (stride sx) copied to the panel as they are, over
+// weights of type Weight (f32, or bf16 words the tiles widen exactly) and tiles that keep f32
+// lanes. One adapter for both weight types, so their packing and finishing cannot drift apart.
+template <typename Weight, typename Tiles>
+struct F32ActivationRows {
+  using A = float;
+  using W = Weight;
+  using S = float;
+  const Tiles& tiles;
+  const float* x;
+  int64_t sx;
+  void pack(int64_t m0, int64_t mb, int64_t k0, int64_t kn, float* panel, int64_t ld, float* /*row_scale*/) const {
+    pack_f32_rows(x, sx, m0, mb, k0, kn, panel, ld);
+  }
+  void finish(const float* st, int64_t ld, const float* /*row_scale*/, int64_t /*n0*/, int64_t mb, int64_t nb, float* y,
+              int64_t sy) const {
+    finish_f32_lanes(st, ld, tiles.lanes, mb, nb, y, sy);
+  }
+};
+
 }  // namespace sk::kernels::gemm
 
 #endif  // SUPERKERNEL_KERNELS_MATMUL_DRIVER_H_
