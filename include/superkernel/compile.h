@@ -30,6 +30,7 @@ enum class CutReason {
   kStreamLimit,    // the next op is on another stream and stream fusion is off
   kScopeBypassed,  // strict-scope-check=bypass turned the scope off
   kSplitMode,      // split-mode divided the segment
+  kTilingSink,     // a tiling-sink kernel with tiling-sink off: it runs unfused, tiled in its own launch
 };
 const char* cut_reason_name(CutReason reason);
 

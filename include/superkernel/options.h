@@ -31,6 +31,10 @@ struct SuperKernelOptimizeOptions {
   int split_mode = 0;  // 0: off; N > 0: see docs/OPTIONS.md
   bool stream_fusion = false;
   bool early_start = false;
+  // Tiling-sink kernels (SK_TILING_SINK, e.g. grouped_matmul) fuse, their tiling computed inside
+  // the super kernel once their inputs are ready. false: each one cuts the segment (TILING_SINK)
+  // and runs unfused, tiled at the start of its own launch once the previous launch has joined.
+  bool tiling_sink = true;
   int func_align = 0;  // bytes; 0 = default
   // Cache-maintenance regex lists: accepted and validated; no-ops on coherent CPUs.
   std::vector<std::string> dcci_before_kernel_start;

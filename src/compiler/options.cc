@@ -171,6 +171,7 @@ std::vector<std::string> CompileOptions::keys() {
       "super_kernel_optimize_options.split_mode",
       "super_kernel_optimize_options.stream_fusion",
       "super_kernel_optimize_options.early_start",
+      "super_kernel_optimize_options.tiling_sink",
       "super_kernel_optimize_options.func_align",
       "super_kernel_optimize_options.dcci_before_kernel_start",
       "super_kernel_optimize_options.dcci_after_kernel_end",
@@ -207,6 +208,7 @@ Status CompileOptions::set(std::string_view key, std::string_view value) {
     if (k == "split_mode") return parse_int(key, value, 0, o.split_mode);
     if (k == "stream_fusion") return parse_bool(key, value, o.stream_fusion);
     if (k == "early_start") return parse_bool(key, value, o.early_start);
+    if (k == "tiling_sink") return parse_bool(key, value, o.tiling_sink);
     if (k == "func_align") {
       // Checked before it is stored: a rejected value must leave the options as they were.
       int align = 0;

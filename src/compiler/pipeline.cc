@@ -44,6 +44,8 @@ const char* cut_reason_name(CutReason reason) {
       return "SCOPE_BYPASSED";
     case CutReason::kSplitMode:
       return "SPLIT_MODE";
+    case CutReason::kTilingSink:
+      return "TILING_SINK";
   }
   return "?";
 }

@@ -18,7 +18,7 @@ std::string_view trim(std::string_view s) {
 // Implemented keys first, then keys of features this build does not have yet.
 const std::vector<std::string> kImplemented = {"strict-scope-check", "debug-aic-num", "debug-aiv-num",
                                                "feed-sync-all",      "split-mode",    "debug-sync-all",
-                                               "profiling",          "stream-fusion"};
+                                               "profiling",          "stream-fusion", "tiling-sink"};
 const std::vector<std::string> kNotYet = {"early-start", "preload-code", "func-align"};
 
 Status value_error(std::string_view scope, std::string_view key, std::string_view value, const std::string& expect) {
@@ -53,7 +53,8 @@ void ScopeOptions::inherit(const ScopeOptions& outer) {
                               {&split_mode, outer.split_mode},
                               {&debug_sync_all, outer.debug_sync_all},
                               {&profiling, outer.profiling},
-                              {&stream_fusion, outer.stream_fusion}})
+                              {&stream_fusion, outer.stream_fusion},
+                              {&tiling_sink, outer.tiling_sink}})
     if (*mine < 0) *mine = theirs;
 }
 
@@ -119,6 +120,8 @@ Expected<ScopeOptions> parse_scope_options(std::string_view scope, std::string_v
       SK_RETURN_IF_ERROR(parse_switch(scope, key, value, o.profiling));
     } else if (key == "stream-fusion") {
       SK_RETURN_IF_ERROR(parse_switch(scope, key, value, o.stream_fusion));
+    } else if (key == "tiling-sink") {
+      SK_RETURN_IF_ERROR(parse_switch(scope, key, value, o.tiling_sink));
     }
   }
   if (o.debug_aic_num >= 0 && o.debug_aiv_num >= 0) {

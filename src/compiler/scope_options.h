@@ -27,6 +27,7 @@ struct ScopeOptions {
   int debug_sync_all = -1;
   int profiling = -1;
   int stream_fusion = -1;  // -1: not set (super_kernel_optimize_options.stream_fusion decides)
+  int tiling_sink = -1;    // -1: not set (super_kernel_optimize_options.tiling_sink decides)
 
   // Fills unset fields from `outer` (options of an enclosing scope).
   void inherit(const ScopeOptions& outer);

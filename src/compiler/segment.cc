@@ -20,6 +20,17 @@ bool stream_fusion_on(const ScopeOptions& o, const CompileOptions& global) {
   return o.stream_fusion >= 0 ? o.stream_fusion == 1 : global.super_kernel_optimize_options.stream_fusion;
 }
 
+bool tiling_sink_on(const ScopeOptions& o, const CompileOptions& global) {
+  return o.tiling_sink >= 0 ? o.tiling_sink == 1 : global.super_kernel_optimize_options.tiling_sink;
+}
+
+// Which setting turned tiling sink off for an op of scope `label`, for the cut's detail.
+std::string tiling_sink_off_by(const ScopeOptions& o, const std::string& label) {
+  if (o.tiling_sink == 0) return "scope '" + label + "' has tiling-sink=0";
+  if (label == "<graph>") return "super_kernel_optimize_options.tiling_sink is false";
+  return "super_kernel_optimize_options.tiling_sink is false (scope '" + label + "' leaves tiling-sink unset)";
+}
+
 // Cross-stream orderings from events: after a stream waits for an event, each of its ops in the
 // same segment runs after the op the recording stream ran last before the record.
 void collect_event_deps(CompileContext& ctx) {
@@ -143,10 +154,18 @@ Status segment_graph(CompileContext& ctx) {
     } else if (!is_fusible_kernel(op)) {
       fuse = false;
       unfused_reason = CutReason::kOpUnsupported;
+    } else if (op.tiling_sink && !tiling_sink_on(options_of(*key), ctx.options)) {
+      fuse = false;
+      unfused_reason = CutReason::kTilingSink;
     }
     if (!fuse) {
       if (op.kind == OpKind::kHost) unfused_reason = CutReason::kHostOp;
-      close(unfused_reason, i, describe_op(op) + " runs outside the super kernel");
+      std::string detail = describe_op(op) + " runs outside the super kernel";
+      if (unfused_reason == CutReason::kTilingSink)
+        detail = describe_op(op) + " is a tiling-sink kernel and " +
+                 tiling_sink_off_by(options_of(*key), stack_label(g, *key)) +
+                 ": it runs unfused, tiled in its own launch";
+      close(unfused_reason, i, std::move(detail));
       ctx.op_unfused[i] = unfused_reason;
       continue;
     }

@@ -9,6 +9,14 @@
 // whole scope unfused with a warning; `abort` fails compilation. split-mode (scope option, or
 // super_kernel_optimize_options.split_mode) divides each segment into at most N launches.
 //
+// Tiling-sink kernels (SK_TILING_SINK) fuse like any fusible kernel, their tiling a step inside
+// the super kernel. With tiling-sink off (scope option tiling-sink=0, or
+// super_kernel_optimize_options.tiling_sink=false) each one cuts the segment (TILING_SINK) and
+// runs unfused, as graph mode runs it: once the launch before has joined, its own launch first
+// computes the tiling on the op's first core (core 0, the calling thread, unless a cube/vector
+// split puts the kernel elsewhere), then runs it. That is the A/B baseline of tiling inside the
+// super kernel.
+//
 // Streams: ops of several streams share a segment only with stream fusion (scope option
 // stream-fusion=1, or super_kernel_optimize_options.stream_fusion). Then a scope change that
 // coincides with a stream switch joins the next scope to the open segment (concurrent branches

@@ -28,6 +28,8 @@ const char* plain_words(CutReason reason) {
       return "strict-scope-check=bypass turned the scope off";
     case CutReason::kSplitMode:
       return "split-mode divides the segment here";
+    case CutReason::kTilingSink:
+      return "the next op is a tiling-sink kernel and tiling-sink is off: it runs unfused, tiled in its own launch";
   }
   return "?";
 }
