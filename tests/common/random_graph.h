@@ -3,6 +3,7 @@
 #ifndef SUPERKERNEL_TESTS_COMMON_RANDOM_GRAPH_H_
 #define SUPERKERNEL_TESTS_COMMON_RANDOM_GRAPH_H_
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/moe_block.h"
 #include "superkernel/graph.h"
 #include "superkernel/ops.h"
 
@@ -27,6 +29,10 @@ struct RandomGraphOptions {
   // Now and then a prefetch of a random byte range of a weight or earlier tensor, after the
   // latest op's output, on whatever stream is current.
   bool prefetches = false;
+  // Now and then a MoE block (tests/common/moe_block.h: router, dispatch, two grouped matmuls,
+  // which are tiling-sink kernels, and combine) over a pool tensor, with random expert counts and
+  // a bias that often leaves experts empty or draws every token to one.
+  bool moe = false;
 };
 
 struct RandomGraph {
@@ -155,6 +161,18 @@ inline RandomGraph make_random_graph(uint32_t seed, const RandomGraphOptions& op
       default:
         t = add(g, any(), any());
         break;
+    }
+    if (opt.moe && pick(0, 3) == 0) {
+      MoeBlockShape shape;
+      shape.experts = pick(1, 5);
+      shape.zero_experts = pick(0, 2);
+      shape.top_k = pick(1, std::min(3, shape.experts + shape.zero_experts));
+      shape.ffn = 4 << pick(0, 2);
+      const float biases[] = {-30.0f, 0.0f, 0.0f, 8.0f};
+      std::vector<float> bias(static_cast<size_t>(shape.experts + shape.zero_experts));
+      for (float& b : bias) b = biases[pick(0, 3)];
+      const MoeBlockWeights w = moe_block_weights(g, shape, d, rng, bias);
+      t = moe_block(g, t, shape, w, "moe" + std::to_string(i) + ".").out;
     }
     pool.push_back(t);
     if (opt.prefetches && pick(0, 2) == 0) {

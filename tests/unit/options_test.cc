@@ -37,6 +37,18 @@ TEST(CompileOptions, SetParsesTypedValues) {
   EXPECT_EQ(o.mode(), ExecutionMode::kSuperKernel);
 }
 
+TEST(CompileOptions, TilingSinkDefaultsOnAndIsABoolean) {
+  CompileOptions o;
+  EXPECT_TRUE(o.super_kernel_optimize_options.tiling_sink);
+  ASSERT_TRUE(o.set("super_kernel_optimize_options.tiling_sink", "false").is_ok());
+  EXPECT_FALSE(o.super_kernel_optimize_options.tiling_sink);
+  Status bad = o.set("super_kernel_optimize_options.tiling_sink", "host");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_TRUE(contains(bad, "option 'super_kernel_optimize_options.tiling_sink': expected a boolean"))
+      << bad.to_string();
+  EXPECT_FALSE(o.super_kernel_optimize_options.tiling_sink);  // a rejected value changes nothing
+}
+
 TEST(CompileOptions, UnknownKeyIsNamed) {
   CompileOptions o;
   Status s = o.set("super_kernel_optimize_options.warp_speed", "1");

@@ -103,6 +103,30 @@ TEST(ScopeOptions, StreamFusionIsASwitchInheritedFromEnclosingScopes) {
   EXPECT_TRUE(mentions(bad, "stream-fusion"));
 }
 
+TEST(ScopeOptions, TilingSinkIsASwitchInheritedFromEnclosingScopes) {
+  auto outer = parse_scope_options("outer", "tiling-sink=0", nullptr);
+  ASSERT_TRUE(outer.has_value()) << outer.status().to_string();
+  EXPECT_EQ(outer->tiling_sink, 0);
+  auto inner = parse_scope_options("inner", "", nullptr);
+  ASSERT_TRUE(inner.has_value());
+  EXPECT_EQ(inner->tiling_sink, -1);
+  inner->inherit(*outer);
+  EXPECT_EQ(inner->tiling_sink, 0);
+  auto own = parse_scope_options("own", "tiling-sink=1", nullptr);
+  ASSERT_TRUE(own.has_value());
+  own->inherit(*outer);
+  EXPECT_EQ(own->tiling_sink, 1);
+  for (const char* bad : {"tiling-sink=2", "tiling-sink=on", "tiling-sink="}) {
+    auto r = parse_scope_options("moe", bad, nullptr);
+    ASSERT_FALSE(r.has_value()) << bad;
+    EXPECT_TRUE(mentions(r.status(), "scope 'moe' option 'tiling-sink'")) << r.status().to_string();
+  }
+  auto twice = parse_scope_options("moe", "tiling-sink=1:tiling-sink=0", nullptr);
+  ASSERT_FALSE(twice.has_value());
+  EXPECT_TRUE(mentions(twice.status(), "scope 'moe' option 'tiling-sink' is given twice"))
+      << twice.status().to_string();
+}
+
 TEST(ScopeOptions, AicAivRatiosAreRestricted) {
   for (const char* ok : {"debug-aic-num=1:debug-aiv-num=0", "debug-aic-num=0:debug-aiv-num=2",
                          "debug-aic-num=2:debug-aiv-num=2", "debug-aic-num=2:debug-aiv-num=4"})
