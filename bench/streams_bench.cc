@@ -9,13 +9,23 @@
 // prefetches the next layer's weight from stream "prefetch" under LimitCoreNum(1, 1), compiled
 // with prefetch=false (prefetch_off) and prefetch=true (prefetch_on), for weights that fit the
 // shared L3 but not the private L2 (prefetch_l3, 16 MiB in all) and for weights that fit neither
-// (prefetch_dram, 64 MiB). The tiling sink inside a fused MoE is not implemented: no column.
+// (prefetch_dram, 64 MiB). Then the tiling sink inside a fused MoE, on LongCat-mini's shapes
+// (configs/longcat-mini.yaml, kLayers layers, kTokens tokens): the model's MoE (router,
+// dispatch, grouped matmul, activation, grouped matmul, combine) compiled with
+// super_kernel_optimize_options.tiling_sink=true (tiling_sink: the grouped matmuls' tilings are
+// TILING steps inside the layer's super kernel) and =false (host_tiling: each grouped matmul
+// cuts the segment and runs in a launch of its own, tiled first), for
+//   moe_afd          the FFN-only (AFD) model: per layer one scope holding the MoE
+//   longcat_decode   the decode step with the MoE on stream "moe" fused beside the main branch
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <random>
 
 #include "bench_common.h"
+#include "superkernel/models.h"
 #include "superkernel/ops.h"
+#include "superkernel/weights.h"
 
 namespace {
 
@@ -111,59 +121,180 @@ std::unique_ptr<Graph> build_prefetch_chain(int64_t weight_bytes_per_layer, uint
   return g;
 }
 
-// Times prefetch_off against prefetch_on (same graph) at `cores`, interleaved; appends results.
+// One column of a side-by-side comparison: a graph compiled with some options.
+struct Contender {
+  std::string mode;
+  const Graph* graph;
+  CompileOptions options;
+};
+
+// Compiles every contender (one that fails to compile is skipped with its error), feeds it,
+// checks that all give the same `output` bit for bit, then times them in interleaved rounds
+// (rotating the order, so drifts of a shared machine hit every contender) and appends one
+// result per contender. False on a run error or differing outputs.
+bool run_side_by_side(Runtime& rt, const bench::Args& args, int cores, const std::string& bench_name,
+                      const std::vector<Contender>& contenders, const std::function<Status(Executable&)>& feed,
+                      const std::string& output, std::vector<bench::Result>& results) {
+  struct Prepared {
+    const Contender* contender;
+    std::unique_ptr<Executable> exe;
+    std::vector<double> us;
+  };
+  std::vector<Prepared> prepared;
+  std::vector<float> reference;
+  for (const Contender& c : contenders) {
+    if (!bench::mode_selected(args, c.mode)) continue;
+    auto exe = rt.compile(*c.graph, c.options);
+    if (!exe) {
+      std::fprintf(stderr, "%s %s at %d core(s): skipped: %s\n", bench_name.c_str(), c.mode.c_str(), cores,
+                   exe.status().to_string().c_str());
+      continue;
+    }
+    if (Status s = feed(**exe); !s || !(s = (*exe)->run())) {
+      std::fprintf(stderr, "%s %s: %s\n", bench_name.c_str(), c.mode.c_str(), s.to_string().c_str());
+      return false;
+    }
+    // Every contender computes the same thing: check before timing.
+    std::vector<float> y = (*exe)->output_f32(output);
+    if (reference.empty()) reference = y;
+    if (y != reference) {
+      std::fprintf(stderr, "%s at %d core(s): %s's output differs from %s's\n", bench_name.c_str(), cores,
+                   c.mode.c_str(), prepared.front().contender->mode.c_str());
+      return false;
+    }
+    prepared.push_back({&c, std::move(*exe), {}});
+  }
+  const int warmup = 1;
+  for (int round = 0; round < warmup + args.runs; ++round) {
+    for (size_t i = 0; i < prepared.size(); ++i) {
+      Prepared& p = prepared[(i + static_cast<size_t>(round)) % prepared.size()];
+      const double t0 = bench::now_seconds();
+      if (Status s = p.exe->run(); !s) {
+        std::fprintf(stderr, "%s %s: %s\n", bench_name.c_str(), p.contender->mode.c_str(), s.to_string().c_str());
+        return false;
+      }
+      if (round >= warmup) p.us.push_back((bench::now_seconds() - t0) * 1e6);
+    }
+  }
+  for (const Prepared& p : prepared) {
+    bench::Stats st = bench::stats_of(p.us);
+    results.push_back({bench_name, p.contender->mode, cores, "us_per_run", st.median, st.min, st.max, args.runs, "us"});
+  }
+  return true;
+}
+
+std::function<Status(Executable&)> feed_f32(const std::string& name, const std::vector<float>& values) {
+  return [name, &values](Executable& exe) { return exe.set_input(name, values); };
+}
+
+// prefetch_off against prefetch_on (same graph) at `cores`.
 bool bench_prefetch(Runtime& rt, const bench::Args& args, int cores, std::vector<bench::Result>& results) {
   const std::vector<float> input = random_vec(static_cast<size_t>(kTokens * kHidden), 1, 1.0f);
   for (const auto& [label, bytes] : {std::pair<std::string, int64_t>{"prefetch_l3", 2 << 20},
                                      std::pair<std::string, int64_t>{"prefetch_dram", 8 << 20}}) {
     if (!bench::selected(args, label)) continue;
     auto graph = build_prefetch_chain(bytes, 11);
-    std::unique_ptr<Executable> exes[2];
-    std::vector<double> us[2];
-    std::vector<float> reference;
-    for (int on = 0; on < 2; ++on) {
+    std::vector<Contender> contenders;
+    for (bool on : {false, true}) {
       CompileOptions o = CompileOptions::for_mode(ExecutionMode::kSuperKernel);
-      o.prefetch = on == 1;
-      auto exe = rt.compile(*graph, o);
-      if (!exe) {
-        std::fprintf(stderr, "%s at %d core(s): skipped: %s\n", label.c_str(), cores, exe.status().to_string().c_str());
-        return true;
-      }
-      if (Status s = (*exe)->set_input("x", input); !s || !(s = (*exe)->run())) {
-        std::fprintf(stderr, "%s: %s\n", label.c_str(), s.to_string().c_str());
-        return false;
-      }
-      std::vector<float> y = (*exe)->output_f32("y");
-      if (reference.empty()) reference = y;
-      if (y != reference) {
-        std::fprintf(stderr, "%s at %d core(s): output differs with prefetch on\n", label.c_str(), cores);
-        return false;
-      }
-      exes[on] = std::move(*exe);
+      o.prefetch = on;
+      contenders.push_back({on ? "prefetch_on" : "prefetch_off", graph.get(), o});
     }
-    for (int round = 0; round < 1 + args.runs; ++round) {
-      for (int i = 0; i < 2; ++i) {
-        const int on = (i + round) % 2;
-        const double t0 = bench::now_seconds();
-        if (Status s = exes[on]->run(); !s) {
-          std::fprintf(stderr, "%s: %s\n", label.c_str(), s.to_string().c_str());
-          return false;
-        }
-        if (round >= 1) us[on].push_back((bench::now_seconds() - t0) * 1e6);
-      }
+    if (!run_side_by_side(rt, args, cores, label + "_x" + std::to_string(kLayers), contenders, feed_f32("x", input),
+                          "y", results))
+      return false;
+  }
+  return true;
+}
+
+// LongCat-mini (configs/longcat-mini.yaml) with kLayers layers.
+models::LongCatFlashConfig longcat_mini() {
+  models::LongCatFlashConfig c;
+  c.vocab_size = 512;
+  c.hidden_size = 128;
+  c.num_layers = kLayers;
+  c.num_attention_heads = 4;
+  c.q_lora_rank = 64;
+  c.kv_lora_rank = 32;
+  c.qk_nope_head_dim = 16;
+  c.qk_rope_head_dim = 8;
+  c.v_head_dim = 16;
+  c.ffn_hidden_size = 256;
+  c.expert_ffn_hidden_size = 64;
+  c.n_routed_experts = 8;
+  c.zero_expert_num = 4;
+  c.moe_topk = 2;
+  c.routed_scaling_factor = 6.0;
+  return c;
+}
+
+// Tiling sink (tiling_sink) against cutting at each grouped matmul and tiling in its own launch
+// (host_tiling), on the LongCat-mini AFD model and decode step.
+bool bench_tiling_sink(Runtime& rt, const bench::Args& args, int cores, std::vector<bench::Result>& results) {
+  const models::LongCatFlashConfig config = longcat_mini();
+  models::BuildOptions build;
+  build.batch = kTokens;
+  build.max_context = 64;
+  auto tiling = [](bool sink) {
+    CompileOptions o = CompileOptions::for_mode(ExecutionMode::kSuperKernel);
+    o.super_kernel_optimize_options.tiling_sink = sink;
+    return o;
+  };
+  const std::string suffix = "_x" + std::to_string(kLayers);
+  if (bench::selected(args, "moe_afd")) {
+    auto weights = random_weights(3);
+    auto graph = models::build_longcat_flash_afd(config, build, *weights);
+    if (!graph) {
+      std::fprintf(stderr, "moe_afd: %s\n", graph.status().to_string().c_str());
+      return false;
     }
-    for (int on = 0; on < 2; ++on) {
-      bench::Stats st = bench::stats_of(us[on]);
-      results.push_back({label + "_x" + std::to_string(kLayers), on ? "prefetch_on" : "prefetch_off", cores,
-                         "us_per_run", st.median, st.min, st.max, args.runs, "us"});
+    const std::vector<float> hidden = random_vec(static_cast<size_t>(kTokens * config.hidden_size), 5, 1.0f);
+    if (!run_side_by_side(rt, args, cores, "moe_afd" + suffix,
+                          {{"tiling_sink", &*graph, tiling(true)}, {"host_tiling", &*graph, tiling(false)}},
+                          feed_f32(models::kHiddenStates, hidden), models::kHiddenStatesOut, results))
+      return false;
+  }
+  if (bench::selected(args, "longcat_decode")) {
+    models::BuildOptions decode = build;
+    decode.multi_streams = 1;
+    auto weights = random_weights(3);
+    auto graph = models::build_longcat_flash(config, decode, models::Phase::kDecode, *weights);
+    if (!graph) {
+      std::fprintf(stderr, "longcat_decode: %s\n", graph.status().to_string().c_str());
+      return false;
     }
+    // One decode step of kTokens sequences at position 0, rerun as is: each run writes the same
+    // cache slots with the same values, so every run and contender computes the same logits.
+    models::PagedCacheLayout layout(decode);
+    auto step = layout.decode(std::vector<int32_t>(static_cast<size_t>(kTokens), 7));
+    if (!step) {
+      std::fprintf(stderr, "longcat_decode: %s\n", step.status().to_string().c_str());
+      return false;
+    }
+    const models::StepInputs inputs = *step;
+    if (!run_side_by_side(
+            rt, args, cores, "longcat_decode" + suffix,
+            {{"tiling_sink", &*graph, tiling(true)}, {"host_tiling", &*graph, tiling(false)}},
+            [&inputs](Executable& exe) { return models::set_step_inputs(exe, inputs); }, models::kLogits, results))
+      return false;
   }
   return true;
 }
 
 constexpr const char* kUsage =
     "usage: sk_bench_streams [--json PATH] [--runs N] [--quick] [--cores N] [--mode NAME]...\n"
-    "                        [--only two_branch|prefetch_l3|prefetch_dram]...\n";
+    "                        [--only two_branch|prefetch_l3|prefetch_dram|moe_afd|longcat_decode]...\n";
+
+std::shared_ptr<Runtime> runtime_with(int cores) {
+  RuntimeOptions ro;
+  ro.num_cores = cores;
+  auto rt = Runtime::create(ro);
+  if (!rt) {
+    std::fprintf(stderr, "runtime: %s\n", rt.status().to_string().c_str());
+    return nullptr;
+  }
+  return *rt;
+}
 
 }  // namespace
 
@@ -172,78 +303,44 @@ int main(int argc, char** argv) {
   const std::vector<Variant> variants = {{"one_stream", false, 0}, {"fused", true, 0}, {"fused_limit1", true, 1}};
   std::vector<bench::Result> results;
   const std::vector<float> input = random_vec(static_cast<size_t>(kTokens * kHidden), 1, 1.0f);
-  for (int cores = 1; cores <= std::min(2, bench::machine_cores()); ++cores) {
+  const int max_cores = std::min(2, bench::machine_cores());
+  for (int cores = 1; cores <= max_cores; ++cores) {
     if (!bench::cores_selected(args, cores) || !bench::selected(args, "two_branch")) continue;
-    RuntimeOptions ro;
-    ro.num_cores = cores;
-    auto rt = Runtime::create(ro);
-    if (!rt) {
-      std::fprintf(stderr, "runtime: %s\n", rt.status().to_string().c_str());
-      return 1;
-    }
-    struct Prepared {
-      const Variant* variant;
-      std::unique_ptr<Executable> exe;
-      std::vector<double> us;
-    };
-    std::vector<Prepared> prepared;
-    std::vector<float> reference;
+    auto rt = runtime_with(cores);
+    if (!rt) return 1;
+    std::vector<std::unique_ptr<Graph>> graphs;
+    std::vector<Contender> contenders;
     for (const Variant& v : variants) {
-      if (!bench::mode_selected(args, v.name)) continue;
-      auto graph = build_block(v, 7);
-      auto exe = (*rt)->compile(*graph, CompileOptions::for_mode(ExecutionMode::kSuperKernel));
-      if (!exe) {
-        std::fprintf(stderr, "%s at %d core(s): skipped: %s\n", v.name.c_str(), cores,
-                     exe.status().to_string().c_str());
-        continue;
-      }
-      if (Status s = (*exe)->set_input("x", input); !s || !(s = (*exe)->run())) {
-        std::fprintf(stderr, "%s: %s\n", v.name.c_str(), s.to_string().c_str());
-        return 1;
-      }
-      // Every variant computes the same block: check before timing.
-      std::vector<float> y = (*exe)->output_f32("y");
-      if (reference.empty()) reference = y;
-      if (y != reference) {
-        std::fprintf(stderr, "%s at %d core(s): output differs from %s\n", v.name.c_str(), cores,
-                     prepared.front().variant->name.c_str());
-        return 1;
-      }
-      prepared.push_back({&v, std::move(*exe), {}});
+      graphs.push_back(build_block(v, 7));
+      contenders.push_back({v.name, graphs.back().get(), CompileOptions::for_mode(ExecutionMode::kSuperKernel)});
     }
-    // Interleaved rounds, rotating the order, so drifts of a shared machine hit every variant.
-    const int warmup = 1;
-    for (int round = 0; round < warmup + args.runs; ++round) {
-      for (size_t i = 0; i < prepared.size(); ++i) {
-        Prepared& p = prepared[(i + static_cast<size_t>(round)) % prepared.size()];
-        const double t0 = bench::now_seconds();
-        if (Status s = p.exe->run(); !s) {
-          std::fprintf(stderr, "%s: %s\n", p.variant->name.c_str(), s.to_string().c_str());
-          return 1;
-        }
-        if (round >= warmup) p.us.push_back((bench::now_seconds() - t0) * 1e6);
-      }
-    }
-    for (const Prepared& p : prepared) {
-      bench::Stats st = bench::stats_of(p.us);
-      results.push_back({"two_branch_x" + std::to_string(kLayers), p.variant->name, cores, "us_per_run", st.median,
-                         st.min, st.max, args.runs, "us"});
-    }
+    if (!run_side_by_side(*rt, args, cores, "two_branch_x" + std::to_string(kLayers), contenders, feed_f32("x", input),
+                          "y", results))
+      return 1;
   }
   if (!results.empty()) bench::print_table(results, {"one_stream", "fused", "fused_limit1"}, "one_stream");
   std::vector<bench::Result> prefetch_results;
-  for (int cores = 2; cores <= std::min(2, bench::machine_cores()); ++cores) {
+  for (int cores = 2; cores <= max_cores; ++cores) {
     if (!bench::cores_selected(args, cores)) continue;
-    RuntimeOptions ro;
-    ro.num_cores = cores;
-    auto rt = Runtime::create(ro);
-    if (!rt || !bench_prefetch(**rt, args, cores, prefetch_results)) return 1;
+    auto rt = runtime_with(cores);
+    if (!rt || !bench_prefetch(*rt, args, cores, prefetch_results)) return 1;
   }
   if (!prefetch_results.empty()) {
     std::printf("\n");
     bench::print_table(prefetch_results, {"prefetch_off", "prefetch_on"}, "prefetch_off");
   }
+  std::vector<bench::Result> tiling_results;
+  for (int cores = 1; cores <= max_cores; ++cores) {
+    if (!bench::cores_selected(args, cores)) continue;
+    auto rt = runtime_with(cores);
+    if (!rt || !bench_tiling_sink(*rt, args, cores, tiling_results)) return 1;
+  }
+  if (!tiling_results.empty()) {
+    std::printf("\n");
+    bench::print_table(tiling_results, {"host_tiling", "tiling_sink"}, "host_tiling");
+  }
   results.insert(results.end(), prefetch_results.begin(), prefetch_results.end());
+  results.insert(results.end(), tiling_results.begin(), tiling_results.end());
   if (!args.json.empty()) {
     if (!bench::write_json(args.json, results)) {
       std::fprintf(stderr, "cannot write %s\n", args.json.c_str());
