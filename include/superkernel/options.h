@@ -25,12 +25,30 @@ enum class ExecutionMode { kEager, kGraph, kSuperKernel };
 const char* execution_mode_name(ExecutionMode mode);
 Expected<ExecutionMode> parse_execution_mode(std::string_view text);
 
-// super_kernel_optimize_options
+// How much of the next sub-kernel's code a core touches before it needs it (preload_code).
+enum class PreloadCode { kNone, kPerFunc, kMax };
+const char* preload_code_name(PreloadCode mode);
+// How the scheduler orders the cores of a super kernel where data flows between them (sync_choice).
+enum class SyncChoice {
+  kPointToPoint,  // a WAIT on every producer core that matters, wherever data flows
+  kCost,          // per dependency the cheapest correct form: none, point-to-point, a group or full barrier
+};
+const char* sync_choice_name(SyncChoice choice);
+
+// super_kernel_optimize_options (docs/OPTIONS.md says what each does; scopes override most)
 struct SuperKernelOptimizeOptions {
-  bool preload_code = false;
+  PreloadCode preload_code = PreloadCode::kNone;
   int split_mode = 0;  // 0: off; N > 0: see docs/OPTIONS.md
   bool stream_fusion = false;
-  bool early_start = false;
+  // 0: a kernel's prologue runs after the core's waits for its inputs; 1: before them; 2: also
+  // before the previous sub-kernel's signal wait chain ends (docs/OPTIONS.md).
+  int early_start = 0;
+  // Cheap ops between two all-to-all boundaries run whole on every core (each writes its own
+  // copy) instead of split plus a sync, where the cost model says it pays.
+  bool recompute = false;
+  SyncChoice sync_choice = SyncChoice::kPointToPoint;
+  // Run super kernels as generated native code (x86-64) instead of the interpreter.
+  bool jit = false;
   // Tiling-sink kernels (SK_TILING_SINK, e.g. grouped_matmul) fuse, their tiling computed inside
   // the super kernel once their inputs are ready. false: each one cuts the segment (TILING_SINK)
   // and runs unfused, tiled at the start of its own launch once the previous launch has joined.

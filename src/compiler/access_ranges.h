@@ -9,7 +9,7 @@
 
 #include <vector>
 
-#include "runtime/plan.h"
+#include "program/plan.h"
 
 namespace sk {
 

@@ -6,21 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "compiler/compiler.h"
 #include "compiler/scope_options.h"
+#include "packages/kernel_registry.h"
+#include "program/plan.h"
 #include "program/program.h"
-#include "runtime/kernel_registry.h"
-#include "runtime/plan.h"
 #include "superkernel/compile.h"
 #include "superkernel/graph.h"
 #include "superkernel/options.h"
 
 namespace sk {
-
-// The device's core layout as the compiler sees it.
-struct CoreLayout {
-  int num_cores = 1;
-  int cube_cores = 0;  // 0: no split, every core serves both kinds
-};
 
 // An ordering edge from an event: `consumer` runs after `producer` (the last op its stream ran
 // before recording `event`), because the consumer's stream waited for the event first.

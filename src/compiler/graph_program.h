@@ -6,6 +6,7 @@
 #define SUPERKERNEL_COMPILER_GRAPH_PROGRAM_H_
 
 #include "compiler/compile_context.h"
+#include "program/emit.h"
 
 namespace sk {
 
@@ -24,14 +25,6 @@ class GraphLaunchBuilder {
   int32_t num_cores_;
   int32_t open_ = -1;
 };
-
-// Appends `op`'s PROLOGUE/RUN to its cores and the feed barriers of its sync_all calls to the
-// other cores of `launch`.
-void emit_op_on_all_cores(Launch& launch, const PlanOp& op, int32_t op_index);
-// A launch over cores [0, n) with barrier group 0 = all of them.
-Launch make_launch(std::string label, int32_t num_cores);
-// Labels "name (kernel)" for printing.
-std::vector<std::string> op_labels(const Plan& plan);
 
 }  // namespace sk
 

@@ -27,6 +27,20 @@ Expected<ExecutionMode> parse_execution_mode(std::string_view text) {
                                   "' (expected eager, graph or superkernel)");
 }
 
+const char* preload_code_name(PreloadCode mode) {
+  switch (mode) {
+    case PreloadCode::kNone:
+      return "none";
+    case PreloadCode::kPerFunc:
+      return "per-func";
+    case PreloadCode::kMax:
+      return "max";
+  }
+  return "?";
+}
+
+const char* sync_choice_name(SyncChoice choice) { return choice == SyncChoice::kCost ? "cost" : "p2p"; }
+
 CompileOptions CompileOptions::for_mode(ExecutionMode mode) {
   CompileOptions o;
   o.static_kernel_compile = mode != ExecutionMode::kEager;
@@ -171,6 +185,9 @@ std::vector<std::string> CompileOptions::keys() {
       "super_kernel_optimize_options.split_mode",
       "super_kernel_optimize_options.stream_fusion",
       "super_kernel_optimize_options.early_start",
+      "super_kernel_optimize_options.recompute",
+      "super_kernel_optimize_options.sync_choice",
+      "super_kernel_optimize_options.jit",
       "super_kernel_optimize_options.tiling_sink",
       "super_kernel_optimize_options.func_align",
       "super_kernel_optimize_options.dcci_before_kernel_start",
@@ -204,10 +221,29 @@ Status CompileOptions::set(std::string_view key, std::string_view value) {
   if (key.substr(0, kOpt.size()) == kOpt) {
     std::string_view k = key.substr(kOpt.size());
     SuperKernelOptimizeOptions& o = super_kernel_optimize_options;
-    if (k == "preload_code") return parse_bool(key, value, o.preload_code);
+    if (k == "preload_code") {
+      for (PreloadCode m : {PreloadCode::kNone, PreloadCode::kPerFunc, PreloadCode::kMax})
+        if (value == preload_code_name(m)) {
+          o.preload_code = m;
+          return Status::ok();
+        }
+      return Status::invalid_argument("option '" + std::string(key) + "': expected none, per-func or max, got '" +
+                                      std::string(value) + "'");
+    }
+    if (k == "sync_choice") {
+      for (SyncChoice c : {SyncChoice::kPointToPoint, SyncChoice::kCost})
+        if (value == sync_choice_name(c)) {
+          o.sync_choice = c;
+          return Status::ok();
+        }
+      return Status::invalid_argument("option '" + std::string(key) + "': expected p2p or cost, got '" +
+                                      std::string(value) + "'");
+    }
+    if (k == "recompute") return parse_bool(key, value, o.recompute);
+    if (k == "jit") return parse_bool(key, value, o.jit);
     if (k == "split_mode") return parse_int(key, value, 0, o.split_mode);
     if (k == "stream_fusion") return parse_bool(key, value, o.stream_fusion);
-    if (k == "early_start") return parse_bool(key, value, o.early_start);
+    if (k == "early_start") return parse_int(key, value, 0, o.early_start);
     if (k == "tiling_sink") return parse_bool(key, value, o.tiling_sink);
     if (k == "func_align") {
       // Checked before it is stored: a rejected value must leave the options as they were.
@@ -243,8 +279,14 @@ Status CompileOptions::validate() const {
     return Status::unimplemented(std::string("option 'super_kernel_optimize_options.") + key +
                                  "' is not supported yet by this build");
   };
-  if (o.preload_code) return not_yet("preload_code");
-  if (o.early_start) return not_yet("early_start");
+  if (o.early_start > 2)
+    return Status::invalid_argument("option 'super_kernel_optimize_options.early_start' must be 0, 1 or 2, got " +
+                                    std::to_string(o.early_start));
+  if (o.preload_code != PreloadCode::kNone) return not_yet("preload_code");
+  if (o.early_start > 0) return not_yet("early_start");
+  if (o.recompute) return not_yet("recompute");
+  if (o.sync_choice != SyncChoice::kPointToPoint) return not_yet("sync_choice");
+  if (o.jit) return not_yet("jit");
   if (arena_limit_bytes < 0)
     return Status::invalid_argument("option 'arena_limit_bytes' must be >= 0 (0: the machine's physical memory)");
   if (super_kernel_debug_options.debug_per_op_max_core_num < 0)

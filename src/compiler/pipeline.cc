@@ -1,6 +1,6 @@
 // The compiler pipeline: named passes run in order, each timed. The order is the data flow of
 // DESIGN.md §3: verify -> build_plan -> assign_cores -> memory_plan -> allocate -> in_place ->
-// program.
+// program. What it returns is a CompiledArtifact (program/artifact.h); it runs nothing.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -14,6 +14,7 @@
 #include "compiler/assign_cores.h"
 #include "compiler/build_plan.h"
 #include "compiler/compile_context.h"
+#include "compiler/compiler.h"
 #include "compiler/graph_program.h"
 #include "compiler/in_place.h"
 #include "compiler/memory_plan.h"
@@ -21,7 +22,6 @@
 #include "compiler/schedule.h"
 #include "compiler/scope_options.h"
 #include "compiler/segment.h"
-#include "runtime/runtime_impl.h"
 #include "superkernel/attrs_core.h"
 
 namespace sk {
@@ -192,10 +192,11 @@ std::vector<Pass> pipeline(ExecutionMode mode) {
   return passes;
 }
 
-Expected<std::unique_ptr<Executable::Impl>> run_pipeline(Runtime& rt, const Graph& graph,
-                                                         const CompileOptions& options) {
-  Runtime::Impl& ri = rt.impl();
-  CompileContext ctx{graph, options, ri.registry, CoreLayout{ri.device->num_cores(), ri.device->cube_cores()}};
+}  // namespace
+
+Expected<CompiledArtifact> compile_graph(const Graph& graph, const CompileOptions& options,
+                                         const KernelRegistry& registry, CoreLayout layout) {
+  CompileContext ctx{graph, options, registry, layout};
   std::string timings, printed;
   const std::vector<Pass> passes = pipeline(options.mode());
   if (!options.print_after.empty() && options.print_after != "all" &&
@@ -216,13 +217,13 @@ Expected<std::unique_ptr<Executable::Impl>> run_pipeline(Runtime& rt, const Grap
     if (options.print_after == "all" || options.print_after == pass.name)
       printed += "-- after " + std::string(pass.name) + " --\n" + pass.describe(ctx);
   }
-  auto exe = std::make_unique<Executable::Impl>();
-  exe->mode = options.mode();
-  exe->plan = std::move(ctx.plan);
-  exe->program = std::move(ctx.program);
-  exe->report = std::move(ctx.report);
-  CompileReport& rep = exe->report;
-  const Plan& plan = *exe->plan;
+  CompiledArtifact art;
+  art.mode = options.mode();
+  art.plan = std::move(ctx.plan);
+  art.program = std::move(ctx.program);
+  art.report = std::move(ctx.report);
+  CompileReport& rep = art.report;
+  const Plan& plan = *art.plan;
   rep.mode = options.mode();
   rep.num_ops = plan.ops.size();
   rep.arena_bytes = plan.memory.arena_bytes;
@@ -230,12 +231,12 @@ Expected<std::unique_ptr<Executable::Impl>> run_pipeline(Runtime& rt, const Grap
   rep.unplanned_bytes = plan.memory.unplanned_bytes;
   rep.pass_timings = timings;
   rep.pass_dumps = printed;
-  if (exe->mode == ExecutionMode::kEager) {
+  if (art.mode == ExecutionMode::kEager) {
     rep.num_launches = 0;
     for (const PlanOp& op : plan.ops) rep.num_launches += op.is_kernel() ? 1 : 0;
   } else {
-    rep.num_launches = exe->program.launches.size();
-    rep.program_text = print_program(exe->program);
+    rep.num_launches = art.program.launches.size();
+    rep.program_text = print_program(art.program);
   }
   if (!options.prefetch) {
     // build_plan zeroed each prefetch's byte count; say how many ops that silenced.
@@ -249,42 +250,10 @@ Expected<std::unique_ptr<Executable::Impl>> run_pipeline(Runtime& rt, const Grap
     if (silenced > 0)
       rep.warnings.push_back("prefetch=false: " + std::to_string(silenced) + " prefetch op(s) run as no-ops");
   }
-  if (options.super_kernel_optimize_options.func_align != 0)
-    rep.warnings.push_back("super_kernel_optimize_options.func_align has no effect on the CPU interpreter backend");
-  exe->dump_enabled = options.dump;
-  exe->dump_dir = options.dump_dir;
-  exe->trace_enabled = options.super_kernel_debug_options.debug_op_exec_trace || !options.trace.empty();
-  exe->trace_path = options.trace;
-  exe->access_check = options.super_kernel_debug_options.debug_cross_core_sync_check;
-  for (size_t i = 0; i < plan.tensors.size(); ++i) {
-    const TensorInfo& t = plan.tensors[i];
-    if (t.kind == TensorKind::kInput || t.kind == TensorKind::kVariable)
-      exe->names.emplace(t.name, static_cast<int32_t>(i));
-    if (t.kind == TensorKind::kInput) exe->unset_inputs.push_back(static_cast<int32_t>(i));
-  }
-  for (size_t i = 0; i < plan.tensors.size(); ++i) {
-    const TensorInfo& t = plan.tensors[i];
-    if (t.is_output) {
-      exe->names[t.output_name] = static_cast<int32_t>(i);
-      exe->output_names.push_back(t.output_name);
-    }
-  }
-  return exe;
+  return art;
 }
 
-}  // namespace
-
-Expected<std::unique_ptr<Executable>> Runtime::compile(const Graph& graph, const CompileOptions& options) {
-  auto impl = run_pipeline(*this, graph, options);
-  if (!impl) return impl.status();
-  (*impl)->runtime = shared_from_this();
-  return std::make_unique<Executable>(std::move(*impl));
-}
-
-Expected<std::string> explain(Runtime& runtime, const Graph& graph, const CompileOptions& options) {
-  auto impl = run_pipeline(runtime, graph, options);
-  if (!impl) return impl.status();
-  const CompileReport& r = (*impl)->report;
+std::string explain_text(const Graph& graph, const CompileOptions& options, const CompileReport& r) {
   std::string out = "graph '" + graph.name() + "': mode " + execution_mode_name(r.mode) + ", " +
                     std::to_string(r.num_ops) + " ops, " + std::to_string(r.num_launches) + " launches per run\n";
   out += "memory: arena " + std::to_string(r.arena_bytes) + " bytes, peak live " + std::to_string(r.peak_live_bytes) +

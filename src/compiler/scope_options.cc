@@ -1,5 +1,7 @@
 #include "compiler/scope_options.h"
 
+#include "superkernel/options.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -15,11 +17,11 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// Implemented keys first, then keys of features this build does not have yet.
-const std::vector<std::string> kImplemented = {"strict-scope-check", "debug-aic-num", "debug-aiv-num",
-                                               "feed-sync-all",      "split-mode",    "debug-sync-all",
-                                               "profiling",          "stream-fusion", "tiling-sink"};
-const std::vector<std::string> kNotYet = {"early-start", "preload-code", "func-align"};
+// Every key; values of features this build does not have yet are rejected where they are parsed.
+const std::vector<std::string> kImplemented = {"strict-scope-check", "debug-aic-num",  "debug-aiv-num", "feed-sync-all",
+                                               "split-mode",         "debug-sync-all", "profiling",     "stream-fusion",
+                                               "early-start",        "preload-code",   "func-align",    "recompute",
+                                               "sync-choice",        "tiling-sink"};
 
 Status value_error(std::string_view scope, std::string_view key, std::string_view value, const std::string& expect) {
   return Status::invalid_argument("scope '" + std::string(scope) + "' option '" + std::string(key) +
@@ -54,18 +56,16 @@ void ScopeOptions::inherit(const ScopeOptions& outer) {
                               {&debug_sync_all, outer.debug_sync_all},
                               {&profiling, outer.profiling},
                               {&stream_fusion, outer.stream_fusion},
+                              {&early_start, outer.early_start},
+                              {&preload_code, outer.preload_code},
+                              {&func_align, outer.func_align},
+                              {&recompute, outer.recompute},
+                              {&sync_choice, outer.sync_choice},
                               {&tiling_sink, outer.tiling_sink}})
     if (*mine < 0) *mine = theirs;
 }
 
-const std::vector<std::string>& scope_option_keys() {
-  static const std::vector<std::string> all = [] {
-    std::vector<std::string> v = kImplemented;
-    v.insert(v.end(), kNotYet.begin(), kNotYet.end());
-    return v;
-  }();
-  return all;
-}
+const std::vector<std::string>& scope_option_keys() { return kImplemented; }
 
 Expected<ScopeOptions> parse_scope_options(std::string_view scope, std::string_view text,
                                            std::vector<std::string>* warnings) {
@@ -88,8 +88,6 @@ Expected<ScopeOptions> parse_scope_options(std::string_view scope, std::string_v
     std::string key(trim(pair.substr(0, eq)));
     std::string_view value = trim(pair.substr(eq + 1));
     const std::string where = "scope '" + std::string(scope) + "' option '" + key + "'";
-    if (std::find(kNotYet.begin(), kNotYet.end(), key) != kNotYet.end())
-      return Status::unimplemented(where + " is not supported yet by this build");
     if (std::find(kImplemented.begin(), kImplemented.end(), key) == kImplemented.end()) {
       std::string known;
       for (const std::string& k : scope_option_keys()) known += (known.empty() ? "" : ", ") + k;
@@ -122,6 +120,33 @@ Expected<ScopeOptions> parse_scope_options(std::string_view scope, std::string_v
       SK_RETURN_IF_ERROR(parse_switch(scope, key, value, o.stream_fusion));
     } else if (key == "tiling-sink") {
       SK_RETURN_IF_ERROR(parse_switch(scope, key, value, o.tiling_sink));
+    } else if (key == "early-start") {
+      if (value != "0" && value != "1" && value != "2") return value_error(scope, key, value, "0, 1 or 2");
+      o.early_start = value[0] - '0';
+      if (o.early_start > 0) return Status::unimplemented(where + " is not supported yet by this build");
+    } else if (key == "preload-code") {
+      const std::pair<std::string_view, PreloadCode> modes[] = {
+          {"none", PreloadCode::kNone}, {"per-func", PreloadCode::kPerFunc}, {"max", PreloadCode::kMax}};
+      for (const auto& [name, mode] : modes)
+        if (value == name) o.preload_code = static_cast<int>(mode);
+      if (o.preload_code < 0) return value_error(scope, key, value, "none, per-func or max");
+      if (o.preload_code > 0) return Status::unimplemented(where + " is not supported yet by this build");
+    } else if (key == "func-align") {
+      SK_RETURN_IF_ERROR(parse_count(scope, key, value, 0, o.func_align));
+      if (o.func_align & (o.func_align - 1)) return value_error(scope, key, value, "a power of two, or 0");
+      if (o.func_align > 0) return Status::unimplemented(where + " is not supported yet by this build");
+    } else if (key == "recompute") {
+      SK_RETURN_IF_ERROR(parse_switch(scope, key, value, o.recompute));
+      if (o.recompute > 0) return Status::unimplemented(where + " is not supported yet by this build");
+    } else if (key == "sync-choice") {
+      if (value == "p2p") {
+        o.sync_choice = static_cast<int>(SyncChoice::kPointToPoint);
+      } else if (value == "cost") {
+        o.sync_choice = static_cast<int>(SyncChoice::kCost);
+        return Status::unimplemented(where + " is not supported yet by this build");
+      } else {
+        return value_error(scope, key, value, "p2p or cost");
+      }
     }
   }
   if (o.debug_aic_num >= 0 && o.debug_aiv_num >= 0) {

@@ -27,6 +27,11 @@ struct ScopeOptions {
   int debug_sync_all = -1;
   int profiling = -1;
   int stream_fusion = -1;  // -1: not set (super_kernel_optimize_options.stream_fusion decides)
+  int early_start = -1;    // -1: not set; 0, 1, 2 (super_kernel_optimize_options.early_start)
+  int preload_code = -1;   // -1: not set; a PreloadCode value
+  int func_align = -1;     // -1: not set; bytes, a power of two
+  int recompute = -1;      // -1: not set; 0/1
+  int sync_choice = -1;    // -1: not set; a SyncChoice value
   int tiling_sink = -1;    // -1: not set (super_kernel_optimize_options.tiling_sink decides)
 
   // Fills unset fields from `outer` (options of an enclosing scope).

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "program/plan.h"
 #include "program/program.h"
 #include "runtime/cpu/device.h"
-#include "runtime/plan.h"
 
 namespace sk {
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "compiler/build_plan.h"
-#include "compiler/graph_program.h"
+#include "program/emit.h"
+#include "program/plan.h"
 #include "runtime/access_check.h"
 #include "runtime/cpu/interpreter.h"
 #include "runtime/runtime_impl.h"

@@ -8,10 +8,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "packages/kernel_registry.h"
+#include "program/plan.h"
 #include "program/program.h"
 #include "runtime/cpu/device.h"
-#include "runtime/kernel_registry.h"
-#include "runtime/plan.h"
 #include "superkernel/runtime.h"
 
 namespace sk {

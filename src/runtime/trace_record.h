@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "program/plan.h"
 #include "program/program.h"
 #include "runtime/cpu/interpreter.h"
-#include "runtime/plan.h"
 #include "superkernel/trace.h"
 
 namespace sk {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_input.h"
-#include "runtime/kernel_registry.h"
+#include "packages/kernel_registry.h"
 
 namespace {
 

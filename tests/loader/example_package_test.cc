@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "example_kernels.h"
-#include "runtime/kernel_registry.h"
+#include "packages/kernel_registry.h"
 #include "superkernel/graph.h"
 #include "superkernel/ops.h"
 #include "superkernel/runtime.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kernel_registry.h"
+#include "packages/kernel_registry.h"
 #include "superkernel/runtime.h"
 #include "superkernel/status.h"
 

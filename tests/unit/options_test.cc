@@ -101,6 +101,24 @@ TEST(CompileOptions, ExecutionModeNamesRoundTrip) {
   EXPECT_FALSE(parse_execution_mode("turbo").has_value());
 }
 
+TEST(CompileOptions, OptimisationOptionsCheckTheirValues) {
+  CompileOptions o;
+  EXPECT_TRUE(o.set("super_kernel_optimize_options.preload_code", "max").is_ok());
+  EXPECT_EQ(o.super_kernel_optimize_options.preload_code, PreloadCode::kMax);
+  EXPECT_TRUE(o.set("super_kernel_optimize_options.sync_choice", "p2p").is_ok());
+  EXPECT_EQ(o.super_kernel_optimize_options.sync_choice, SyncChoice::kPointToPoint);
+  EXPECT_TRUE(o.set("super_kernel_optimize_options.early_start", "2").is_ok());
+  EXPECT_EQ(o.super_kernel_optimize_options.early_start, 2);
+  Status bad_preload = o.set("super_kernel_optimize_options.preload_code", "true");
+  EXPECT_NE(bad_preload.message().find("none, per-func or max"), std::string::npos) << bad_preload.to_string();
+  Status bad_sync = o.set("super_kernel_optimize_options.sync_choice", "barrier");
+  EXPECT_NE(bad_sync.message().find("p2p or cost"), std::string::npos) << bad_sync.to_string();
+  CompileOptions too_early;
+  too_early.super_kernel_optimize_options.early_start = 3;
+  Status v = too_early.validate();
+  EXPECT_NE(v.message().find("0, 1 or 2"), std::string::npos) << v.to_string();
+}
+
 TEST(CompileOptions, EveryListedKeyIsAccepted) {
   for (const std::string& key : CompileOptions::keys()) {
     CompileOptions o;
@@ -108,6 +126,8 @@ TEST(CompileOptions, EveryListedKeyIsAccepted) {
     if (key == "dump_dir") value = "/tmp";
     if (key == "print_after") value = "segment";
     if (key.find("dcci") != std::string::npos) value = "x";
+    if (key.ends_with(".preload_code")) value = "per-func";
+    if (key.ends_with(".sync_choice")) value = "cost";
     EXPECT_TRUE(o.set(key, value).is_ok()) << key;
   }
 }

@@ -81,12 +81,34 @@ TEST(ScopeOptions, PairWithoutEqualsIsAWarningAndSkipped) {
 }
 
 TEST(ScopeOptions, LaterFeaturesAreRejectedAsNotSupportedYet) {
-  for (const char* text : {"early-start=1", "preload-code=1", "func-align=64"}) {
+  for (const char* text : {"early-start=1", "preload-code=max", "func-align=64", "recompute=1", "sync-choice=cost"}) {
     auto r = parse_scope_options("s1", text, nullptr);
     ASSERT_FALSE(r.has_value()) << text;
     EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
     EXPECT_TRUE(mentions(r.status(), "not supported yet"));
   }
+}
+
+TEST(ScopeOptions, OptimisationValuesAreChecked) {
+  const std::pair<const char*, const char*> bad[] = {{"early-start=3", "0, 1 or 2"},
+                                                     {"preload-code=1", "none, per-func or max"},
+                                                     {"func-align=48", "power of two"},
+                                                     {"recompute=yes", "0 or 1"},
+                                                     {"sync-choice=barrier", "p2p or cost"}};
+  for (const auto& [text, expect] : bad) {
+    auto r = parse_scope_options("s1", text, nullptr);
+    ASSERT_FALSE(r.has_value()) << text;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_TRUE(mentions(r.status(), expect)) << r.status().to_string();
+    EXPECT_TRUE(mentions(r.status(), "scope 's1'")) << r.status().to_string();
+  }
+  auto off =
+      parse_scope_options("s1", "early-start=0:preload-code=none:func-align=0:recompute=0:sync-choice=p2p", nullptr);
+  ASSERT_TRUE(off.has_value()) << off.status().to_string();
+  EXPECT_EQ(off->early_start, 0);
+  EXPECT_EQ(off->preload_code, 0);
+  EXPECT_EQ(off->recompute, 0);
+  EXPECT_EQ(off->sync_choice, 0);
 }
 
 TEST(ScopeOptions, StreamFusionIsASwitchInheritedFromEnclosingScopes) {

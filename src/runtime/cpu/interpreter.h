@@ -10,7 +10,7 @@
 
 #include "program/program.h"
 #include "runtime/cpu/device.h"
-#include "runtime/plan.h"
+#include "program/plan.h"
 
 namespace sk::cpu {
 

@@ -1,14 +1,15 @@
 // The executable plan: flat, pre-built per-op descriptors that launches touch without any
-// lookups ("plan once, run many"). Built by the compiler passes, owned by an Executable.
-#ifndef SUPERKERNEL_RUNTIME_PLAN_H_
-#define SUPERKERNEL_RUNTIME_PLAN_H_
+// lookups ("plan once, run many"). Built by the compiler passes, consumed by a backend (the
+// compiled artifact's data half; the Program is its control half).
+#ifndef SUPERKERNEL_PROGRAM_PLAN_H_
+#define SUPERKERNEL_PROGRAM_PLAN_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "runtime/kernel_registry.h"
+#include "packages/kernel_registry.h"
 #include "superkernel/graph.h"
 #include "superkernel/kernel_abi.h"
 
@@ -46,6 +47,14 @@ struct PlanOp {
 
 // Tiling-sink kernels write their tiling at run time into a buffer of this size.
 inline constexpr uint32_t kTilingSinkCapacity = 64 * 1024;
+
+// Largest tiling a kernel's host tiling function may write.
+inline constexpr uint32_t kMaxHostTilingBytes = 1u << 20;
+
+// Runs a kernel's host tiling for `op` (args must describe shapes; data may be null), in buffers
+// of 512 bytes, 64 KiB, then 1 MiB, up to `max_bytes`. Tiling sinks get kTilingSinkCapacity in
+// every mode, the buffer their TILING step has in graph and superkernel modes.
+Status run_tiling(PlanOp& op, uint32_t max_bytes = kMaxHostTilingBytes);
 
 // Runs `op`'s tiling-sink function now (its inputs must be ready). Used by every mode.
 int32_t run_sink_tiling(PlanOp& op);
@@ -95,4 +104,4 @@ sk_tensor_arg make_tensor_arg(const TensorInfo& info);
 
 }  // namespace sk
 
-#endif  // SUPERKERNEL_RUNTIME_PLAN_H_
+#endif  // SUPERKERNEL_PROGRAM_PLAN_H_

@@ -1,4 +1,4 @@
-#include "runtime/plan.h"
+#include "program/plan.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -34,6 +34,33 @@ void PlanOp::bind_args() {
   args.tiling_size = tiling_sink ? 0 : static_cast<uint32_t>(tiling.size());
   args.workspace_size = workspace_bytes;
   args.workspace = nullptr;
+}
+
+Status run_tiling(PlanOp& op, uint32_t max_bytes) {
+  const sk_kernel_desc* d = op.kernel->desc;
+  op.tiling.clear();
+  if (!d->tiling) return Status::ok();
+  op.bind_args();
+  for (uint32_t capacity : {512u, 64u * 1024u, kMaxHostTilingBytes}) {
+    capacity = std::min(capacity, max_bytes);
+    op.tiling.assign(capacity, 0);
+    uint32_t size = 0;
+    int32_t rc = d->tiling(&op.args, op.tiling.data(), capacity, &size);
+    if (rc == SK_ERR_CAPACITY && capacity < max_bytes) continue;
+    if (rc == SK_ERR_CAPACITY) break;
+    if (rc != SK_OK)
+      return Status::kernel_error("op '" + op.name + "': tiling of kernel '" + d->name + "' failed with code " +
+                                  std::to_string(rc));
+    if (size > capacity)
+      return Status::kernel_error("op '" + op.name + "': tiling of kernel '" + d->name + "' reported " +
+                                  std::to_string(size) + " bytes for a " + std::to_string(capacity) + "-byte buffer");
+    op.tiling.resize(size);
+    op.bind_args();
+    return Status::ok();
+  }
+  return Status::kernel_error("op '" + op.name + "': tiling of kernel '" + d->name + "' needs more than " +
+                              std::to_string(max_bytes) + " bytes (the limit for " +
+                              (op.tiling_sink ? "tiling-sink kernels" : "host tiling") + ")");
 }
 
 int32_t run_sink_tiling(PlanOp& op) {

@@ -1,4 +1,4 @@
-#include "runtime/kernel_registry.h"
+#include "packages/kernel_registry.h"
 
 #include <dlfcn.h>
 

@@ -4,8 +4,8 @@
 //   KernelRegistry reg;
 //   if (Status s = reg.load_package("build/lib/libmy_kernels.so"); !s) report(s);
 //   const KernelEntry* k = reg.find("scale2.f32");
-#ifndef SUPERKERNEL_RUNTIME_KERNEL_REGISTRY_H_
-#define SUPERKERNEL_RUNTIME_KERNEL_REGISTRY_H_
+#ifndef SUPERKERNEL_PACKAGES_KERNEL_REGISTRY_H_
+#define SUPERKERNEL_PACKAGES_KERNEL_REGISTRY_H_
 
 #include <memory>
 #include <string>
@@ -53,4 +53,4 @@ std::string builtin_package_path();
 
 }  // namespace sk
 
-#endif  // SUPERKERNEL_RUNTIME_KERNEL_REGISTRY_H_
+#endif  // SUPERKERNEL_PACKAGES_KERNEL_REGISTRY_H_
