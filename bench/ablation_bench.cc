@@ -10,9 +10,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -182,38 +184,52 @@ bool set_kernel_replicas(Options& options, int replicas) {
 struct Config {
   std::string name;
   ExecutionMode mode = ExecutionMode::kSuperKernel;
-  Settings settings;             // applied after none_settings() in superkernel mode
+  Settings settings;             // superkernel mode: set after none_settings(), so they win
   std::string group;             // the optimisation it turns on ("" for the baselines)
   bool replica_runtime = false;  // compile on the runtime with kernel replicas
 };
 
+// The options a superkernel configuration compiles with: none_settings() with its own on top.
+Settings merged_settings(const Config& c) {
+  Settings all = none_settings();
+  for (const auto& [key, value] : c.settings) {
+    auto same = std::find_if(all.begin(), all.end(), [&](const auto& a) { return a.first == key; });
+    if (same != all.end()) {
+      same->second = value;
+    } else {
+      all.emplace_back(key, value);
+    }
+  }
+  return all;
+}
+
 std::vector<Config> single_configs(bool runtime_replicas) {
+  // One optimisation on, named after its option ("superkernel:jit", "superkernel:early_start=2").
+  auto alone = [](const std::string& key, const std::string& value) {
+    return Config{"superkernel:" + (value == "true" ? key : key + "=" + value),
+                  ExecutionMode::kSuperKernel,
+                  {opt(key, value)},
+                  key,
+                  false};
+  };
   std::vector<Config> c = {
       {"eager", ExecutionMode::kEager, {}, "", false},
       {"graph", ExecutionMode::kGraph, {}, "", false},
       {kNone, ExecutionMode::kSuperKernel, {}, "", false},
-      {"superkernel:recompute", ExecutionMode::kSuperKernel, {opt("recompute", "true")}, "recompute", false},
-      {"superkernel:early_start=1", ExecutionMode::kSuperKernel, {opt("early_start", "1")}, "early_start", false},
-      {"superkernel:early_start=2", ExecutionMode::kSuperKernel, {opt("early_start", "2")}, "early_start", false},
-      {"superkernel:sync_choice=cost", ExecutionMode::kSuperKernel, {opt("sync_choice", "cost")}, "sync_choice", false},
-      {"superkernel:jit", ExecutionMode::kSuperKernel, {opt("jit", "true")}, "jit", false},
-      {"superkernel:preload_code=per-func",
-       ExecutionMode::kSuperKernel,
-       {opt("preload_code", "per-func")},
-       "preload_code",
-       false},
-      {"superkernel:preload_code=max",
-       ExecutionMode::kSuperKernel,
-       {opt("preload_code", "max")},
-       "preload_code",
-       false},
+      alone("recompute", "true"),
+      alone("early_start", "1"),
+      alone("early_start", "2"),
+      alone("sync_choice", "cost"),
+      alone("jit", "true"),
+      alone("preload_code", "per-func"),
+      alone("preload_code", "max"),
   };
-  Config replicas{"superkernel:replicas=" + std::to_string(kReplicas),
-                  ExecutionMode::kSuperKernel,
-                  {},
-                  "replicas",
-                  runtime_replicas};
-  if (!runtime_replicas) replicas.settings = {opt("kernel_replicas", std::to_string(kReplicas))};
+  Config replicas = alone("kernel_replicas", std::to_string(kReplicas));
+  replicas.name = "superkernel:replicas=" + std::to_string(kReplicas);
+  if (runtime_replicas) {
+    replicas.settings.clear();
+    replicas.replica_runtime = true;
+  }
   c.push_back(replicas);
   return c;
 }
@@ -221,17 +237,8 @@ std::vector<Config> single_configs(bool runtime_replicas) {
 std::string settings_text(const Config& c) {
   if (c.mode != ExecutionMode::kSuperKernel) return "";
   std::string text;
-  Settings all = none_settings();
-  for (const auto& s : c.settings) {
-    bool replaced = false;
-    for (auto& a : all)
-      if (a.first == s.first) {
-        a.second = s.second;
-        replaced = true;
-      }
-    if (!replaced) all.push_back(s);
-  }
-  for (const auto& [key, value] : all) text += (text.empty() ? "" : ",") + key.substr(std::strlen(kOpt)) + "=" + value;
+  for (const auto& [key, value] : merged_settings(c))
+    text += (text.empty() ? "" : ",") + key.substr(std::strlen(kOpt)) + "=" + value;
   if (c.replica_runtime) text += ",RuntimeOptions.kernel_replicas=" + std::to_string(kReplicas);
   return text;
 }
@@ -254,12 +261,11 @@ Expected<Prepared> prepare(Runtime& rt, const bench::WorkloadDef& def, const Con
   Prepared p{config, def.make(config.mode == ExecutionMode::kSuperKernel), nullptr, ""};
   CompileOptions opts = CompileOptions::for_mode(config.mode);
   if (config.mode == ExecutionMode::kSuperKernel) {
-    for (const Settings& list : {none_settings(), config.settings})
-      for (const auto& [key, value] : list)
-        if (Status s = opts.set(key, value); !s) {
-          p.unsupported = first_line(s);
-          return p;
-        }
+    for (const auto& [key, value] : merged_settings(config))
+      if (Status s = opts.set(key, value); !s) {
+        p.unsupported = first_line(s);
+        return p;
+      }
   }
   auto exe = rt.compile(*p.workload.graph, opts);
   if (!exe) {
@@ -323,7 +329,11 @@ std::optional<Config> all_config(const std::vector<Prepared>& singles) {
   return all;
 }
 
-void print_rows(const std::vector<bench::Result>& results, const std::string& bench, int cores) {
+// Launches per run of each configuration that compiled, by (bench, cores, configuration).
+using LaunchCounts = std::map<std::tuple<std::string, int, std::string>, size_t>;
+
+void print_rows(const std::vector<bench::Result>& results, const LaunchCounts& launches, const std::string& bench,
+                int cores) {
   const bench::Result* first = nullptr;
   for (const bench::Result& r : results)
     if (r.bench == bench && r.cores == cores) {
@@ -333,7 +343,8 @@ void print_rows(const std::vector<bench::Result>& results, const std::string& be
   if (first == nullptr) return;
   std::printf("\n%s at %d core(s): %s (%s, median of %d runs)\n", bench.c_str(), cores, first->metric.c_str(),
               first->unit.c_str(), first->runs);
-  std::printf("%-36s %10s %10s %10s %8s %8s\n", "configuration", "median", "min", "max", "/graph", "/sk-none");
+  std::printf("%-36s %10s %10s %10s %8s %8s %8s\n", "configuration", "median", "min", "max", "/graph", "/sk-none",
+              "launches");
   for (const bench::Result& r : results) {
     if (r.bench != bench || r.cores != cores) continue;
     if (!r.unsupported.empty()) {
@@ -347,8 +358,8 @@ void print_rows(const std::vector<bench::Result>& results, const std::string& be
       std::snprintf(buf, sizeof(buf), "%.2f", it->second);
       return std::string(buf);
     };
-    std::printf("%-36s %10.1f %10.1f %10.1f %8s %8s", r.mode.c_str(), r.median, r.min, r.max, ratio("graph").c_str(),
-                ratio(kNone).c_str());
+    std::printf("%-36s %10.1f %10.1f %10.1f %8s %8s %8zu", r.mode.c_str(), r.median, r.min, r.max,
+                ratio("graph").c_str(), ratio(kNone).c_str(), launches.at({bench, cores, r.mode}));
     if (r.mode == kAll) std::printf("   %s", r.settings.c_str());
     std::printf("\n");
   }
@@ -383,6 +394,7 @@ int main(int argc, char** argv) {
   const int max_cores = std::min(2, bench::machine_cores());
   std::vector<bench::Result> results;
   std::vector<std::pair<std::string, int>> printed;
+  LaunchCounts launches;
 
   for (int cores = 1; cores <= max_cores; ++cores) {
     if (!bench::cores_selected(args, cores)) continue;
@@ -477,6 +489,7 @@ int main(int argc, char** argv) {
                         args.runs, any.unit);
         if (p.exe || p.config.name != kAll) r.settings = settings_text(p.config);
         r.unsupported = p.unsupported;
+        if (p.exe) launches[{b.name, cores, p.config.name}] = p.exe->report().num_launches;
         if (p.exe && graph > 0) r.ratios["graph"] = stats[i].median / graph;
         if (p.exe && none > 0) r.ratios[kNone] = stats[i].median / none;
         results.push_back(std::move(r));
@@ -485,7 +498,7 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("machine: %d cores, isa %s\n", bench::machine_cores(), Runtime::cpu_isa().c_str());
-  for (const auto& [bench_name, cores] : printed) print_rows(results, bench_name, cores);
+  for (const auto& [bench_name, cores] : printed) print_rows(results, launches, bench_name, cores);
   if (!args.json.empty()) {
     if (!bench::write_json(args.json, results)) {
       std::fprintf(stderr, "cannot write %s\n", args.json.c_str());
