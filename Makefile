@@ -82,10 +82,12 @@ test-fuzz: deps
 	  /stat::number_of_executed_units|stat::new_units_added|graph_fuzz:/ { print name[$$1 + 0] ": " substr($$0, index($$0, $$2)) }' \
 	  build-fuzz/fuzz-runs.log
 
-# Micro-benchmarks: per-node dispatch cost of the three modes, then the built-in kernels.
+# Micro-benchmarks: per-node dispatch cost of the three modes, then the built-in kernels, then each
+# super kernel optimisation alone and together.
 bench: build
 	@$(BUILD)/bench/sk_bench_dispatch --json $(BUILD)/bench_dispatch.json
 	@$(BUILD)/bench/sk_bench_kernels --quick --json $(BUILD)/bench_kernels.json
+	@$(BUILD)/bench/sk_bench_ablation --json $(BUILD)/bench_ablation.json
 
 asan: deps
 	@cmake --preset asan >/dev/null && cmake --build build-asan -j $(JOBS) && ctest --preset asan -j $(JOBS)

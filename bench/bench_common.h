@@ -3,6 +3,9 @@
 // the project's JSON format (--json PATH):
 //   {"machine": {"cores": N, "isa": "..."}, "results": [{"bench", "mode", "cores", "metric",
 //    "median", "min", "max", "runs", "unit"}]}
+// A result may also carry "settings" (the options of its configuration), "ratios" ({"<mode>":
+// median / that mode's median}) and "unsupported" (why the configuration did not run: its
+// median, min and max are then null and runs is 0).
 #ifndef SUPERKERNEL_BENCH_BENCH_COMMON_H_
 #define SUPERKERNEL_BENCH_BENCH_COMMON_H_
 
@@ -17,6 +20,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "superkernel/runtime.h"
@@ -24,6 +28,19 @@
 namespace sk::bench {
 
 struct Result {
+  Result() = default;
+  Result(std::string bench_, std::string mode_, int cores_, std::string metric_, double median_, double min_,
+         double max_, int runs_, std::string unit_)
+      : bench(std::move(bench_)),
+        mode(std::move(mode_)),
+        cores(cores_),
+        metric(std::move(metric_)),
+        median(median_),
+        min(min_),
+        max(max_),
+        runs(runs_),
+        unit(std::move(unit_)) {}
+
   std::string bench;
   std::string mode;
   int cores = 0;
@@ -31,6 +48,9 @@ struct Result {
   double median = 0, min = 0, max = 0;
   int runs = 0;
   std::string unit;
+  std::string settings;                  // the configuration's options, "key=value,..."
+  std::map<std::string, double> ratios;  // median / the named mode's median
+  std::string unsupported;               // non-empty: the configuration did not run, and why
 };
 
 struct Stats {
@@ -62,6 +82,28 @@ inline std::vector<double> time_runs(const std::function<void()>& fn, int warmup
     t.push_back(now_seconds() - t0);
   }
   return t;
+}
+
+// Times every call in interleaved rounds (each round runs every call once, in rotating order) so
+// that slow drifts of a shared machine hit all of them alike. Each sample is the second of two
+// back-to-back calls: the first brings the call's own data back into the caches, where the
+// previous call left its own. Returns seconds per sample, per call, or the first failure.
+inline Expected<std::vector<std::vector<double>>> time_interleaved(const std::vector<std::function<Status()>>& calls,
+                                                                   int warmup, int runs) {
+  std::vector<std::vector<double>> seconds(calls.size());
+  for (int round = 0; round < warmup + runs; ++round) {
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const size_t c = (i + static_cast<size_t>(round)) % calls.size();
+      double t = 0;
+      for (int rep = 0; rep < 2; ++rep) {
+        const double t0 = now_seconds();
+        SK_RETURN_IF_ERROR(calls[c]());
+        t = now_seconds() - t0;
+      }
+      if (round >= warmup) seconds[c].push_back(t);
+    }
+  }
+  return seconds;
 }
 
 struct Args {
@@ -178,8 +220,16 @@ inline double triad_gb_per_s(int threads, int runs) {
 inline std::string json_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
+      o += buf;
+    } else {
+      o += c;
+    }
   }
   return o;
 }
@@ -189,15 +239,31 @@ inline bool write_json(const std::string& path, const std::vector<Result>& resul
   if (!f) return false;
   f << "{\"machine\": {\"cores\": " << machine_cores() << ", \"isa\": \"" << Runtime::cpu_isa() << "\"},\n";
   f << " \"results\": [\n";
+  auto number = [](double v, bool known) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.6g", v);
+    return known ? std::string(buf) : std::string("null");
+  };
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
-    char buf[512];
-    std::snprintf(buf, sizeof(buf),
-                  "  {\"bench\": \"%s\", \"mode\": \"%s\", \"cores\": %d, \"metric\": \"%s\", \"median\": %.6g, "
-                  "\"min\": %.6g, \"max\": %.6g, \"runs\": %d, \"unit\": \"%s\"}%s\n",
-                  json_escape(r.bench).c_str(), json_escape(r.mode).c_str(), r.cores, json_escape(r.metric).c_str(),
-                  r.median, r.min, r.max, r.runs, json_escape(r.unit).c_str(), i + 1 < results.size() ? "," : "");
-    f << buf;
+    const bool ran = r.unsupported.empty();
+    f << "  {\"bench\": \"" << json_escape(r.bench) << "\", \"mode\": \"" << json_escape(r.mode)
+      << "\", \"cores\": " << r.cores << ", \"metric\": \"" << json_escape(r.metric)
+      << "\", \"median\": " << number(r.median, ran) << ", \"min\": " << number(r.min, ran)
+      << ", \"max\": " << number(r.max, ran) << ", \"runs\": " << (ran ? r.runs : 0) << ", \"unit\": \""
+      << json_escape(r.unit) << "\"";
+    if (!r.settings.empty()) f << ", \"settings\": \"" << json_escape(r.settings) << "\"";
+    if (!r.ratios.empty()) {
+      f << ", \"ratios\": {";
+      const char* sep = "";
+      for (const auto& [mode, ratio] : r.ratios) {
+        f << sep << "\"" << json_escape(mode) << "\": " << number(ratio, true);
+        sep = ", ";
+      }
+      f << "}";
+    }
+    if (!ran) f << ", \"unsupported\": \"" << json_escape(r.unsupported) << "\"";
+    f << "}" << (i + 1 < results.size() ? "," : "") << "\n";
   }
   f << " ]}\n";
   return static_cast<bool>(f);

@@ -1,81 +1,22 @@
 // sk_bench_dispatch: per-node scheduling cost of long chains of small ops, in every execution
-// mode side by side, at 1 and 2 cores.
+// mode side by side, at 1 and 2 cores. The chains (bench_graphs.h):
 //   chain_elementwise        1000 x (mul, add) on a 256-float tensor        = 2000 nodes
 //   chain_matvec_norm_256    1000 x (f32 matvec 256x256, rms_norm)          = 2000 nodes
 //   chain_matvec_norm_512    1000 x (f32 matvec 512x512, rms_norm)          = 2000 nodes
-// The matvec chains reuse one weight matrix (cache-resident), so they measure dispatch plus
-// compute, not memory bandwidth. In superkernel mode all ops sit in one fusion scope.
+// In superkernel mode all ops sit in one fusion scope.
 #include <pthread.h>
 
 #include <atomic>
 #include <cstdio>
 #include <memory>
-#include <random>
 #include <thread>
 
 #include "bench_common.h"
-#include "superkernel/ops.h"
+#include "bench_graphs.h"
 
 namespace {
 
 using namespace sk;
-
-constexpr int kRepeats = 1000;
-
-std::vector<float> random_vec(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
-struct Chain {
-  std::unique_ptr<Graph> graph;
-  int nodes = 0;
-  std::vector<float> input;
-};
-
-Chain chain_elementwise(bool scoped) {
-  Chain c;
-  c.graph = std::make_unique<Graph>("chain_elementwise");
-  Graph& g = *c.graph;
-  const int64_t n = 256;
-  Tensor x = g.input("x", DType::kF32, {n});
-  auto sv = random_vec(n, 1, 0.999f, 1.001f);
-  auto bv = random_vec(n, 2, -1e-3f, 1e-3f);
-  Tensor scale = g.constant_f32("scale", {n}, sv);
-  Tensor bias = g.constant_f32("bias", {n}, bv);
-  std::optional<SuperKernelScope> scope;
-  if (scoped) scope.emplace(g, "chain");
-  Tensor t = x;
-  for (int i = 0; i < kRepeats; ++i) t = add(g, mul(g, t, scale), bias);
-  scope.reset();
-  g.output(t, "y");
-  c.nodes = 2 * kRepeats;
-  c.input = random_vec(n, 3, -1, 1);
-  return c;
-}
-
-Chain chain_matvec_norm(int64_t n, bool scoped) {
-  Chain c;
-  c.graph = std::make_unique<Graph>("chain_matvec_norm_" + std::to_string(n));
-  Graph& g = *c.graph;
-  Tensor x = g.input("x", DType::kF32, {1, n});
-  auto wv = random_vec(static_cast<size_t>(n * n), 4, -0.05f, 0.05f);
-  auto gv = random_vec(n, 5, 0.9f, 1.1f);
-  Tensor w = g.constant_f32("w", {n, n}, wv);
-  Tensor gamma = g.constant_f32("gamma", {n}, gv);
-  std::optional<SuperKernelScope> scope;
-  if (scoped) scope.emplace(g, "chain");
-  Tensor t = x;
-  for (int i = 0; i < kRepeats; ++i) t = rms_norm(g, matmul(g, t, w), gamma, 1e-6f);
-  scope.reset();
-  g.output(t, "y");
-  c.nodes = 2 * kRepeats;
-  c.input = random_vec(static_cast<size_t>(n), 6, -1, 1);
-  return c;
-}
 
 // Core-to-core cache-line round trip between CPUs `a` and `b` (two pinned threads bouncing a
 // counter): the floor under any cross-core sync, measured in the same run because on shared or
@@ -124,15 +65,7 @@ int main(int argc, char** argv) {
   std::vector<bench::Result> results;
   const std::vector<ExecutionMode> modes = {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel};
 
-  struct BenchDef {
-    std::string name;
-    std::function<Chain(bool)> make;
-  };
-  std::vector<BenchDef> benches = {
-      {"chain_elementwise", [](bool s) { return chain_elementwise(s); }},
-      {"chain_matvec_norm_256", [](bool s) { return chain_matvec_norm(256, s); }},
-      {"chain_matvec_norm_512", [](bool s) { return chain_matvec_norm(512, s); }},
-  };
+  const std::vector<bench::WorkloadDef> benches = bench::dispatch_chains();
 
   for (int cores = 1; cores <= max_cores; ++cores) {
     if (!bench::cores_selected(args, cores)) continue;
@@ -143,7 +76,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "runtime: %s\n", rt.status().to_string().c_str());
       return 1;
     }
-    for (const BenchDef& b : benches) {
+    for (const bench::WorkloadDef& b : benches) {
       if (!bench::selected(args, b.name)) continue;
       std::fprintf(stderr, "%s at %d core(s)...\n", b.name.c_str(), cores);
       struct Config {
@@ -161,19 +94,16 @@ int main(int argc, char** argv) {
       if (args.trace)
         for (ExecutionMode m : modes)
           configs.push_back({m, false, std::string(execution_mode_name(m)) + "+trace", true});
-      // Compile every configuration first, then time them in interleaved rounds (each round runs
-      // every configuration once, in rotating order) so slow drifts of a shared machine hit all
-      // configurations alike.
+      // Compile every configuration first, then time them side by side (bench::time_interleaved).
       struct Prepared {
         const Config* config;
-        Chain chain;
+        bench::Workload chain;
         std::unique_ptr<Executable> exe;
-        std::vector<double> ns_per_node;
       };
       std::vector<Prepared> prepared;
       for (const Config& config : configs) {
         if (!bench::mode_selected(args, config.name)) continue;
-        Chain chain = b.make(config.mode == ExecutionMode::kSuperKernel);
+        bench::Workload chain = b.make(config.mode == ExecutionMode::kSuperKernel);
         CompileOptions opts = CompileOptions::for_mode(config.mode);
         opts.dump = config.dump;
         opts.super_kernel_debug_options.debug_op_exec_trace = config.trace;
@@ -183,32 +113,29 @@ int main(int argc, char** argv) {
                        exe.status().to_string().c_str());
           continue;
         }
-        if (Status s = (*exe)->set_input("x", chain.input); !s) {
+        if (Status s = bench::set_inputs(**exe, chain); !s) {
           std::fprintf(stderr, "%s\n", s.to_string().c_str());
           return 1;
         }
-        prepared.push_back({&config, std::move(chain), std::move(*exe), {}});
+        prepared.push_back({&config, std::move(chain), std::move(*exe)});
       }
-      const int warmup = 1;
-      for (int round = 0; round < warmup + args.runs; ++round) {
-        for (size_t i = 0; i < prepared.size(); ++i) {
-          Prepared& p = prepared[(i + static_cast<size_t>(round)) % prepared.size()];
-          // One untimed run first: the previous configuration left its own data in the caches.
-          double t = 0;
-          for (int rep = 0; rep < 2; ++rep) {
-            const double t0 = bench::now_seconds();
-            if (Status s = p.exe->run(); !s) {
-              std::fprintf(stderr, "%s/%s: %s\n", b.name.c_str(), p.config->name.c_str(), s.to_string().c_str());
-              return 1;
-            }
-            t = bench::now_seconds() - t0;
-          }
-          if (round >= warmup) p.ns_per_node.push_back(t * 1e9 / p.chain.nodes);
-        }
+      std::vector<std::function<Status()>> calls;
+      for (Prepared& p : prepared)
+        calls.push_back([&p, &b] {
+          Status s = p.exe->run();
+          return s ? s : s.with_context(b.name + "/" + p.config->name);
+        });
+      auto seconds = bench::time_interleaved(calls, /*warmup=*/1, args.runs);
+      if (!seconds) {
+        std::fprintf(stderr, "%s\n", seconds.status().to_string().c_str());
+        return 1;
       }
-      for (const Prepared& p : prepared) {
-        bench::Stats st = bench::stats_of(p.ns_per_node);
-        results.push_back({b.name, p.config->name, cores, "ns_per_node", st.median, st.min, st.max, args.runs, "ns"});
+      for (size_t i = 0; i < prepared.size(); ++i) {
+        std::vector<double> ns_per_node;
+        for (double t : (*seconds)[i]) ns_per_node.push_back(t * 1e9 / prepared[i].chain.per_run);
+        bench::Stats st = bench::stats_of(ns_per_node);
+        results.push_back(
+            {b.name, prepared[i].config->name, cores, "ns_per_node", st.median, st.min, st.max, args.runs, "ns"});
       }
     }
   }

@@ -129,16 +129,15 @@ struct Contender {
 };
 
 // Compiles every contender (one that fails to compile is skipped with its error), feeds it,
-// checks that all give the same `output` bit for bit, then times them in interleaved rounds
-// (rotating the order, so drifts of a shared machine hit every contender) and appends one
-// result per contender. False on a run error or differing outputs.
+// checks that all give the same `output` bit for bit, then times them with
+// bench::time_interleaved and appends one result per contender. False on a run error or
+// differing outputs.
 bool run_side_by_side(Runtime& rt, const bench::Args& args, int cores, const std::string& bench_name,
                       const std::vector<Contender>& contenders, const std::function<Status(Executable&)>& feed,
                       const std::string& output, std::vector<bench::Result>& results) {
   struct Prepared {
     const Contender* contender;
     std::unique_ptr<Executable> exe;
-    std::vector<double> us;
   };
   std::vector<Prepared> prepared;
   std::vector<float> reference;
@@ -162,23 +161,21 @@ bool run_side_by_side(Runtime& rt, const bench::Args& args, int cores, const std
                    c.mode.c_str(), prepared.front().contender->mode.c_str());
       return false;
     }
-    prepared.push_back({&c, std::move(*exe), {}});
+    prepared.push_back({&c, std::move(*exe)});
   }
-  const int warmup = 1;
-  for (int round = 0; round < warmup + args.runs; ++round) {
-    for (size_t i = 0; i < prepared.size(); ++i) {
-      Prepared& p = prepared[(i + static_cast<size_t>(round)) % prepared.size()];
-      const double t0 = bench::now_seconds();
-      if (Status s = p.exe->run(); !s) {
-        std::fprintf(stderr, "%s %s: %s\n", bench_name.c_str(), p.contender->mode.c_str(), s.to_string().c_str());
-        return false;
-      }
-      if (round >= warmup) p.us.push_back((bench::now_seconds() - t0) * 1e6);
-    }
+  std::vector<std::function<Status()>> calls;
+  for (Prepared& p : prepared) calls.push_back([&p] { return p.exe->run(); });
+  auto seconds = bench::time_interleaved(calls, /*warmup=*/1, args.runs);
+  if (!seconds) {
+    std::fprintf(stderr, "%s: %s\n", bench_name.c_str(), seconds.status().to_string().c_str());
+    return false;
   }
-  for (const Prepared& p : prepared) {
-    bench::Stats st = bench::stats_of(p.us);
-    results.push_back({bench_name, p.contender->mode, cores, "us_per_run", st.median, st.min, st.max, args.runs, "us"});
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    std::vector<double> us;
+    for (double t : (*seconds)[i]) us.push_back(t * 1e6);
+    bench::Stats st = bench::stats_of(us);
+    results.push_back(
+        {bench_name, prepared[i].contender->mode, cores, "us_per_run", st.median, st.min, st.max, args.runs, "us"});
   }
   return true;
 }

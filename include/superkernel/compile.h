@@ -47,6 +47,10 @@ struct SegmentReport {
   // (stream 'default'): data" or ": event 'e'").
   std::vector<std::string> partitions;
   std::vector<std::string> sync_points;
+  // How the launch synchronises, with the settings that shaped it: "early-start=1
+  // sync-choice=cost: 0 waits, 0 signals, 5 barriers, 2 prologues before their waits, 1 prologue
+  // in the launch before".
+  std::string schedule;
 };
 
 // An op that runs outside every super kernel, and why.

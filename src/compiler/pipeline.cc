@@ -266,6 +266,7 @@ std::string explain_text(const Graph& graph, const CompileOptions& options, cons
     out += "\n";
     for (const std::string& p : s.partitions) out += "  partition " + p + "\n";
     for (const std::string& p : s.sync_points) out += "  cross-stream sync: " + p + "\n";
+    if (!s.schedule.empty()) out += "  schedule: " + s.schedule + "\n";
   }
   for (const UnfusedOp& u : r.unfused)
     out += "unfused op '" + graph.op(u.op).name + "': " + cut_reason_name(u.reason) + "\n";

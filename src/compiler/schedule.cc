@@ -42,6 +42,23 @@ void collect_tiling_access(const PlanOp& op, CoreAccess& out) {
   out.writes.push_back(tiling_buffer(op));
 }
 
+// The workspace may reuse another buffer's bytes. A shared one is touched by every core of the op;
+// a per-core one only in this core's slice.
+void collect_workspace_access(const PlanOp& op, int32_t local, CoreAccess& out) {
+  if (!op.args.workspace || !op.workspace_bytes) return;
+  uint64_t ws = reinterpret_cast<uint64_t>(op.args.workspace);
+  if (op.workspace_per_core()) ws += static_cast<uint64_t>(local) * op.workspace_bytes;
+  out.reads.push_back({ws, ws + op.workspace_bytes});
+  out.writes.push_back({ws, ws + op.workspace_bytes});
+}
+
+// A prologue reads no input and writes no output (kernel_abi.h); it may set up the workspace and,
+// for a tiling sink, read the tiling its TILING step wrote.
+void collect_prologue_access(const PlanOp& op, int32_t local, CoreAccess& out) {
+  if (op.tiling_sink) out.reads.push_back(tiling_buffer(op));
+  collect_workspace_access(op, local, out);
+}
+
 Status collect_access(const PlanOp& op, int32_t local, int32_t n, CoreAccess& out) {
   const sk_kernel_desc* d = op.kernel->desc;
   if (op.tiling_sink) out.reads.push_back(tiling_buffer(op));
@@ -60,14 +77,7 @@ Status collect_access(const PlanOp& op, int32_t local, int32_t n, CoreAccess& ou
     for (const sk_tensor_arg& t : op.inputs) out.reads.push_back(extent(t));
     for (const sk_tensor_arg& t : op.outputs) out.writes.push_back(extent(t));
   }
-  // The workspace may reuse another buffer's bytes. A shared one is touched by every core of the
-  // op; a per-core one only in this core's slice.
-  if (op.args.workspace && op.workspace_bytes) {
-    uint64_t ws = reinterpret_cast<uint64_t>(op.args.workspace);
-    if (op.workspace_per_core()) ws += static_cast<uint64_t>(local) * op.workspace_bytes;
-    out.reads.push_back({ws, ws + op.workspace_bytes});
-    out.writes.push_back({ws, ws + op.workspace_bytes});
-  }
+  collect_workspace_access(op, local, out);
   return Status::ok();
 }
 
@@ -105,11 +115,14 @@ Status apply_core_caps(CompileContext& ctx, const Segment& seg) {
   return Status::ok();
 }
 
-// One schedulable step of a segment: an op's RUN on its cores, or a tiling-sink op's TILING
-// on its first core (a step of its own, so the dependency analysis orders it like any op).
+// One schedulable step of a segment: an op's RUN on its cores, a tiling-sink op's TILING on its
+// first core, or (early start) an op's PROLOGUE on its cores. Each is a step of its own, so the
+// dependency analysis orders it like any op: a prologue waits only for what it touches (its
+// workspace), not for the op's inputs.
+enum class TaskKind { kRun, kTiling, kPrologue };
 struct Task {
   int32_t op_index = 0;
-  bool tiling = false;
+  TaskKind kind = TaskKind::kRun;
   std::vector<int32_t> cores;
 };
 
@@ -118,6 +131,43 @@ struct Wait {
   int32_t core;      // producer core
   int32_t producer;  // producer task
 };
+
+struct GroupBarrier {
+  int32_t position;  // task the barrier precedes
+  int32_t group;
+};
+
+int effective_early_start(const CompileContext& ctx, const Segment& seg) {
+  return seg.options.early_start >= 0 ? seg.options.early_start : ctx.options.super_kernel_optimize_options.early_start;
+}
+
+SyncChoice effective_sync_choice(const CompileContext& ctx, const Segment& seg) {
+  return seg.options.sync_choice >= 0 ? static_cast<SyncChoice>(seg.options.sync_choice)
+                                      : ctx.options.super_kernel_optimize_options.sync_choice;
+}
+
+// The barrier group of `launch` whose cores are exactly `cores` (sorted), added when missing; -1
+// when the launch already declares as many groups as a backend keeps. Named after the kind of
+// core it spans where the device splits cube and vector cores, so the program reads as the
+// narrowing it is.
+int32_t group_for(Launch& launch, const std::vector<int32_t>& cores, const CoreLayout& layout) {
+  for (size_t g = 0; g < launch.groups.size(); ++g)
+    if (launch.groups[g].cores == cores) return static_cast<int32_t>(g);
+  if (launch.groups.size() >= static_cast<size_t>(kMaxBarrierGroups)) return -1;
+  std::string name;
+  if (layout.cube_cores > 0) {
+    const bool all_cube = cores.back() < layout.cube_cores;
+    const bool all_vector = cores.front() >= layout.cube_cores;
+    if (all_cube && static_cast<int32_t>(cores.size()) == layout.cube_cores) name = "cube";
+    if (all_vector && static_cast<int32_t>(cores.size()) == layout.num_cores - layout.cube_cores) name = "vector";
+  }
+  if (name.empty()) {
+    name = "cores";
+    for (int32_t c : cores) name += "_" + std::to_string(c);
+  }
+  launch.groups.push_back({name, cores});
+  return static_cast<int32_t>(launch.groups.size() - 1);
+}
 
 // "op 'a' (stream 'moe')", for the cross-stream sync points explain prints.
 std::string op_on_stream(const CompileContext& ctx, int32_t op_index) {
@@ -144,12 +194,16 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg, std::
                                       "cores join its syncs");
   }
 
+  const int early_start = effective_early_start(ctx, seg);
+  const bool by_cost = effective_sync_choice(ctx, seg) == SyncChoice::kCost;
   std::vector<Task> tasks;
   for (int32_t i : seg.ops) {
     const PlanOp& op = plan.ops[i];
-    if (op.tiling_sink) tasks.push_back({i, true, {op.cores[0]}});
-    tasks.push_back({i, false, op.cores});
+    if (op.tiling_sink) tasks.push_back({i, TaskKind::kTiling, {op.cores[0]}});
+    if (early_start >= 1 && op.kernel->desc->prologue) tasks.push_back({i, TaskKind::kPrologue, op.cores});
+    tasks.push_back({i, TaskKind::kRun, op.cores});
   }
+  Launch launch = make_launch("segment " + std::to_string(seg.id) + " (scope " + seg.scope_label + ")", n_cores);
   const int32_t n_tasks = static_cast<int32_t>(tasks.size());
   std::unordered_map<int32_t, int32_t> run_position;                     // plan op -> position of its RUN task
   std::unordered_map<int32_t, std::vector<const EventDep*>> event_deps;  // by consumer plan op
@@ -162,6 +216,7 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg, std::
   std::unordered_map<int64_t, std::vector<int32_t>> snapshot;  // (core, position) -> clock after it
   auto snap_key = [&](int32_t core, int32_t pos) { return static_cast<int64_t>(core) * n_tasks + pos; };
   std::vector<std::vector<Wait>> waits(n_cores);
+  std::vector<std::vector<GroupBarrier>> barriers(n_cores);
   std::vector<std::vector<char>> signal_needed(n_cores, std::vector<char>(n_tasks, 0));
   auto merge_all = [&] {
     std::vector<int32_t> merged(n_cores, -1);
@@ -175,14 +230,20 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg, std::
     const PlanOp& op = plan.ops[task.op_index];
     const int32_t n = static_cast<int32_t>(task.cores.size());
     std::vector<CoreAccess> acc(n);
-    if (task.tiling) {
-      collect_tiling_access(op, acc[0]);
-    } else {
-      for (int32_t local = 0; local < n; ++local) SK_RETURN_IF_ERROR(collect_access(op, local, n, acc[local]));
+    for (int32_t local = 0; local < n; ++local) {
+      if (task.kind == TaskKind::kTiling) {
+        collect_tiling_access(op, acc[local]);
+      } else if (task.kind == TaskKind::kPrologue) {
+        collect_prologue_access(op, local, acc[local]);
+      } else {
+        SK_RETURN_IF_ERROR(collect_access(op, local, n, acc[local]));
+      }
     }
 
     // Each core waits for the newest conflicting op (RAW, WAR, WAW) of every other core, unless
     // its vector clock shows it already knows that op finished (transitively).
+    const auto deps = event_deps.find(task.op_index);
+    std::vector<std::vector<std::pair<int32_t, int32_t>>> needs(n);  // per local core: (producer, core)
     for (int32_t local = 0; local < n; ++local) {
       const int32_t c = task.cores[local];
       std::vector<std::pair<int32_t, int32_t>> need;  // (producer position, core)
@@ -194,33 +255,80 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg, std::
           newest = std::max({newest, writes[p].latest(r.first, r.second), reads[p].latest(r.first, r.second)});
         if (newest > vc[c][p]) need.push_back({newest, p});
       }
-      // Events order the consumer after every core of the op recorded before the event.
-      const auto deps = event_deps.find(task.op_index);
-      if (deps != event_deps.end())
+      // Events order the consumer after every core of the op recorded before the event (a
+      // prologue reads no input, so events do not hold it back).
+      if (deps != event_deps.end() && task.kind != TaskKind::kPrologue)
         for (const EventDep* dep : deps->second) {
           const int32_t producer = run_position.at(dep->producer);
           for (int32_t p : tasks[producer].cores)
             if (p != c && producer > vc[c][p]) need.push_back({producer, p});
         }
       std::sort(need.rbegin(), need.rend());
+      // Drop the producers an earlier (newer) wait of the list already makes known.
+      std::vector<int32_t> clock = vc[c];
       for (const auto& [producer, p] : need) {
-        if (producer <= vc[c][p]) continue;  // learnt through an earlier wait
-        waits[c].push_back({pos, p, producer});
-        signal_needed[p][producer] = 1;
-        const int32_t from = tasks[producer].op_index;
-        if (stream_of(from) != stream_of(task.op_index) &&
-            std::find(synced.begin(), synced.end(), std::pair{task.op_index, from}) == synced.end()) {
-          synced.push_back({task.op_index, from});
-          std::string why = ": data";
-          if (deps != event_deps.end())
-            for (const EventDep* dep : deps->second)
-              if (dep->producer == from) why = ": event '" + ctx.graph.event_name(dep->event) + "'";
-          sync_points.push_back(op_on_stream(ctx, task.op_index) + " waits for " + op_on_stream(ctx, from) + why);
-        }
+        if (producer <= clock[p]) continue;
+        needs[local].push_back({producer, p});
         const std::vector<int32_t>& theirs = snapshot.at(snap_key(p, producer));
-        for (int32_t q = 0; q < n_cores; ++q) vc[c][q] = std::max(vc[c][q], theirs[q]);
+        for (int32_t q = 0; q < n_cores; ++q) clock[q] = std::max(clock[q], theirs[q]);
       }
     }
+
+    // sync_choice=cost: where every core of the task must wait for every other one (an all-to-all
+    // boundary), one barrier over exactly those cores does it with one arrival per core instead of
+    // a signal and n-1 waits, and the producers need no SIGNAL for it.
+    bool all_to_all = by_cost && n >= 2;
+    for (int32_t local = 0; local < n && all_to_all; ++local) {
+      std::vector<int32_t> waited;
+      for (const auto& pc : needs[local]) waited.push_back(pc.second);
+      std::sort(waited.begin(), waited.end());
+      waited.erase(std::unique(waited.begin(), waited.end()), waited.end());
+      std::vector<int32_t> others;
+      for (int32_t c : task.cores)
+        if (c != task.cores[local]) others.push_back(c);
+      std::sort(others.begin(), others.end());
+      all_to_all = waited == others;
+    }
+    int32_t group = -1;
+    if (all_to_all) {
+      std::vector<int32_t> members = task.cores;
+      std::sort(members.begin(), members.end());
+      group = group_for(launch, members, ctx.layout);
+    }
+    if (group >= 0) {
+      // Arriving after its earlier steps, each member learns everything every member did before.
+      std::vector<int32_t> merged(n_cores, -1);
+      for (int32_t c : task.cores)
+        for (int32_t q = 0; q < n_cores; ++q) merged[q] = std::max(merged[q], vc[c][q]);
+      for (int32_t c : task.cores) {
+        vc[c] = merged;
+        barriers[c].push_back({pos, group});
+      }
+    } else {
+      for (int32_t local = 0; local < n; ++local) {
+        const int32_t c = task.cores[local];
+        for (const auto& [producer, p] : needs[local]) {
+          waits[c].push_back({pos, p, producer});
+          signal_needed[p][producer] = 1;
+          const std::vector<int32_t>& theirs = snapshot.at(snap_key(p, producer));
+          for (int32_t q = 0; q < n_cores; ++q) vc[c][q] = std::max(vc[c][q], theirs[q]);
+        }
+      }
+    }
+    // Cross-stream sync points, for explain.
+    for (int32_t local = 0; local < n; ++local)
+      for (const auto& [producer, p] : needs[local]) {
+        const int32_t from = tasks[producer].op_index;
+        if (stream_of(from) == stream_of(task.op_index) ||
+            std::find(synced.begin(), synced.end(), std::pair{task.op_index, from}) != synced.end())
+          continue;
+        synced.push_back({task.op_index, from});
+        std::string why = ": data";
+        if (deps != event_deps.end())
+          for (const EventDep* dep : deps->second)
+            if (dep->producer == from) why = ": event '" + ctx.graph.event_name(dep->event) + "'";
+        sync_points.push_back(op_on_stream(ctx, task.op_index) + " waits for " + op_on_stream(ctx, from) + why);
+      }
     for (int32_t local = 0; local < n; ++local) {
       const int32_t c = task.cores[local];
       for (const Range& r : acc[local].reads) reads[c].paint(r.first, r.second, pos);
@@ -228,13 +336,14 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg, std::
     }
     // A sync_all inside the kernel (idle cores fed) is a barrier every core passes after its
     // earlier ops.
-    if (!task.tiling && uses_sync_all(op)) merge_all();
-    if (!task.tiling) run_position[task.op_index] = pos;
+    const bool is_run = task.kind == TaskKind::kRun;
+    if (is_run && uses_sync_all(op)) merge_all();
+    if (is_run) run_position[task.op_index] = pos;
     for (int32_t c : task.cores) {
       vc[c][c] = pos;
       snapshot[snap_key(c, pos)] = vc[c];
     }
-    if (sync_every && !task.tiling) merge_all();
+    if (sync_every && is_run) merge_all();
   }
 
   // Number each core's signals, then emit the per-core programs.
@@ -244,11 +353,10 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg, std::
     for (int32_t pos = 0; pos < n_tasks; ++pos)
       if (signal_needed[p][pos]) signal_index[p][pos] = ++count;
   }
-  Launch launch = make_launch("segment " + std::to_string(seg.id) + " (scope " + seg.scope_label + ")", n_cores);
   launch.segment = seg.id;
   launch.ops = seg.ops;
   launch.profile = seg.options.profiling == 1;
-  std::vector<size_t> cursor(n_cores, 0);
+  std::vector<size_t> cursor(n_cores, 0), barrier_cursor(n_cores, 0);
   for (int32_t pos = 0; pos < n_tasks; ++pos) {
     const Task& task = tasks[pos];
     const int32_t op_index = task.op_index;
@@ -259,25 +367,85 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg, std::
       std::vector<Instr>& out = launch.cores[c].instrs;
       auto it = std::find(task.cores.begin(), task.cores.end(), c);
       if (it != task.cores.end()) {
+        for (; barrier_cursor[c] < barriers[c].size() && barriers[c][barrier_cursor[c]].position == pos;
+             ++barrier_cursor[c])
+          out.push_back({Opcode::kBarrier, barriers[c][barrier_cursor[c]].group, 0, 0});
         for (; cursor[c] < waits[c].size() && waits[c][cursor[c]].position == pos; ++cursor[c]) {
           const Wait& w = waits[c][cursor[c]];
           out.push_back({Opcode::kWait, w.core, signal_index[w.core][w.producer], 0});
         }
         const int32_t local = static_cast<int32_t>(it - task.cores.begin());
-        if (task.tiling) {
+        if (task.kind == TaskKind::kTiling) {
           out.push_back({Opcode::kTiling, op_index, 0, 0});
+        } else if (task.kind == TaskKind::kPrologue) {
+          out.push_back({Opcode::kPrologue, op_index, local, n});
         } else {
-          if (d->prologue) out.push_back({Opcode::kPrologue, op_index, local, n});
+          if (d->prologue && early_start == 0) out.push_back({Opcode::kPrologue, op_index, local, n});
           out.push_back({Opcode::kRun, op_index, local, n});
         }
         if (signal_needed[c][pos]) out.push_back({Opcode::kSignal, 0, signal_index[c][pos], 0});
-      } else if (!task.tiling && uses_sync_all(op)) {
+      } else if (task.kind == TaskKind::kRun && uses_sync_all(op)) {
         for (uint32_t k = 0; k < d->sync_all_count; ++k) out.push_back({Opcode::kBarrier, 0, 0, 0});
       }
-      if (sync_every && !task.tiling && pos + 1 < n_tasks) out.push_back({Opcode::kBarrier, 0, 0, 0});
+      if (sync_every && task.kind == TaskKind::kRun && pos + 1 < n_tasks) out.push_back({Opcode::kBarrier, 0, 0, 0});
     }
   }
   return launch;
+}
+
+// early_start=2: the PROLOGUEs a segment launch's cores run first (before any wait or run) move
+// to the end of the launch before it, so each core warms up for the next super kernel as soon as
+// it has finished its part of the current one, while the slowest core is still running. Only
+// prologues that touch no workspace move: the workspace's bytes may belong to the current launch.
+void hoist_prologues_across_launches(CompileContext& ctx, Program& prog) {
+  const Plan& plan = *ctx.plan;
+  for (size_t s = 1; s < prog.steps.size(); ++s) {
+    if (prog.steps[s - 1].kind != Step::Kind::kLaunch || prog.steps[s].kind != Step::Kind::kLaunch) continue;
+    Launch& next = prog.launches[prog.steps[s].index];
+    if (next.segment < 0 || effective_early_start(ctx, ctx.segments[next.segment]) < 2) continue;
+    Launch& prev = prog.launches[prog.steps[s - 1].index];
+    for (int32_t c = 0; c < std::min(prev.num_cores, next.num_cores); ++c) {
+      std::vector<Instr>& instrs = next.cores[c].instrs;
+      size_t k = 0;
+      while (k < instrs.size() && instrs[k].op == Opcode::kPrologue && plan.ops[instrs[k].a].workspace_bytes == 0 &&
+             !plan.ops[instrs[k].a].tiling_sink)
+        ++k;
+      for (size_t i = 0; i < k; ++i) {
+        prev.cores[c].instrs.push_back(instrs[i]);
+        if (std::find(prev.early_ops.begin(), prev.early_ops.end(), instrs[i].a) == prev.early_ops.end())
+          prev.early_ops.push_back(instrs[i].a);
+      }
+      instrs.erase(instrs.begin(), instrs.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+  }
+}
+
+// Counts what the segment's launch (and the launch before it, for hoisted prologues) synchronises
+// with, for explain.
+std::string describe_schedule(const CompileContext& ctx, const Segment& seg, const Program& prog) {
+  int waits = 0, signals = 0, barriers = 0, early = 0, hoisted = 0;
+  for (const Launch& l : prog.launches) {
+    if (l.segment != seg.id) {
+      for (const CoreProgram& cp : l.cores)
+        for (const Instr& in : cp.instrs)
+          if (in.op == Opcode::kPrologue && ctx.op_segment[in.a] == seg.id) ++hoisted;
+      continue;
+    }
+    for (const CoreProgram& cp : l.cores)
+      for (size_t i = 0; i < cp.instrs.size(); ++i) {
+        const Instr& in = cp.instrs[i];
+        waits += in.op == Opcode::kWait;
+        signals += in.op == Opcode::kSignal;
+        barriers += in.op == Opcode::kBarrier;
+        if (in.op == Opcode::kPrologue && (i + 1 == cp.instrs.size() || cp.instrs[i + 1].op != Opcode::kRun)) ++early;
+      }
+  }
+  std::string out = "early-start=" + std::to_string(effective_early_start(ctx, seg)) +
+                    " sync-choice=" + sync_choice_name(effective_sync_choice(ctx, seg)) + ": " + std::to_string(waits) +
+                    " waits, " + std::to_string(signals) + " signals, " + std::to_string(barriers) + " barriers";
+  if (early > 0) out += ", " + std::to_string(early) + " prologues ahead of their run";
+  if (hoisted > 0) out += ", " + std::to_string(hoisted) + " prologues in the launch before";
+  return out;
 }
 
 }  // namespace
@@ -310,6 +478,8 @@ Status schedule_segments(CompileContext& ctx) {
     }
   }
 
+  hoist_prologues_across_launches(ctx, prog);
+
   for (const Segment& seg : ctx.segments) {
     SegmentReport r;
     r.id = seg.id;
@@ -326,6 +496,7 @@ Status schedule_segments(CompileContext& ctx) {
           std::to_string(p.first_core + p.num_cores - 1) +
           (p.core_limit > 0 ? " (LimitCoreNum " + std::to_string(p.core_limit) + ")" : " (no limit)"));
     r.sync_points = std::move(sync_points[seg.id]);
+    r.schedule = describe_schedule(ctx, seg, prog);
     ctx.report.segments.push_back(std::move(r));
   }
   for (int32_t i = 0; i < static_cast<int32_t>(plan.ops.size()); ++i)

@@ -123,7 +123,6 @@ Expected<ScopeOptions> parse_scope_options(std::string_view scope, std::string_v
     } else if (key == "early-start") {
       if (value != "0" && value != "1" && value != "2") return value_error(scope, key, value, "0, 1 or 2");
       o.early_start = value[0] - '0';
-      if (o.early_start > 0) return Status::unimplemented(where + " is not supported yet by this build");
     } else if (key == "preload-code") {
       const std::pair<std::string_view, PreloadCode> modes[] = {
           {"none", PreloadCode::kNone}, {"per-func", PreloadCode::kPerFunc}, {"max", PreloadCode::kMax}};
@@ -143,7 +142,6 @@ Expected<ScopeOptions> parse_scope_options(std::string_view scope, std::string_v
         o.sync_choice = static_cast<int>(SyncChoice::kPointToPoint);
       } else if (value == "cost") {
         o.sync_choice = static_cast<int>(SyncChoice::kCost);
-        return Status::unimplemented(where + " is not supported yet by this build");
       } else {
         return value_error(scope, key, value, "p2p or cost");
       }

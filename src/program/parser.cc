@@ -83,12 +83,13 @@ Status parse_program(const std::string& text, Program* out) {
         l.num_cores = std::stoi(v);
         if (field(rest, "segment", &v)) l.segment = std::stoi(v);
         if (field(rest, "profile", &v)) l.profile = v == "1";
-        if (field(rest, "ops", &v)) {
-          std::istringstream os(v);
-          std::string item;
-          while (std::getline(os, item, ','))
-            if (!item.empty()) l.ops.push_back(std::stoi(item));
-        }
+        for (auto [name, list] : {std::pair{"ops", &l.ops}, {"early", &l.early_ops}})
+          if (field(rest, name, &v)) {
+            std::istringstream os(v);
+            std::string item;
+            while (std::getline(os, item, ','))
+              if (!item.empty()) list->push_back(std::stoi(item));
+          }
       } catch (const std::exception&) {
         return error(line, "bad number in launch header", raw);
       }
@@ -96,6 +97,8 @@ Status parse_program(const std::string& text, Program* out) {
         return error(line, "a launch needs 1 to " + std::to_string(kMaxLaunchCores) + " cores", raw);
       for (int32_t op : l.ops)
         if (op < 0 || op > kMaxOpIndex) return error(line, "op index out of range in ops=", raw);
+      for (int32_t op : l.early_ops)
+        if (op < 0 || op > kMaxOpIndex) return error(line, "op index out of range in early=", raw);
       if (launch && launch->groups.empty()) return error(line, "the previous launch has no barrier group", raw);
       l.cores.resize(l.num_cores);
       p.launches.push_back(std::move(l));
@@ -143,7 +146,10 @@ Status parse_program(const std::string& text, Program* out) {
         if (!(ws >> instr.a >> open >> instr.b >> slash >> instr.c >> close) || open != '[' || slash != '/' ||
             close != ']')
           return error(line, "expected '" + word + " <op> [<core>/<cores>]'", raw);
-        if (!known_op(instr.a))
+        const bool early =
+            instr.op == Opcode::kPrologue &&
+            std::find(launch->early_ops.begin(), launch->early_ops.end(), instr.a) != launch->early_ops.end();
+        if (!known_op(instr.a) && !early)
           return error(line, "op " + std::to_string(instr.a) + " is not one of the launch's ops", raw);
         if (instr.c < 1 || instr.b < 0 || instr.b >= instr.c) return error(line, "kernel core id out of range", raw);
         note_label(&p, instr.a, comment);

@@ -61,6 +61,10 @@ std::string print_program(const Program& p) {
     os << "launch " << step.index << " \"" << l.label << "\" cores=" << l.num_cores << " segment=" << l.segment
        << " profile=" << (l.profile ? 1 : 0) << " ops=";
     for (size_t i = 0; i < l.ops.size(); ++i) os << (i ? "," : "") << l.ops[i];
+    if (!l.early_ops.empty()) {
+      os << " early=";
+      for (size_t i = 0; i < l.early_ops.size(); ++i) os << (i ? "," : "") << l.early_ops[i];
+    }
     os << "\n";
     for (size_t g = 0; g < l.groups.size(); ++g) {
       os << "  group " << g << " " << l.groups[g].name << ":";

@@ -51,7 +51,10 @@ struct Launch {
   std::vector<BarrierGroup> groups;  // group 0 is every core of the launch
   std::vector<CoreProgram> cores;
   std::vector<int32_t> ops;  // plan ops in execution order
-  bool profile = false;      // record per-core sub-kernel times (scope option profiling=1)
+  // Ops of the next launch whose PROLOGUE this launch already runs (early start level 2): their
+  // cores warm up for the next launch while the stragglers of this one finish.
+  std::vector<int32_t> early_ops;
+  bool profile = false;  // record per-core sub-kernel times (scope option profiling=1)
 };
 
 // What runs, in order: a launch, or a host op executed by the calling thread.
@@ -72,7 +75,8 @@ std::string print_program(const Program& program);
 // Parses print_program's text; errors name the line. parse(print(p)) prints as p does. Checks what
 // the text alone can: numbering, core and group ranges, WAIT targets, counts, and that RUN /
 // PROLOGUE / TILING ops are in the launch's ops= list, and size limits (at most 4096 cores per
-// launch, op indices below 2^20) so that corrupt text cannot make it allocate without bound. That
+// launch, op indices below 2^20) so that corrupt text cannot make it allocate without bound. A
+// PROLOGUE may also name one of the launch's early= ops. That
 // the op indices exist in a plan is for whoever binds the program to one.
 Status parse_program(const std::string& text, Program* program);
 std::string print_instr(const Instr& instr, const std::vector<std::string>& op_labels);

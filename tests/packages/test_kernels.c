@@ -82,6 +82,61 @@ static int32_t reverse_access(const sk_kernel_args* a, int32_t core, int32_t cor
   return 2;
 }
 
+/* y[i] = x[n-1-i] + 1 without sync_all: each core reads the whole input, so a chain of these is an
+ * all-to-all dependency at every step (the scheduler's sync choice tests). */
+static int32_t flip_run(const sk_kernel_args* a, const sk_core_ctx* c) {
+  const float* x = (const float*)a->inputs[0].data;
+  float* y = (float*)a->outputs[0].data;
+  int64_t n = numel(&a->outputs[0]);
+  sk_range s = sk_split_range(n, c->core_id, c->num_cores, 16);
+  for (int64_t i = s.begin; i < s.end; ++i) y[i] = x[n - 1 - i] + 1.0f;
+  return SK_OK;
+}
+static int32_t flip_access(const sk_kernel_args* a, int32_t core, int32_t cores, sk_access_range* r, int32_t cap) {
+  sk_range s = sk_split_range(numel(&a->outputs[0]), core, cores, 16);
+  if (cap >= 2) {
+    r[0].operand = 0;
+    r[0].mode = SK_ACCESS_READ;
+    r[0].begin = (numel(&a->inputs[0]) - s.end) * 4;
+    r[0].end = (numel(&a->inputs[0]) - s.begin) * 4;
+    r[1].operand = 1;
+    r[1].mode = SK_ACCESS_WRITE;
+    r[1].begin = s.begin * 4;
+    r[1].end = s.end * 4;
+  }
+  return 2;
+}
+
+/* y = x + 1 with a prologue (early start): the prologue stamps the core's workspace slice with the
+ * core id, and run fails unless its own slice carries the stamp, so a prologue that did not run on
+ * the same core before run, or a slice another op overwrote in between, is an error. */
+static uint64_t stamped_ws(const sk_kernel_args* a) {
+  (void)a;
+  return 64;
+}
+static int32_t stamped_prologue(const sk_kernel_args* a, const sk_core_ctx* c) {
+  unsigned char* slice = (unsigned char*)a->workspace + (uint64_t)c->core_id * a->workspace_size;
+  memset(slice, 0x70 + c->core_id, a->workspace_size);
+  return SK_OK;
+}
+static int32_t stamped_run(const sk_kernel_args* a, const sk_core_ctx* c) {
+  const unsigned char* slice = (const unsigned char*)a->workspace + (uint64_t)c->core_id * a->workspace_size;
+  for (uint64_t i = 0; i < a->workspace_size; ++i) {
+    if (slice[i] != (unsigned char)(0x70 + c->core_id)) {
+      if (c->error_message)
+        snprintf(c->error_message, c->error_capacity, "prologue stamp of core %d missing", (int)c->core_id);
+      return SK_ERR_INTERNAL;
+    }
+  }
+  return flip_run(a, c);
+}
+/* A prologue that touches no workspace (early start level 2 may run it in the launch before). */
+static int32_t no_op_prologue(const sk_kernel_args* a, const sk_core_ctx* c) {
+  (void)a;
+  (void)c;
+  return SK_OK;
+}
+
 /* y = x + 1, through a per-core workspace: every core stamps its whole slice, waits for the others
  * to stamp theirs, and then fails if its slice was overwritten (slices overlapping) or if the
  * runtime broke the slice size or alignment it promises. */
@@ -181,6 +236,13 @@ static const sk_kernel_desc kKernels[] = {
     {SK_KERNEL_ABI_VERSION, "test.scale_by_first_scratch.f32", SK_KERNEL_VECTOR,
      SK_FUSIBLE | SK_TILING_SINK | SK_WORKSPACE_PER_CORE, scale_first_scratch_run, NULL, scale_first_tiling,
      scale_first_ws, access_elementwise, 0},
+    {SK_KERNEL_ABI_VERSION, "test.flip.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, flip_run, NULL, NULL, NULL, flip_access, 0},
+    {SK_KERNEL_ABI_VERSION, "test.flip_cube.f32", SK_KERNEL_CUBE, SK_FUSIBLE, flip_run, NULL, NULL, NULL, flip_access,
+     0},
+    {SK_KERNEL_ABI_VERSION, "test.flip_warm.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, flip_run, no_op_prologue, NULL, NULL,
+     flip_access, 0},
+    {SK_KERNEL_ABI_VERSION, "test.flip_stamped.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | SK_WORKSPACE_PER_CORE, stamped_run,
+     stamped_prologue, NULL, stamped_ws, flip_access, 0},
 };
 
 static const sk_kernel_package kPackage = {SK_KERNEL_ABI_VERSION, "test", sizeof(kKernels) / sizeof(kKernels[0]),

@@ -81,7 +81,7 @@ TEST(ScopeOptions, PairWithoutEqualsIsAWarningAndSkipped) {
 }
 
 TEST(ScopeOptions, LaterFeaturesAreRejectedAsNotSupportedYet) {
-  for (const char* text : {"early-start=1", "preload-code=max", "func-align=64", "recompute=1", "sync-choice=cost"}) {
+  for (const char* text : {"preload-code=max", "func-align=64", "recompute=1"}) {
     auto r = parse_scope_options("s1", text, nullptr);
     ASSERT_FALSE(r.has_value()) << text;
     EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
