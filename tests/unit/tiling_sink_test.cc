@@ -163,6 +163,12 @@ TEST(TilingSink, ScopeOptionOverridesTheCompileOption) {
   EXPECT_TRUE(contains((*cut)->report().segments[0].cut_detail, "scope 'moe' has tiling-sink=0"))
       << (*cut)->report().segments[0].cut_detail;
 
+  // The cut is asked for, not an op that cannot fuse: strict-scope-check leaves it alone.
+  Graph strict = build_moe(4, "tiling-sink=0:strict-scope-check=abort");
+  auto strict_cut = rt->compile(strict, superkernel(true));
+  ASSERT_TRUE(strict_cut.has_value()) << strict_cut.status().to_string();
+  EXPECT_EQ((*strict_cut)->report().segments[0].cut, CutReason::kTilingSink);
+
   Graph on = build_moe(4, "tiling-sink=1");
   auto fused = rt->compile(on, superkernel(false));
   ASSERT_TRUE(fused.has_value()) << fused.status().to_string();
