@@ -222,7 +222,6 @@ int32_t binary_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacit
 
 int32_t binary_run(const sk_kernel_args* args, const sk_core_ctx* core, const BinaryKernel& k, BinaryFn fn) {
   const ErrorSink err = sink_of(core);
-  BinaryPlan p;
   if (!check_core(core, k.name, err)) return SK_ERR_INVALID_ARGUMENT;
   if (args->tiling != nullptr && args->tiling_size == sizeof(DenseTiling)) {
     DenseTiling d;
@@ -235,6 +234,9 @@ int32_t binary_run(const sk_kernel_args* args, const sk_core_ctx* core, const Bi
     }
     return SK_OK;
   }
+  // Declared only now: the dense path above is the per-call hot path of element-wise chains, and a
+  // plan is several hundred bytes to zero.
+  BinaryPlan p;
   if (args->tiling != nullptr && args->tiling_size == sizeof(Walk)) {
     std::memcpy(&p.walk, args->tiling, sizeof(Walk));
     p.a = static_cast<const float*>(args->inputs[0].data);

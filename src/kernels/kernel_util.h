@@ -192,6 +192,12 @@ class RangeList {
 // The byte range spanned by a whole view (nothing when it is empty).
 void add_view(RangeList& list, int32_t operand, int32_t mode, const sk_tensor_arg& t);
 
+// Asks for `bytes` from `p` to be brought into the cache (a hint: uses no value, never faults).
+inline void prefetch_bytes(const void* p, int64_t bytes) {
+  const auto* base = static_cast<const char*>(p);
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(base + b, 0, 3);
+}
+
 }  // namespace sk::kernels
 
 #endif  // SUPERKERNEL_KERNELS_KERNEL_UTIL_H_

@@ -23,6 +23,7 @@ int32_t mul_f32_tiling(const sk_kernel_args* args, void* tiling, uint32_t capaci
 int32_t silu_mul_f32_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
 // norm.cc
 SK_DECLARE_KERNEL(rms_norm_f32);
+int32_t rms_norm_f32_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
 // softmax.cc
 SK_DECLARE_KERNEL(softmax_f32);
 // matmul.cc
