@@ -46,6 +46,10 @@ struct SegmentReport {
   // (stream 'default'): data" or ": event 'e'").
   std::vector<std::string> partitions;
   std::vector<std::string> sync_points;
+  // super_kernel_optimize_options.recompute: per cheap row-wise op, whether it runs whole on
+  // every core instead of split plus a sync, and why ("op 'n' (rms_norm.f32): recomputed on
+  // cores 0,1, ..." / "...: not recomputed: too costly (...)"), or "off: <why>".
+  std::vector<std::string> recompute;
 };
 
 // An op that runs outside every super kernel, and why.

@@ -282,7 +282,6 @@ Status CompileOptions::validate() const {
                                     std::to_string(o.early_start));
   if (o.preload_code != PreloadCode::kNone) return not_yet("preload_code");
   if (o.early_start > 0) return not_yet("early_start");
-  if (o.recompute) return not_yet("recompute");
   if (o.sync_choice != SyncChoice::kPointToPoint) return not_yet("sync_choice");
   if (o.jit) return not_yet("jit");
   if (arena_limit_bytes < 0)
