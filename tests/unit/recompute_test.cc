@@ -279,6 +279,19 @@ TEST(Recompute, OutputReadOnAnotherStreamIsNotRecomputed) {
   EXPECT_NE(d.find("not recomputed: its output is read by op 'side_add' on stream 'side'"), std::string::npos) << d;
 }
 
+TEST(Recompute, ConsumerReadingThroughAViewKeepsTheSync) {
+  auto rt = make_runtime(2);
+  Graph g("view_consumer");
+  Tensor x = g.input("x", DType::kF32, {1, 64});
+  Tensor w = weight(g, "w", {64, 64}, 1);
+  Tensor n = rms_norm(g, matmul(g, x, w, "mv"), gamma(g, "gamma", 64, 2), 1e-6f, "norm");
+  g.output(matmul(g, g.reshape(n, {1, 64}, "norm_view"), w, "mv2"), "y");
+  auto exe = compile_ok(*rt, g, sk_opts(true));
+  const std::string d = decision_for(exe->report(), "norm");
+  EXPECT_NE(d.find("not recomputed: op 'mv2' reads its output through a view"), std::string::npos) << d;
+  expect_all_modes_identical(g);
+}
+
 TEST(Recompute, OpsOutsideEverySegmentAreLeftAlone) {
   auto rt = make_runtime(2);
   Graph g("outside");
