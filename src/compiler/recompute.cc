@@ -214,18 +214,22 @@ class SegmentDecider {
                  "' has no copy";
 
     // The sync before X: run whole, X reads what every producer core wrote. That removes a sync
-    // only if X's input comes from before the segment or X already waits for another core (or, on
-    // copies of recomputed ops, needs no wait at all).
+    // only if X's input comes from before the segment or from per-core copies (no wait at all), or
+    // X already waits for another core.
     CoreAccess whole;
     SK_RETURN_IF_ERROR(collect_core_access(x, 0, 1, whole));
+    std::vector<ByteRange> copies;  // the recomputed outputs X reads: each core will read its own copy
+    for (int32_t from : rewrites_.reads_copies[i]) copies.push_back(operand_extent(plan_.ops[from].outputs[0]));
     bool produced_here = false, waits_already = false;
     for (int32_t p = 0; p < n_cores_; ++p)
-      for (const ByteRange& r : whole.reads) produced_here |= writes_[p].latest(r.first, r.second) >= 0;
+      for (const ByteRange& r : whole.reads)
+        produced_here |= !overlap({r}, copies) && writes_[p].latest(r.first, r.second) >= 0;
     for (size_t xl = 0; xl < x.cores.size(); ++xl)
       for (int32_t p = 0; p < n_cores_; ++p)
         if (p != x.cores[xl])
-          for (const ByteRange& r : xa[xl].reads) waits_already |= writes_[p].latest(r.first, r.second) >= 0;
-    if (produced_here && !waits_already && rewrites_.reads_copies[i].empty())
+          for (const ByteRange& r : xa[xl].reads)
+            waits_already |= !overlap({r}, copies) && writes_[p].latest(r.first, r.second) >= 0;
+    if (produced_here && !waits_already)
       return std::string("no core waits for another before it: recomputing would move the sync, not remove it");
 
     // Cost: what the whole op touches beyond the busiest core's slice lengthens the critical path.
