@@ -181,8 +181,12 @@ TEST(Recompute, DecoderBlockIsBitIdenticalAndRecomputesItsNorms) {
   auto on = compile_ok(*rt, g, sk_opts(true));
   EXPECT_NE(decision_for(on->report(), "attn_norm").find("recomputed on cores 0,1"), std::string::npos)
       << decision_for(on->report(), "attn_norm");
+  // The residual add is recomputed, and so is the norm that reads its per-core copies.
+  EXPECT_NE(decision_for(on->report(), "residual1").find("recomputed on cores 0,1"), std::string::npos)
+      << decision_for(on->report(), "residual1");
   EXPECT_NE(decision_for(on->report(), "ffn_norm").find("recomputed on cores 0,1"), std::string::npos)
       << decision_for(on->report(), "ffn_norm");
+  EXPECT_EQ(waits_between(on->report().program_text, "rms_norm.f32", "matmul.f32"), 0) << on->report().program_text;
   expect_all_modes_identical(g);
 }
 
