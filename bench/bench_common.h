@@ -115,6 +115,7 @@ struct Args {
   int cores = 0;                   // run only this core count (0: 1 and 2)
   bool dump = false;               // also measure the data dump's cost
   bool trace = false;              // also measure tracing's cost (debug_op_exec_trace)
+  bool norecompute = false;        // also measure superkernel mode with recompute off
 };
 
 inline Args parse_args(int argc, char** argv, const char* usage) {
@@ -141,6 +142,8 @@ inline Args parse_args(int argc, char** argv, const char* usage) {
       a.trace = true;
     } else if (s == "--dump") {
       a.dump = true;
+    } else if (s == "--norecompute") {
+      a.norecompute = true;
     } else if (s == "--mode") {
       a.modes.push_back(need("--mode"));
     } else if (s == "--cores") {

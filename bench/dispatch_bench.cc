@@ -55,6 +55,8 @@ const char* kUsage =
     "                         [--dump]   (adds graph+dump and superkernel+dump: the data dump's cost)\n"
     "                         [--trace]  (adds <mode>+trace for every mode: tracing's cost; tracing off is\n"
     "                                     the plain rows)\n"
+    "                         [--norecompute]  (adds superkernel+norecompute: superkernel mode with\n"
+    "                                     super_kernel_optimize_options.recompute off)\n"
     "  benches: chain_elementwise chain_matvec_norm_256 chain_matvec_norm_512\n";
 
 }  // namespace
@@ -84,6 +86,7 @@ int main(int argc, char** argv) {
         bool dump;
         std::string name;
         bool trace = false;
+        bool recompute = true;
       };
       std::vector<Config> configs;
       for (ExecutionMode m : modes) configs.push_back({m, false, execution_mode_name(m)});
@@ -94,7 +97,11 @@ int main(int argc, char** argv) {
       if (args.trace)
         for (ExecutionMode m : modes)
           configs.push_back({m, false, std::string(execution_mode_name(m)) + "+trace", true});
-      // Compile every configuration first, then time them side by side (bench::time_interleaved).
+      if (args.norecompute)
+        configs.push_back({ExecutionMode::kSuperKernel, false, "superkernel+norecompute", false, false});
+      // Compile every configuration first, then time them in interleaved rounds (each round runs
+      // every configuration once, in rotating order) so slow drifts of a shared machine hit all
+      // configurations alike.
       struct Prepared {
         const Config* config;
         bench::Workload chain;
@@ -107,6 +114,7 @@ int main(int argc, char** argv) {
         CompileOptions opts = CompileOptions::for_mode(config.mode);
         opts.dump = config.dump;
         opts.super_kernel_debug_options.debug_op_exec_trace = config.trace;
+        opts.super_kernel_optimize_options.recompute = config.recompute;
         auto exe = (*rt)->compile(*chain.graph, opts);
         if (!exe) {
           std::fprintf(stderr, "%s/%s: skipped: %s\n", b.name.c_str(), config.name.c_str(),
@@ -142,6 +150,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> columns = {"eager", "graph", "superkernel"};
   if (args.dump) columns.insert(columns.end(), {"graph+dump", "superkernel+dump"});
   if (args.trace) columns.insert(columns.end(), {"eager+trace", "graph+trace", "superkernel+trace"});
+  if (args.norecompute) columns.push_back("superkernel+norecompute");
   bench::print_table(results, columns, "graph");
   if (max_cores >= 2 && bench::cores_selected(args, 2)) {
     // The first two CPUs the process may use: where the runtime's cores 0 and 1 run.

@@ -51,6 +51,10 @@ struct SegmentReport {
   // sync-choice=cost: 0 waits, 0 signals, 5 barriers, 2 prologues before their waits, 1 prologue
   // in the launch before".
   std::string schedule;
+  // super_kernel_optimize_options.recompute: per cheap row-wise op, whether it runs whole on
+  // every core instead of split plus a sync, and why ("op 'n' (rms_norm.f32): recomputed on
+  // cores 0,1, ..." / "...: not recomputed: too costly (...)"), or "off: <why>".
+  std::vector<std::string> recompute;
 };
 
 // An op that runs outside every super kernel, and why.

@@ -45,7 +45,7 @@ struct SuperKernelOptimizeOptions {
   int early_start = 0;
   // Cheap ops between two all-to-all boundaries run whole on every core (each writes its own
   // copy) instead of split plus a sync, where the cost model says it pays.
-  bool recompute = false;
+  bool recompute = true;
   SyncChoice sync_choice = SyncChoice::kPointToPoint;
   // Run super kernels as generated native code (x86-64) instead of the interpreter.
   bool jit = false;

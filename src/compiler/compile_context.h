@@ -47,6 +47,7 @@ struct Segment {
   CutReason cut = CutReason::kGraphEnd;
   int32_t cut_op = -1;  // plan op that ended the segment
   std::string cut_detail;
+  std::vector<std::string> recompute;  // the recompute pass's decisions, for explain
 };
 
 struct CompileContext {
@@ -62,6 +63,10 @@ struct CompileContext {
   std::vector<Segment> segments;      // superkernel mode
   std::vector<int32_t> op_segment;    // per plan op: segment id, or -1 when it runs unfused
   std::vector<CutReason> op_unfused;  // per plan op outside segments: why
+  // Set by recompute when it added plan ops: the execution order of every plan op, and per plan
+  // op the op through which its inputs stay live (see MemoryPlanOptions).
+  std::vector<int32_t> op_order;
+  std::vector<int32_t> inputs_live_until;
   Program program;
   CompileReport report;
 };

@@ -29,6 +29,8 @@ void plan_memory(Plan& plan, const MemoryPlanOptions& options) {
   const size_t n_t = plan.tensors.size();
   auto root_of = [&](int32_t id) { return plan.tensors[id].kind == TensorKind::kView ? plan.tensors[id].base : id; };
 
+  std::vector<int32_t> position(n_ops);  // per plan op: its place in the execution order
+  for (int32_t i = 0; i < n_ops; ++i) position[options.order.empty() ? i : options.order[i]] = i;
   std::vector<int32_t> first(n_t, -1), last(n_t, -1);
   auto touch = [&](int32_t root, int32_t op) {
     if (first[root] < 0 || op < first[root]) first[root] = op;
@@ -41,8 +43,13 @@ void plan_memory(Plan& plan, const MemoryPlanOptions& options) {
     if (std::find(v.begin(), v.end(), s) == v.end()) v.insert(std::upper_bound(v.begin(), v.end(), s), s);
   };
   for (int32_t i = 0; i < n_ops; ++i) {
-    for (int32_t id : plan.ops[i].input_ids) touch(root_of(id), i), add_stream(streams[root_of(id)], i);
-    for (int32_t id : plan.ops[i].output_ids) touch(root_of(id), i), add_stream(streams[root_of(id)], i);
+    const int32_t at = position[i];
+    const int32_t until = options.inputs_live_until.empty() || options.inputs_live_until[i] < 0
+                              ? at
+                              : position[options.inputs_live_until[i]];
+    for (int32_t id : plan.ops[i].input_ids)
+      touch(root_of(id), at), touch(root_of(id), until), add_stream(streams[root_of(id)], i);
+    for (int32_t id : plan.ops[i].output_ids) touch(root_of(id), at), add_stream(streams[root_of(id)], i);
   }
   for (size_t i = 0; i < n_t; ++i)
     if (plan.tensors[i].is_output) last[root_of(static_cast<int32_t>(i))] = end;
@@ -68,7 +75,7 @@ void plan_memory(Plan& plan, const MemoryPlanOptions& options) {
     if (plan.ops[i].workspace_arena_bytes() == 0) continue;
     Buffer b;
     b.bytes = align_up(static_cast<int64_t>(plan.ops[i].workspace_arena_bytes()));
-    b.first = b.last = i;
+    b.first = b.last = position[i];
     b.op = i;
     add_stream(b.streams, i);
     buffers.push_back(b);

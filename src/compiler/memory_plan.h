@@ -7,7 +7,8 @@
 // "greedy by size" strategy). Dependencies are later computed over these memory ranges, so reuse
 // creates no hazards that the scheduler does not see. With op streams given (superkernel mode),
 // buffers touched by different sets of streams never share bytes: stream-fused partitions run
-// concurrently, and a shared byte would order them by a false dependency.
+// concurrently, and a shared byte would order them by a false dependency. Lifetimes are positions
+// in the execution order, which may differ from the index order of the ops.
 #ifndef SUPERKERNEL_COMPILER_MEMORY_PLAN_H_
 #define SUPERKERNEL_COMPILER_MEMORY_PLAN_H_
 
@@ -21,6 +22,13 @@ struct MemoryPlanOptions {
   bool reuse = true;  // false: every buffer gets its own bytes (eager mode, data dump)
   // Per plan op: its stream. Empty: streams play no part in reuse.
   std::vector<int32_t> op_stream;
+  // Plan op indices in execution order (the recompute pass appends ops that run beside earlier
+  // ones). Empty: index order.
+  std::vector<int32_t> order;
+  // Per plan op: -1, or a later plan op through which this op's inputs stay live (a recomputed
+  // op's inputs are read on every core until its consumers end, so reusing their bytes sooner
+  // would add a wait).
+  std::vector<int32_t> inputs_live_until;
 };
 
 // Fills plan.memory and every op's workspace_offset.

@@ -283,7 +283,6 @@ Status CompileOptions::validate() const {
     return Status::invalid_argument("option 'super_kernel_optimize_options.early_start' must be 0, 1 or 2, got " +
                                     std::to_string(o.early_start));
   if (o.preload_code != PreloadCode::kNone) return not_yet("preload_code");
-  if (o.recompute) return not_yet("recompute");
   if (o.jit) return not_yet("jit");
   if (arena_limit_bytes < 0)
     return Status::invalid_argument("option 'arena_limit_bytes' must be >= 0 (0: the machine's physical memory)");

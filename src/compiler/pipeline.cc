@@ -19,6 +19,7 @@
 #include "compiler/in_place.h"
 #include "compiler/memory_plan.h"
 #include "compiler/partition_streams.h"
+#include "compiler/recompute.h"
 #include "compiler/schedule.h"
 #include "compiler/scope_options.h"
 #include "compiler/segment.h"
@@ -113,6 +114,8 @@ Status memory_plan_pass(CompileContext& ctx) {
   mp.reuse = ctx.options.mode() != ExecutionMode::kEager && !ctx.options.dump;
   if (ctx.options.mode() == ExecutionMode::kSuperKernel && ctx.graph.num_streams() > 1)
     for (const PlanOp& op : plan.ops) mp.op_stream.push_back(ctx.graph.op(op.graph_op).stream);
+  mp.order = ctx.op_order;
+  mp.inputs_live_until = ctx.inputs_live_until;
   plan_memory(plan, mp);
   if (plan.memory.arena_bytes > limit)
     return Status::invalid_argument("graph '" + ctx.graph.name() + "' needs an arena of " +
@@ -172,6 +175,22 @@ std::string describe_segments(const CompileContext& ctx) {
   return out;
 }
 
+// recompute adds plan ops and tensors; the memory plan and the arena are then redone over the new
+// execution order, so that explain's memory figures stay those of the plan that runs.
+Status recompute_pass(CompileContext& ctx) {
+  SK_RETURN_IF_ERROR(recompute_ops(ctx));
+  if (ctx.op_order.empty()) return Status::ok();
+  SK_RETURN_IF_ERROR(memory_plan_pass(ctx));
+  return allocate_pass(ctx);
+}
+
+std::string describe_recompute(const CompileContext& ctx) {
+  std::string out;
+  for (const Segment& s : ctx.segments)
+    for (const std::string& line : s.recompute) out += "  segment " + std::to_string(s.id) + ": " + line + "\n";
+  return out + describe_plan(ctx) + describe_memory(ctx);
+}
+
 std::vector<Pass> pipeline(ExecutionMode mode) {
   std::vector<Pass> passes = {
       {"verify", verify_pass,
@@ -187,6 +206,7 @@ std::vector<Pass> pipeline(ExecutionMode mode) {
   if (mode == ExecutionMode::kSuperKernel) {
     passes.push_back({"segment", segment_graph, describe_segments});
     passes.push_back({"partition_streams", partition_streams, describe_segments});
+    passes.push_back({"recompute", recompute_pass, describe_recompute});
     passes.push_back({"schedule", schedule_segments, program_text});
   }
   return passes;
@@ -217,6 +237,9 @@ Expected<CompiledArtifact> compile_graph(const Graph& graph, const CompileOption
     if (options.print_after == "all" || options.print_after == pass.name)
       printed += "-- after " + std::string(pass.name) + " --\n" + pass.describe(ctx);
   }
+  for (const Segment& seg : ctx.segments)
+    for (SegmentReport& r : ctx.report.segments)
+      if (r.id == seg.id) r.recompute = seg.recompute;
   CompiledArtifact art;
   art.mode = options.mode();
   art.plan = std::move(ctx.plan);
@@ -225,7 +248,7 @@ Expected<CompiledArtifact> compile_graph(const Graph& graph, const CompileOption
   CompileReport& rep = art.report;
   const Plan& plan = *art.plan;
   rep.mode = options.mode();
-  rep.num_ops = plan.ops.size();
+  rep.num_ops = graph.num_ops();  // recompute's per-core plan ops are not ops of the graph
   rep.arena_bytes = plan.memory.arena_bytes;
   rep.peak_live_bytes = plan.memory.peak_live_bytes;
   rep.unplanned_bytes = plan.memory.unplanned_bytes;
@@ -267,6 +290,7 @@ std::string explain_text(const Graph& graph, const CompileOptions& options, cons
     for (const std::string& p : s.partitions) out += "  partition " + p + "\n";
     for (const std::string& p : s.sync_points) out += "  cross-stream sync: " + p + "\n";
     if (!s.schedule.empty()) out += "  schedule: " + s.schedule + "\n";
+    for (const std::string& d : s.recompute) out += "  recompute: " + d + "\n";
   }
   for (const UnfusedOp& u : r.unfused)
     out += "unfused op '" + graph.op(u.op).name + "': " + cut_reason_name(u.reason) + "\n";

@@ -11,25 +11,7 @@
 namespace sk {
 namespace {
 
-using Range = std::pair<uint64_t, uint64_t>;
-
-struct CoreAccess {
-  std::vector<Range> reads;
-  std::vector<Range> writes;
-};
-
-// Bytes a strided operand can touch: from its lowest to its highest element.
-Range extent(const sk_tensor_arg& t) {
-  const auto base = reinterpret_cast<uint64_t>(t.data);
-  const int64_t elem = sk_dtype_size(t.dtype);
-  int64_t lo = 0, hi = 0;
-  for (int32_t d = 0; d < t.rank; ++d) {
-    if (t.shape[d] == 0) return {base, base};
-    const int64_t span = (t.shape[d] - 1) * t.stride[d];
-    (span < 0 ? lo : hi) += span;
-  }
-  return {base + static_cast<uint64_t>(lo * elem), base + static_cast<uint64_t>((hi + 1) * elem)};
-}
+using Range = ByteRange;
 
 Range tiling_buffer(const PlanOp& op) {
   const auto t = reinterpret_cast<uint64_t>(op.tiling.data());
@@ -38,47 +20,8 @@ Range tiling_buffer(const PlanOp& op) {
 
 // A tiling-sink op's TILING step reads every input and writes the op's tiling buffer.
 void collect_tiling_access(const PlanOp& op, CoreAccess& out) {
-  for (const sk_tensor_arg& t : op.inputs) out.reads.push_back(extent(t));
+  for (const sk_tensor_arg& t : op.inputs) out.reads.push_back(operand_extent(t));
   out.writes.push_back(tiling_buffer(op));
-}
-
-// The workspace may reuse another buffer's bytes. A shared one is touched by every core of the op;
-// a per-core one only in this core's slice.
-void collect_workspace_access(const PlanOp& op, int32_t local, CoreAccess& out) {
-  if (!op.args.workspace || !op.workspace_bytes) return;
-  uint64_t ws = reinterpret_cast<uint64_t>(op.args.workspace);
-  if (op.workspace_per_core()) ws += static_cast<uint64_t>(local) * op.workspace_bytes;
-  out.reads.push_back({ws, ws + op.workspace_bytes});
-  out.writes.push_back({ws, ws + op.workspace_bytes});
-}
-
-// A prologue reads no input and writes no output (kernel_abi.h); it may set up the workspace and,
-// for a tiling sink, read the tiling its TILING step wrote.
-void collect_prologue_access(const PlanOp& op, int32_t local, CoreAccess& out) {
-  if (op.tiling_sink) out.reads.push_back(tiling_buffer(op));
-  collect_workspace_access(op, local, out);
-}
-
-Status collect_access(const PlanOp& op, int32_t local, int32_t n, CoreAccess& out) {
-  const sk_kernel_desc* d = op.kernel->desc;
-  if (op.tiling_sink) out.reads.push_back(tiling_buffer(op));
-  const int32_t n_in = op.args.num_inputs;
-  if (d->access) {
-    std::vector<sk_access_range> ranges;
-    SK_RETURN_IF_ERROR(query_access_ranges(op, local, n, ranges));
-    for (const sk_access_range& r : ranges) {
-      const sk_tensor_arg& t = r.operand < n_in ? op.inputs[r.operand] : op.outputs[r.operand - n_in];
-      const auto base = reinterpret_cast<uint64_t>(t.data);
-      const Range range{base + static_cast<uint64_t>(r.begin), base + static_cast<uint64_t>(r.end)};
-      if (r.mode & SK_ACCESS_READ) out.reads.push_back(range);
-      if (r.mode & SK_ACCESS_WRITE) out.writes.push_back(range);
-    }
-  } else {
-    for (const sk_tensor_arg& t : op.inputs) out.reads.push_back(extent(t));
-    for (const sk_tensor_arg& t : op.outputs) out.writes.push_back(extent(t));
-  }
-  collect_workspace_access(op, local, out);
-  return Status::ok();
 }
 
 bool uses_sync_all(const PlanOp& op) { return (op.kernel->desc->flags & SK_USES_SYNC_ALL) != 0; }
@@ -231,12 +174,13 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg, std::
     const int32_t n = static_cast<int32_t>(task.cores.size());
     std::vector<CoreAccess> acc(n);
     for (int32_t local = 0; local < n; ++local) {
+      const int32_t id = op.local_id(local);
       if (task.kind == TaskKind::kTiling) {
         collect_tiling_access(op, acc[local]);
       } else if (task.kind == TaskKind::kPrologue) {
-        collect_prologue_access(op, local, acc[local]);
+        collect_prologue_access(op, id, acc[local]);
       } else {
-        SK_RETURN_IF_ERROR(collect_access(op, local, n, acc[local]));
+        SK_RETURN_IF_ERROR(collect_core_access(op, id, op.local_count(), acc[local]));
       }
     }
 
@@ -362,7 +306,6 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg, std::
     const int32_t op_index = task.op_index;
     const PlanOp& op = plan.ops[op_index];
     const sk_kernel_desc* d = op.kernel->desc;
-    const int32_t n = static_cast<int32_t>(task.cores.size());
     for (int32_t c = 0; c < n_cores; ++c) {
       std::vector<Instr>& out = launch.cores[c].instrs;
       auto it = std::find(task.cores.begin(), task.cores.end(), c);
@@ -374,7 +317,8 @@ Expected<Launch> schedule_segment(CompileContext& ctx, const Segment& seg, std::
           const Wait& w = waits[c][cursor[c]];
           out.push_back({Opcode::kWait, w.core, signal_index[w.core][w.producer], 0});
         }
-        const int32_t local = static_cast<int32_t>(it - task.cores.begin());
+        const int32_t local = op.local_id(static_cast<int32_t>(it - task.cores.begin()));
+        const int32_t n = op.local_count();
         if (task.kind == TaskKind::kTiling) {
           out.push_back({Opcode::kTiling, op_index, 0, 0});
         } else if (task.kind == TaskKind::kPrologue) {
@@ -484,7 +428,9 @@ Status schedule_segments(CompileContext& ctx) {
     SegmentReport r;
     r.id = seg.id;
     r.scope = seg.scope_label;
-    r.ops = seg.ops;
+    for (int32_t i : seg.ops)  // a recomputed op's per-core plan ops are one graph op
+      if (std::find(r.ops.begin(), r.ops.end(), plan.ops[i].graph_op) == r.ops.end())
+        r.ops.push_back(plan.ops[i].graph_op);
     for (int32_t i : seg.ops)
       for (int32_t c : plan.ops[i].cores) r.num_cores = std::max(r.num_cores, c + 1);
     r.cut = seg.cut;

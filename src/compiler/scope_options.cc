@@ -136,7 +136,6 @@ Expected<ScopeOptions> parse_scope_options(std::string_view scope, std::string_v
       if (o.func_align > 0) return Status::unimplemented(where + " is not supported yet by this build");
     } else if (key == "recompute") {
       SK_RETURN_IF_ERROR(parse_switch(scope, key, value, o.recompute));
-      if (o.recompute > 0) return Status::unimplemented(where + " is not supported yet by this build");
     } else if (key == "sync-choice") {
       if (value == "p2p") {
         o.sync_choice = static_cast<int>(SyncChoice::kPointToPoint);

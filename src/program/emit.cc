@@ -23,7 +23,7 @@ std::vector<std::string> op_labels(const Plan& plan) {
 }
 
 void emit_op_on_all_cores(Launch& launch, const PlanOp& op, int32_t op_index) {
-  const int32_t n = static_cast<int32_t>(op.cores.size());
+  const int32_t n = op.local_count();
   const sk_kernel_desc* d = op.kernel->desc;
   const uint32_t feeds = (d->flags & SK_USES_SYNC_ALL) ? d->sync_all_count : 0;
   if (op.tiling_sink) {
@@ -35,7 +35,7 @@ void emit_op_on_all_cores(Launch& launch, const PlanOp& op, int32_t op_index) {
     auto it = std::find(op.cores.begin(), op.cores.end(), c);
     std::vector<Instr>& out = launch.cores[c].instrs;
     if (it != op.cores.end()) {
-      const int32_t local = static_cast<int32_t>(it - op.cores.begin());
+      const int32_t local = op.local_id(static_cast<int32_t>(it - op.cores.begin()));
       if (d->prologue) out.push_back({Opcode::kPrologue, op_index, local, n});
       out.push_back({Opcode::kRun, op_index, local, n});
     } else {

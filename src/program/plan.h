@@ -31,10 +31,17 @@ struct PlanOp {
   uint64_t workspace_bytes = 0;   // as the kernel sees it: per core with SK_WORKSPACE_PER_CORE
   int64_t workspace_offset = -1;  // in the arena
   std::vector<int32_t> cores;     // device cores running the kernel; index = kernel-local id
+  // Set when the compiler split one op into per-core plan ops (recompute): this op is kernel-local
+  // core `split_local` of `split_count` of that op, run on its one core. 0: not split.
+  int32_t split_local = 0;
+  int32_t split_count = 0;
   HostCallback host;
   sk_kernel_args args{};  // points into the vectors above; rebuilt by bind_args()
 
   bool is_kernel() const { return kernel != nullptr; }
+  // The kernel-local id and core count the kernel sees on cores[index].
+  int32_t local_id(int32_t index) const { return split_count > 0 ? split_local : index; }
+  int32_t local_count() const { return split_count > 0 ? split_count : static_cast<int32_t>(cores.size()); }
   bool workspace_per_core() const { return kernel && (kernel->desc->flags & SK_WORKSPACE_PER_CORE); }
   // Arena bytes for the workspace: one slice per core of `cores` for a per-core workspace. The
   // scheduler may later run the op on fewer cores, never on more.

@@ -1,5 +1,5 @@
 // Property: for random graphs of built-in ops, every execution mode and every core count gives
-// bit-identical outputs.
+// bit-identical outputs (superkernel mode with recompute on and off).
 #include <gtest/gtest.h>
 
 #include "common/random_graph.h"
@@ -24,9 +24,21 @@ testing::RunResult run_once(Runtime& rt, const testing::RandomGraph& rg, Executi
   return run_compiled(**exe, rg);
 }
 
+// Superkernel mode with recompute on or off; counts the ops it recomputed into `recomputed`.
+testing::RunResult run_superkernel(Runtime& rt, const testing::RandomGraph& rg, bool recompute, int& recomputed) {
+  CompileOptions o = CompileOptions::for_mode(ExecutionMode::kSuperKernel);
+  o.super_kernel_optimize_options.recompute = recompute;
+  auto exe = rt.compile(*rg.graph, o);
+  if (!exe) throw std::runtime_error(exe.status().to_string());
+  for (const SegmentReport& seg : (*exe)->report().segments)
+    for (const std::string& d : seg.recompute) recomputed += d.find(": recomputed on") != std::string::npos;
+  return run_compiled(**exe, rg);
+}
+
 TEST(ModesProperty, RandomGraphsAreBitIdenticalAcrossModesAndCoreCounts) {
   std::vector<std::shared_ptr<Runtime>> runtimes = {testing::make_runtime(1), testing::make_runtime(2),
                                                     testing::make_runtime(3)};
+  std::vector<int> recomputed(runtimes.size(), 0);
   for (uint32_t seed = 1; seed <= 90; ++seed) {
     testing::RandomGraphOptions opt;
     opt.host_ops = seed % 3 != 0;
@@ -39,14 +51,25 @@ TEST(ModesProperty, RandomGraphsAreBitIdenticalAcrossModesAndCoreCounts) {
     for (const auto& bytes : reference.bytes)
       for (uint8_t b : bytes) any_nonzero |= b != 0;
     ASSERT_TRUE(any_nonzero) << "seed " << seed;
-    for (auto& rt : runtimes) {
-      for (ExecutionMode m : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
+    for (size_t r = 0; r < runtimes.size(); ++r) {
+      Runtime& rt = *runtimes[r];
+      for (ExecutionMode m : {ExecutionMode::kEager, ExecutionMode::kGraph}) {
         std::string why;
-        ASSERT_TRUE(testing::bitwise_equal(reference, run_once(*rt, rg, m), &why))
-            << "seed " << seed << " mode " << execution_mode_name(m) << " cores " << rt->num_cores() << ": " << why;
+        ASSERT_TRUE(testing::bitwise_equal(reference, run_once(rt, rg, m), &why))
+            << "seed " << seed << " mode " << execution_mode_name(m) << " cores " << rt.num_cores() << ": " << why;
+      }
+      for (bool recompute : {true, false}) {
+        std::string why;
+        ASSERT_TRUE(testing::bitwise_equal(reference, run_superkernel(rt, rg, recompute, recomputed[r]), &why))
+            << "seed " << seed << " superkernel mode, recompute " << recompute << ", cores " << rt.num_cores() << ": "
+            << why;
       }
     }
   }
+  // Guard against a vacuous property: recompute rewrote some plans on more than one core.
+  EXPECT_EQ(recomputed[0], 0);
+  EXPECT_GT(recomputed[1], 0);
+  EXPECT_GT(recomputed[2], 0);
 }
 
 // Property: random graphs with MoE blocks (their grouped matmuls are tiling-sink kernels, some

@@ -81,12 +81,23 @@ TEST(ScopeOptions, PairWithoutEqualsIsAWarningAndSkipped) {
 }
 
 TEST(ScopeOptions, LaterFeaturesAreRejectedAsNotSupportedYet) {
-  for (const char* text : {"preload-code=max", "func-align=64", "recompute=1"}) {
+  for (const char* text : {"preload-code=max", "func-align=64"}) {
     auto r = parse_scope_options("s1", text, nullptr);
     ASSERT_FALSE(r.has_value()) << text;
     EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
     EXPECT_TRUE(mentions(r.status(), "not supported yet"));
   }
+}
+
+TEST(ScopeOptions, RecomputeIsASwitchInheritedFromEnclosingScopes) {
+  auto on = parse_scope_options("outer", "recompute=1", nullptr);
+  ASSERT_TRUE(on.has_value()) << on.status().to_string();
+  EXPECT_EQ(on->recompute, 1);
+  auto unset = parse_scope_options("inner", "", nullptr);
+  ASSERT_TRUE(unset.has_value());
+  EXPECT_EQ(unset->recompute, -1);
+  unset->inherit(*on);
+  EXPECT_EQ(unset->recompute, 1);
 }
 
 TEST(ScopeOptions, OptimisationValuesAreChecked) {
