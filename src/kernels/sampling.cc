@@ -867,13 +867,18 @@ double add_sorted(Buckets& bk, int64_t q, double c) {
   return c;
 }
 
-// Adds bucket q to c in bulk when that is exact (see above) and stays below `limit`; returns
-// false (c untouched) otherwise.
-SK_TARGET_AVX512 bool add_bulk(const Buckets& bk, int64_t q, double* c, double limit) {
-  if (!(*c > 0.0) || !std::isfinite(*c)) return false;
+// Adds buckets q0, q0 + 1, ... (before q1) to c in bulk while that is exact (see above) and the
+// sum stays below `limit`, recording each added bucket's running sum before it in cum_before;
+// returns how many were added (c becomes the sum after them). The first bucket that cannot go
+// in bulk (a tie, or c would leave its binade or reach the limit inside it) ends the run. Every
+// running sum of a run lies in the binade of c, so each is c plus an integer number of ulps,
+// and the buckets' integer sums do not depend on each other: a run costs no chain of dependent
+// additions.
+SK_TARGET_AVX512 int64_t add_bulk(Buckets& bk, int64_t q0, int64_t q1, double* c, double limit) {
+  if (!(*c > 0.0) || !std::isfinite(*c)) return 0;
   // c in [2^(e-1), 2^e): its biased exponent is e - 1 + 1023.
   const int64_t e = ((bits_of(*c) >> 52) & 0x7FF) - 1022;
-  if (e - 53 < -1022 || e > 1000) return false;  // keeps ulp and the scale normal
+  if (e - 53 < -1022 || e > 1000) return 0;  // keeps ulp and the scale normal
   const auto pow2 = [](int64_t k) {
     const uint64_t b = static_cast<uint64_t>(k + 1023) << 52;
     double d;
@@ -881,26 +886,29 @@ SK_TARGET_AVX512 bool add_bulk(const Buckets& bk, int64_t q, double* c, double l
     return d;
   };
   const __m512d scale = _mm512_set1_pd(pow2(53 - e));
+  const double ulp = pow2(e - 53);
+  const double end = std::min(pow2(e), limit);
   const __m512d half = _mm512_set1_pd(0.5);
-  __m512d units = _mm512_setzero_pd();
-  __mmask8 tie = 0;
-  for (int64_t j = bk.start[q]; j < bk.start[q + 1]; j += 8) {
-    const __mmask8 m = static_cast<__mmask8>((1u << std::min<int64_t>(8, bk.start[q + 1] - j)) - 1u);
-    const __m512d y = _mm512_mul_pd(_mm512_maskz_loadu_pd(m, bk.w + j), scale);
-    const __m512d r = _mm512_roundscale_pd(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    tie |= _mm512_cmp_pd_mask(_mm512_abs_pd(_mm512_sub_pd(y, r)), half, _CMP_EQ_OQ);
-    units = _mm512_add_pd(units, r);
-  }
-  if (tie != 0) return false;
   // Integers below 2^53 add exactly in any order; a sum that large leaves the binade anyway.
-  alignas(64) double u8[8];
-  _mm512_store_pd(u8, units);
   double total = 0.0;
-  for (double x : u8) total += x;
-  const double next = *c + total * pow2(e - 53);
-  if (!(next < pow2(e)) || !(next < limit)) return false;
-  *c = next;
-  return true;
+  int64_t q = q0;
+  for (; q < q1; ++q) {
+    __m512d units = _mm512_setzero_pd();
+    __mmask8 tie = 0;
+    for (int64_t j = bk.start[q]; j < bk.start[q + 1]; j += 8) {
+      const __mmask8 m = static_cast<__mmask8>((1u << std::min<int64_t>(8, bk.start[q + 1] - j)) - 1u);
+      const __m512d y = _mm512_mul_pd(_mm512_maskz_loadu_pd(m, bk.w + j), scale);
+      const __m512d r = _mm512_roundscale_pd(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      tie |= _mm512_cmp_pd_mask(_mm512_abs_pd(_mm512_sub_pd(y, r)), half, _CMP_EQ_OQ);
+      units = _mm512_add_pd(units, r);
+    }
+    const double after = total + _mm512_reduce_add_pd(units);
+    if (tie != 0 || !(*c + after * ulp < end)) break;
+    bk.cum_before[q] = *c + total * ulp;
+    total = after;
+  }
+  *c += total * ulp;
+  return q - q0;
 }
 
 // The sum of w[0, n) in no particular order, for bounds only: any order is within (n - 1) 2^-53
@@ -991,13 +999,22 @@ int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t,
     int64_t first_lo = -1;
     int64_t first_hi = -1;
     double run = 0.0;
-    for (int64_t q = 0; q < kBuckets && first_hi < 0; ++q) {
+    // Runs of up to kRun buckets go in bulk; the first bucket that cannot (the first ones, where
+    // c changes binade, ties, where tau is reached) is sorted and added token by token.
+    constexpr int64_t kRun = 16;
+    for (int64_t q = 0; q < kBuckets && first_hi < 0;) {
+      const int64_t added = add_bulk(bk, q, std::min(q + kRun, kBuckets), &run, tau_lo2);
+      q += added;
+      bk.walked = q;
+      if (added > 0) continue;
       bk.cum_before[q] = run;
       bk.walked = q + 1;
-      if (bk.start[q] == bk.start[q + 1] || add_bulk(bk, q, &run, tau_lo2)) continue;
       const int64_t s0 = bk.start[q];
-      run = add_sorted(bk, q, run);
-      for (int64_t j = s0; j < bk.start[q + 1]; ++j) {
+      const int64_t e0 = bk.start[q + 1];
+      ++q;
+      if (s0 == e0) continue;
+      run = add_sorted(bk, q - 1, run);
+      for (int64_t j = s0; j < e0; ++j) {
         if (first_lo < 0 && bk.cum[j] >= tau_lo2) first_lo = j;
         if (bk.cum[j] >= tau_hi2) {
           first_hi = j;
