@@ -3,9 +3,10 @@
 //
 // Register tiles: scores run tiles of 4 tokens x 2 heads on AVX2, 4 x 4 on AVX-512 (8 or 16
 // accumulators; each cache row vector is loaded, and converted from bf16, once per tile of heads)
-// over all tokens of a call; pv a tile of 2 vectors x up to 6 heads (12 accumulators kept across
-// the tokens, one load per cache row vector). Each accumulator of pv takes one FMA per token, a chain of dependent
-// FMAs: 12 chains keep the FMA units busy through their latency where 8 barely would.
+// over all tokens of a call; pv a tile of 2 vectors x up to 6 heads on AVX2, up to 8 on AVX-512
+// (12 or 16 accumulators kept across the tokens, one load per cache row vector). Each accumulator
+// of pv takes one FMA per token, a chain of dependent FMAs: 12 chains keep the FMA units busy
+// through their latency where 8 barely would.
 #include "kernels/attention_core.h"
 
 #include <cmath>
@@ -493,8 +494,7 @@ SK_TARGET_AVX512 void softmax_avx512(float* s, int nh, int nt, float* m, float* 
 // widens with one operation per half (x << 16 for the even column, x & 0xFFFF0000 for the odd
 // one) instead of a zero-extension and a shift per 16 values: the accumulators then hold the
 // even and the odd columns, de-interleaved from acc on entry and re-interleaved on exit. Every
-// column still takes the same operations in the same order, so the bits are those of f32-style
-// column order.
+// column still takes the same operations in the same order, so the bits do not change.
 template <class KT, int NH>
 SK_TARGET_AVX512 void pv_block_avx512(const float* p, int nt, const KT* const* rows, int64_t d0, float* const* acc,
                                       const float* corr, bool first) {
