@@ -483,11 +483,15 @@ double refine_c(const double* table, const uint32_t* idx, int64_t n, double tau)
 }
 
 constexpr int64_t kFastChunk = 32;  // weights per step of the fast nucleus path (4 AVX-512 vectors)
+// Logits per block of the fast nucleus path's maximum pass, which records each block's largest
+// logit so that a gather skips the blocks that hold no candidate (most of a peaked row's).
+constexpr int64_t kGatherBlock = 1024;
 
 // One core's scratch for sampling a row of V logits, carved from its workspace slice.
 struct SampleScratch {
   Sequence seq;
-  Bounded<float> vals;  // gathered logits (fast nucleus path)
+  Bounded<float> vals;       // gathered logits (fast nucleus path)
+  Bounded<float> block_max;  // the largest logit of each gather block (fast nucleus path)
   Bounded<uint64_t> keys;
   Bounded<double> beta;
   Bounded<double> w;
@@ -516,6 +520,8 @@ SampleScratch carve_sample_scratch(int64_t v, const sk_sample_attrs& a, void* ba
   s.seq.idx = Bounded<uint32_t>(c.take<uint32_t>(seq), seq);
   s.seq.w = Bounded<double>(c.take<double>(padded), padded);
   s.vals = Bounded<float>(c.take<float>(nucleus_all ? padded : 0), nucleus_all ? padded : 0);
+  const int64_t gather_blocks = nucleus_all ? (v + kGatherBlock - 1) / kGatherBlock : 0;
+  s.block_max = Bounded<float>(c.take<float>(gather_blocks), gather_blocks);
   s.seq.cum = Bounded<double>(c.take<double>(seq), seq);
   s.keys = Bounded<uint64_t>(c.take<uint64_t>(k), k);
   s.beta = Bounded<double>(c.take<double>(blocks), blocks);
@@ -738,13 +744,40 @@ SK_TARGET_AVX512 ApproxTotal approx_mass_avx512(const float* vals, int64_t n, fl
   return r;
 }
 
+// The largest non-NaN logit of l[0, n) (-inf when there is none, like topk::max_value), and that
+// of each kGatherBlock block of it in block_max.
+SK_TARGET_AVX512 float block_maxima_avx512(const float* l, int64_t n, float* block_max) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  float best = -std::numeric_limits<float>::infinity();
+  for (int64_t b = 0; b * kGatherBlock < n; ++b) {
+    const int64_t end = std::min(n, (b + 1) * kGatherBlock);
+    // max(x, m) returns m when x is NaN; four chains hide the latency.
+    __m512 m[4] = {neg_inf, neg_inf, neg_inf, neg_inf};
+    int64_t i = b * kGatherBlock;
+    for (; i + 64 <= end; i += 64) {
+      for (int q = 0; q < 4; ++q) m[q] = _mm512_max_ps(_mm512_loadu_ps(l + i + 16 * q), m[q]);
+    }
+    for (; i < end; i += 16) {
+      m[0] = _mm512_max_ps(_mm512_mask_loadu_ps(neg_inf, simd::mask16(std::min<int64_t>(16, end - i)), l + i), m[0]);
+    }
+    block_max[b] = simd::hmax16(_mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])));
+    best = std::max(best, block_max[b]);
+  }
+  return best;
+}
+
 // Gathers {i : l[i] >= lambda} in index order: indices to idx, logits to vals; returns the count.
-SK_TARGET_AVX512 int64_t gather_values_avx512(const float* l, int64_t n, float lambda, uint32_t* idx, float* vals) {
+// Blocks whose largest logit (block_max, from block_maxima_avx512) is below lambda are skipped.
+SK_TARGET_AVX512 int64_t gather_values_avx512(const float* l, int64_t n, float lambda, const float* block_max,
+                                              uint32_t* idx, float* vals) {
   const __m512 lam = _mm512_set1_ps(lambda);
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   int64_t count = 0;
-  int64_t i = 0;
-  for (; i < n; i += 16) {
+  for (int64_t i = 0; i < n; i += 16) {
+    if (i % kGatherBlock == 0 && !(block_max[i / kGatherBlock] >= lambda)) {
+      i += kGatherBlock - 16;
+      continue;
+    }
     const __mmask16 valid = simd::mask16(std::min<int64_t>(16, n - i));
     const __m512 x = _mm512_maskz_loadu_ps(valid, l + i);
     const __mmask16 m = _mm512_mask_cmp_ps_mask(valid, x, lam, _CMP_GE_OQ);
@@ -981,7 +1014,7 @@ int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t,
     const float lambda = std::nextafter(static_cast<float>(bound_l), -std::numeric_limits<float>::infinity());
     sc.seq.idx.resize(static_cast<size_t>(v));
     sc.vals.resize(static_cast<size_t>(v + kFastChunk));
-    const int64_t n = gather_values_avx512(l, v, lambda, idx, vals);
+    const int64_t n = gather_values_avx512(l, v, lambda, sc.block_max.data(), idx, vals);
     // Not worth ranking when even its approximate mass falls short.
     const ApproxTotal g = approx_mass_avx512(vals, n, lmax, inv_t);
     if (g.sum < need) continue;
@@ -1146,11 +1179,18 @@ int64_t sample_row(const RowsPlan& p, const float* l, int64_t row, SampleScratch
     if (nucleus) m = nucleus_size(sc.seq, m, static_cast<double>(a.top_p) * sc.seq.cum[m - 1]);
     return pick(sc.seq, m, u);
   }
+#if SK_KERNELS_X86
+  // The fast nucleus path takes the maximum per gather block (the same value as max_value).
+  const bool fast = nucleus && current_isa_level() == kIsaAvx512;
+  if (fast) sc.block_max.resize(static_cast<size_t>((p.v + kGatherBlock - 1) / kGatherBlock));
+  const float lmax = fast ? block_maxima_avx512(l, p.v, sc.block_max.data()) : topk::max_value(l, p.v);
+#else
   const float lmax = topk::max_value(l, p.v);
+#endif
   if (!(lmax > -std::numeric_limits<float>::infinity())) return topk::argmax(l, p.v);
   if (nucleus) {
 #if SK_KERNELS_X86
-    if (current_isa_level() == kIsaAvx512) {
+    if (fast) {
       const int64_t id = sample_nucleus_fast(l, p.v, lmax, inv_t, a.top_p, u, sc);
       if (id >= 0) return id;
     }
