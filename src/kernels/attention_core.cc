@@ -3,14 +3,16 @@
 //
 // Register tiles: scores run tiles of 4 tokens x 2 heads on AVX2, 4 x 4 on AVX-512 (8 or 16
 // accumulators; each cache row vector is loaded, and converted from bf16, once per tile of heads)
-// over all tokens of a call; pv a tile of 2 vectors x up to 6 heads (12 accumulators kept across
-// the tokens, one load per cache row vector). Each accumulator of pv takes one FMA per token, a chain of dependent
-// FMAs: 12 chains keep the FMA units busy through their latency where 8 barely would.
+// over all tokens of a call; pv a tile of 2 vectors x up to 6 heads on AVX2, up to 8 on AVX-512
+// (12 or 16 accumulators kept across the tokens, one load per cache row vector). Each accumulator
+// of pv takes one FMA per token, a chain of dependent FMAs: 12 chains keep the FMA units busy
+// through their latency where 8 barely would.
 #include "kernels/attention_core.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/cpu_isa.h"
@@ -28,6 +30,9 @@ constexpr int kTileHeads = 2;
 // row vector (converted from bf16 once) serves twice as many heads.
 constexpr int kTileHeads512 = 4;
 constexpr int kPvHeads = 6;
+// AVX-512 pv: 2 vectors x 8 heads, 16 accumulators, so the 8 query heads of a KV head (or of an
+// MLA core's share) read and widen each value row once.
+constexpr int kPvHeads512 = 8;
 
 // ---- Scalar ----
 
@@ -338,10 +343,38 @@ SK_TARGET_AVX512 SK_ATTN_INLINE __m512 load16_tail(const Bf16* p, int64_t n) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
 }
 
+// 32 bf16 values as two f32 vectors in element order: one load, then one word permute per
+// vector that places value i in the upper half of lane i and zeroes the lower half (where
+// load16 takes a zero-extension and a shift per 16 values).
+SK_TARGET_AVX512 SK_ATTN_INLINE void load32_bf16(const Bf16* p, __m512& lo, __m512& hi) {
+  const __m512i x = _mm512_loadu_si512(p);
+  const __m512i lo_idx = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7, 0, 6, 0, 5, 0, 4, 0,
+                                          3, 0, 2, 0, 1, 0, 0, 0);
+  const __m512i hi_idx = _mm512_add_epi16(lo_idx, _mm512_set1_epi16(16));
+  constexpr __mmask32 kUpper = 0xAAAAAAAAu;
+  lo = _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(kUpper, lo_idx, x));
+  hi = _mm512_castsi512_ps(_mm512_maskz_permutexvar_epi16(kUpper, hi_idx, x));
+}
+
 template <class KT, int NT, int NH>
 SK_TARGET_AVX512 SK_ATTN_INLINE void dot_segment_avx512(const float* const* q, const KT* const* rows, int64_t off,
                                                         int64_t n, __m512 (&acc)[NT][NH]) {
   int64_t i = 0;
+  if constexpr (std::is_same_v<KT, Bf16>) {
+    // Two vectors of elements per step, in the same order as the 16-element steps below.
+    for (; i + 32 <= n; i += 32) {
+      __m512 k[NT][2];
+#pragma GCC unroll 8
+      for (int t = 0; t < NT; ++t) load32_bf16(rows[t] + off + i, k[t][0], k[t][1]);
+#pragma GCC unroll 8
+      for (int h = 0; h < NH; ++h) {
+        const __m512 q0 = _mm512_loadu_ps(q[h] + i);
+        const __m512 q1 = _mm512_loadu_ps(q[h] + i + 16);
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; ++t) acc[t][h] = _mm512_fmadd_ps(q1, k[t][1], _mm512_fmadd_ps(q0, k[t][0], acc[t][h]));
+      }
+    }
+  }
   for (; i + 16 <= n; i += 16) {
     __m512 k[NT];
 #pragma GCC unroll 8
@@ -457,10 +490,17 @@ SK_TARGET_AVX512 void softmax_avx512(float* s, int nh, int nt, float* m, float* 
   }
 }
 
-// Columns [d0, d0 + 32) of NH heads.
+// Columns [d0, d0 + 32) of NH heads. A bf16 row's 32 values load as 16 pairs, and each pair
+// widens with one operation per half (x << 16 for the even column, x & 0xFFFF0000 for the odd
+// one) instead of a zero-extension and a shift per 16 values: the accumulators then hold the
+// even and the odd columns, de-interleaved from acc on entry and re-interleaved on exit. Every
+// column still takes the same operations in the same order, so the bits do not change.
 template <class KT, int NH>
 SK_TARGET_AVX512 void pv_block_avx512(const float* p, int nt, const KT* const* rows, int64_t d0, float* const* acc,
                                       const float* corr, bool first) {
+  constexpr bool kPairs = std::is_same_v<KT, Bf16>;
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   __m512 a[NH][2];
 #pragma GCC unroll 8
   for (int h = 0; h < NH; ++h) {
@@ -468,13 +508,28 @@ SK_TARGET_AVX512 void pv_block_avx512(const float* p, int nt, const KT* const* r
       a[h][0] = a[h][1] = _mm512_setzero_ps();
     } else {
       const __m512 c = _mm512_set1_ps(corr[h]);
-      a[h][0] = _mm512_mul_ps(_mm512_loadu_ps(acc[h] + d0), c);
-      a[h][1] = _mm512_mul_ps(_mm512_loadu_ps(acc[h] + d0 + 16), c);
+      __m512 lo = _mm512_loadu_ps(acc[h] + d0);
+      __m512 hi = _mm512_loadu_ps(acc[h] + d0 + 16);
+      if constexpr (kPairs) {
+        const __m512 e = _mm512_permutex2var_ps(lo, even, hi);
+        hi = _mm512_permutex2var_ps(lo, odd, hi);
+        lo = e;
+      }
+      a[h][0] = _mm512_mul_ps(lo, c);
+      a[h][1] = _mm512_mul_ps(hi, c);
     }
   }
   for (int j = 0; j < nt; ++j) {
-    const __m512 v0 = load16(rows[j] + d0);
-    const __m512 v1 = load16(rows[j] + d0 + 16);
+    __m512 v0;
+    __m512 v1;
+    if constexpr (kPairs) {
+      const __m512i x = _mm512_loadu_si512(rows[j] + d0);
+      v0 = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+      v1 = _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+    } else {
+      v0 = load16(rows[j] + d0);
+      v1 = load16(rows[j] + d0 + 16);
+    }
 #pragma GCC unroll 8
     for (int h = 0; h < NH; ++h) {
       const __m512 pj = _mm512_set1_ps(p[h * kChunk + j]);
@@ -482,10 +537,17 @@ SK_TARGET_AVX512 void pv_block_avx512(const float* p, int nt, const KT* const* r
       a[h][1] = _mm512_fmadd_ps(pj, v1, a[h][1]);
     }
   }
+  const __m512i lo_cols = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i hi_cols = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
 #pragma GCC unroll 8
   for (int h = 0; h < NH; ++h) {
-    _mm512_storeu_ps(acc[h] + d0, a[h][0]);
-    _mm512_storeu_ps(acc[h] + d0 + 16, a[h][1]);
+    if constexpr (kPairs) {
+      _mm512_storeu_ps(acc[h] + d0, _mm512_permutex2var_ps(a[h][0], lo_cols, a[h][1]));
+      _mm512_storeu_ps(acc[h] + d0 + 16, _mm512_permutex2var_ps(a[h][0], hi_cols, a[h][1]));
+    } else {
+      _mm512_storeu_ps(acc[h] + d0, a[h][0]);
+      _mm512_storeu_ps(acc[h] + d0 + 16, a[h][1]);
+    }
   }
 }
 
@@ -512,15 +574,15 @@ SK_TARGET_AVX512 void pv_part_avx512(const float* p, int nt, const KT* const* ro
 template <class KT>
 void pv_avx512(const float* p, int nh, int nt, const KT* const* rows, int64_t dv, float* const* acc, const float* corr,
                bool first) {
-  static constexpr PvBlock<KT> kBlocks[kPvHeads] = {pv_block_avx512<KT, 1>, pv_block_avx512<KT, 2>,
-                                                    pv_block_avx512<KT, 3>, pv_block_avx512<KT, 4>,
-                                                    pv_block_avx512<KT, 5>, pv_block_avx512<KT, 6>};
+  static constexpr PvBlock<KT> kBlocks[kPvHeads512] = {
+      pv_block_avx512<KT, 1>, pv_block_avx512<KT, 2>, pv_block_avx512<KT, 3>, pv_block_avx512<KT, 4>,
+      pv_block_avx512<KT, 5>, pv_block_avx512<KT, 6>, pv_block_avx512<KT, 7>, pv_block_avx512<KT, 8>};
   static constexpr PvPart<KT> kParts[kPvHeads] = {pv_part_avx512<KT, 1>, pv_part_avx512<KT, 2>, pv_part_avx512<KT, 3>,
                                                   pv_part_avx512<KT, 4>, pv_part_avx512<KT, 5>, pv_part_avx512<KT, 6>};
   int64_t d = 0;
   for (; d + 32 <= dv; d += 32) {
-    for (int h = 0; h < nh; h += kPvHeads) {
-      kBlocks[std::min(kPvHeads, nh - h) - 1](p + h * kChunk, nt, rows, d, acc + h, corr + h, first);
+    for (int h = 0; h < nh; h += kPvHeads512) {
+      kBlocks[std::min(kPvHeads512, nh - h) - 1](p + h * kChunk, nt, rows, d, acc + h, corr + h, first);
     }
   }
   for (; d < dv; d += 16) {

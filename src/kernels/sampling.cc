@@ -483,11 +483,15 @@ double refine_c(const double* table, const uint32_t* idx, int64_t n, double tau)
 }
 
 constexpr int64_t kFastChunk = 32;  // weights per step of the fast nucleus path (4 AVX-512 vectors)
+// Logits per block of the fast nucleus path's maximum pass, which records each block's largest
+// logit so that a gather skips the blocks that hold no candidate (most of a peaked row's).
+constexpr int64_t kGatherBlock = 1024;
 
 // One core's scratch for sampling a row of V logits, carved from its workspace slice.
 struct SampleScratch {
   Sequence seq;
-  Bounded<float> vals;  // gathered logits (fast nucleus path)
+  Bounded<float> vals;       // gathered logits (fast nucleus path)
+  Bounded<float> block_max;  // the largest logit of each gather block (fast nucleus path)
   Bounded<uint64_t> keys;
   Bounded<double> beta;
   Bounded<double> w;
@@ -516,6 +520,8 @@ SampleScratch carve_sample_scratch(int64_t v, const sk_sample_attrs& a, void* ba
   s.seq.idx = Bounded<uint32_t>(c.take<uint32_t>(seq), seq);
   s.seq.w = Bounded<double>(c.take<double>(padded), padded);
   s.vals = Bounded<float>(c.take<float>(nucleus_all ? padded : 0), nucleus_all ? padded : 0);
+  const int64_t gather_blocks = nucleus_all ? (v + kGatherBlock - 1) / kGatherBlock : 0;
+  s.block_max = Bounded<float>(c.take<float>(gather_blocks), gather_blocks);
   s.seq.cum = Bounded<double>(c.take<double>(seq), seq);
   s.keys = Bounded<uint64_t>(c.take<uint64_t>(k), k);
   s.beta = Bounded<double>(c.take<double>(blocks), blocks);
@@ -738,13 +744,40 @@ SK_TARGET_AVX512 ApproxTotal approx_mass_avx512(const float* vals, int64_t n, fl
   return r;
 }
 
+// The largest non-NaN logit of l[0, n) (-inf when there is none, like topk::max_value), and that
+// of each kGatherBlock block of it in block_max.
+SK_TARGET_AVX512 float block_maxima_avx512(const float* l, int64_t n, float* block_max) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  float best = -std::numeric_limits<float>::infinity();
+  for (int64_t b = 0; b * kGatherBlock < n; ++b) {
+    const int64_t end = std::min(n, (b + 1) * kGatherBlock);
+    // max(x, m) returns m when x is NaN; four chains hide the latency.
+    __m512 m[4] = {neg_inf, neg_inf, neg_inf, neg_inf};
+    int64_t i = b * kGatherBlock;
+    for (; i + 64 <= end; i += 64) {
+      for (int q = 0; q < 4; ++q) m[q] = _mm512_max_ps(_mm512_loadu_ps(l + i + 16 * q), m[q]);
+    }
+    for (; i < end; i += 16) {
+      m[0] = _mm512_max_ps(_mm512_mask_loadu_ps(neg_inf, simd::mask16(std::min<int64_t>(16, end - i)), l + i), m[0]);
+    }
+    block_max[b] = simd::hmax16(_mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])));
+    best = std::max(best, block_max[b]);
+  }
+  return best;
+}
+
 // Gathers {i : l[i] >= lambda} in index order: indices to idx, logits to vals; returns the count.
-SK_TARGET_AVX512 int64_t gather_values_avx512(const float* l, int64_t n, float lambda, uint32_t* idx, float* vals) {
+// Blocks whose largest logit (block_max, from block_maxima_avx512) is below lambda are skipped.
+SK_TARGET_AVX512 int64_t gather_values_avx512(const float* l, int64_t n, float lambda, const float* block_max,
+                                              uint32_t* idx, float* vals) {
   const __m512 lam = _mm512_set1_ps(lambda);
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   int64_t count = 0;
-  int64_t i = 0;
-  for (; i < n; i += 16) {
+  for (int64_t i = 0; i < n; i += 16) {
+    if (i % kGatherBlock == 0 && !(block_max[i / kGatherBlock] >= lambda)) {
+      i += kGatherBlock - 16;
+      continue;
+    }
     const __mmask16 valid = simd::mask16(std::min<int64_t>(16, n - i));
     const __m512 x = _mm512_maskz_loadu_ps(valid, l + i);
     const __mmask16 m = _mm512_mask_cmp_ps_mask(valid, x, lam, _CMP_GE_OQ);
@@ -867,13 +900,18 @@ double add_sorted(Buckets& bk, int64_t q, double c) {
   return c;
 }
 
-// Adds bucket q to c in bulk when that is exact (see above) and stays below `limit`; returns
-// false (c untouched) otherwise.
-SK_TARGET_AVX512 bool add_bulk(const Buckets& bk, int64_t q, double* c, double limit) {
-  if (!(*c > 0.0) || !std::isfinite(*c)) return false;
+// Adds buckets q0, q0 + 1, ... (before q1) to c in bulk while that is exact (see above) and the
+// sum stays below `limit`, recording each added bucket's running sum before it in cum_before;
+// returns how many were added (c becomes the sum after them). The first bucket that cannot go
+// in bulk (a tie, or c would leave its binade or reach the limit inside it) ends the run. Every
+// running sum of a run lies in the binade of c, so each is c plus an integer number of ulps,
+// and the buckets' integer sums do not depend on each other: a run costs no chain of dependent
+// additions.
+SK_TARGET_AVX512 int64_t add_bulk(Buckets& bk, int64_t q0, int64_t q1, double* c, double limit) {
+  if (!(*c > 0.0) || !std::isfinite(*c)) return 0;
   // c in [2^(e-1), 2^e): its biased exponent is e - 1 + 1023.
   const int64_t e = ((bits_of(*c) >> 52) & 0x7FF) - 1022;
-  if (e - 53 < -1022 || e > 1000) return false;  // keeps ulp and the scale normal
+  if (e - 53 < -1022 || e > 1000) return 0;  // keeps ulp and the scale normal
   const auto pow2 = [](int64_t k) {
     const uint64_t b = static_cast<uint64_t>(k + 1023) << 52;
     double d;
@@ -881,26 +919,44 @@ SK_TARGET_AVX512 bool add_bulk(const Buckets& bk, int64_t q, double* c, double l
     return d;
   };
   const __m512d scale = _mm512_set1_pd(pow2(53 - e));
+  const double ulp = pow2(e - 53);
+  const double end = std::min(pow2(e), limit);
   const __m512d half = _mm512_set1_pd(0.5);
-  __m512d units = _mm512_setzero_pd();
-  __mmask8 tie = 0;
-  for (int64_t j = bk.start[q]; j < bk.start[q + 1]; j += 8) {
-    const __mmask8 m = static_cast<__mmask8>((1u << std::min<int64_t>(8, bk.start[q + 1] - j)) - 1u);
-    const __m512d y = _mm512_mul_pd(_mm512_maskz_loadu_pd(m, bk.w + j), scale);
-    const __m512d r = _mm512_roundscale_pd(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    tie |= _mm512_cmp_pd_mask(_mm512_abs_pd(_mm512_sub_pd(y, r)), half, _CMP_EQ_OQ);
-    units = _mm512_add_pd(units, r);
-  }
-  if (tie != 0) return false;
   // Integers below 2^53 add exactly in any order; a sum that large leaves the binade anyway.
-  alignas(64) double u8[8];
-  _mm512_store_pd(u8, units);
   double total = 0.0;
-  for (double x : u8) total += x;
-  const double next = *c + total * pow2(e - 53);
-  if (!(next < pow2(e)) || !(next < limit)) return false;
-  *c = next;
-  return true;
+  int64_t q = q0;
+  for (; q < q1; ++q) {
+    __m512d units = _mm512_setzero_pd();
+    __mmask8 tie = 0;
+    for (int64_t j = bk.start[q]; j < bk.start[q + 1]; j += 8) {
+      const __mmask8 m = static_cast<__mmask8>((1u << std::min<int64_t>(8, bk.start[q + 1] - j)) - 1u);
+      const __m512d y = _mm512_mul_pd(_mm512_maskz_loadu_pd(m, bk.w + j), scale);
+      const __m512d r = _mm512_roundscale_pd(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      tie |= _mm512_cmp_pd_mask(_mm512_abs_pd(_mm512_sub_pd(y, r)), half, _CMP_EQ_OQ);
+      units = _mm512_add_pd(units, r);
+    }
+    const double after = total + _mm512_reduce_add_pd(units);
+    if (tie != 0 || !(*c + after * ulp < end)) break;
+    bk.cum_before[q] = *c + total * ulp;
+    total = after;
+  }
+  *c += total * ulp;
+  return q - q0;
+}
+
+// The sum of w[0, n) in no particular order, for bounds only: any order is within (n - 1) 2^-53
+// of the exact sum, relative, where one running sum would chain n dependent additions.
+SK_TARGET_AVX512 double sum_any_order(const double* w, int64_t n) {
+  __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    for (int q = 0; q < 4; ++q) acc[q] = _mm512_add_pd(acc[q], _mm512_loadu_pd(w + j + 8 * q));
+  }
+  for (; j < n; j += 8) {
+    const auto m = static_cast<__mmask8>((1u << std::min<int64_t>(8, n - j)) - 1u);
+    acc[0] = _mm512_add_pd(acc[0], _mm512_maskz_loadu_pd(m, w + j));
+  }
+  return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3])));
 }
 
 // Returns the token, or -1 when this path cannot decide (the exact path then does).
@@ -926,9 +982,10 @@ int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t,
   // Rounding is monotone, so tau = top_p * S lies in [top_p * s_lo, tau_hi].
   const double tau_hi = top_p * s_hi;
   // The smallest profile threshold whose estimated mass (the largest weight, 1, plus the sampled
-  // mass scaled up) passes tau_hi with a margin of an eighth of the slack (a miss costs one more gather, never a
-  // ranking).
-  const double want = tau_hi + (s_lo - tau_hi) / 8.0;
+  // mass scaled up) passes tau_hi with a margin of a quarter of the slack: a miss costs a second
+  // gather over all V logits (as long as the f32 pass), more than the margin's extra tokens
+  // cost on a flat row.
+  const double want = tau_hi + (s_lo - tau_hi) / 4.0;
   double c_t = kProfile[kProfileSize - 1];
   for (int j = 0; j < kProfileSize; ++j) {
     if (1.0 + kProfileStride * at.profile[j] >= want) {
@@ -957,7 +1014,7 @@ int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t,
     const float lambda = std::nextafter(static_cast<float>(bound_l), -std::numeric_limits<float>::infinity());
     sc.seq.idx.resize(static_cast<size_t>(v));
     sc.vals.resize(static_cast<size_t>(v + kFastChunk));
-    const int64_t n = gather_values_avx512(l, v, lambda, idx, vals);
+    const int64_t n = gather_values_avx512(l, v, lambda, sc.block_max.data(), idx, vals);
     // Not worth ranking when even its approximate mass falls short.
     const ApproxTotal g = approx_mass_avx512(vals, n, lmax, inv_t);
     if (g.sum < need) continue;
@@ -965,8 +1022,7 @@ int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t,
     bucket_prefix(vals, idx, n, lmax, inv_t, sc, bk);
     // Tighter bounds on S: the gathered tokens' exact sum plus the rest's approximate one, whose
     // bound is a fraction of the first. The f32 sums of w~ |t| are within 5e-4 relative.
-    double exact = 0.0;
-    for (int64_t j = 0; j < n; ++j) exact += bk.w[j];
+    const double exact = sum_any_order(bk.w, n);
     const double rest = std::max(0.0, at.sum - g.sum);
     const double rest_t = std::max(0.0, at.tsum * (1.0 + 5e-4) - g.tsum * (1.0 - 5e-4));
     const double e2 = bound(rest, rest_t) + pairwise + static_cast<double>(n) * 0x1p-52 * exact;
@@ -977,13 +1033,22 @@ int64_t sample_nucleus_fast(const float* l, int64_t v, float lmax, double inv_t,
     int64_t first_lo = -1;
     int64_t first_hi = -1;
     double run = 0.0;
-    for (int64_t q = 0; q < kBuckets && first_hi < 0; ++q) {
+    // Runs of up to kRun buckets go in bulk; the first bucket that cannot (the first ones, where
+    // c changes binade, ties, where tau is reached) is sorted and added token by token.
+    constexpr int64_t kRun = 16;
+    for (int64_t q = 0; q < kBuckets && first_hi < 0;) {
+      const int64_t added = add_bulk(bk, q, std::min(q + kRun, kBuckets), &run, tau_lo2);
+      q += added;
+      bk.walked = q;
+      if (added > 0) continue;
       bk.cum_before[q] = run;
       bk.walked = q + 1;
-      if (bk.start[q] == bk.start[q + 1] || add_bulk(bk, q, &run, tau_lo2)) continue;
       const int64_t s0 = bk.start[q];
-      run = add_sorted(bk, q, run);
-      for (int64_t j = s0; j < bk.start[q + 1]; ++j) {
+      const int64_t e0 = bk.start[q + 1];
+      ++q;
+      if (s0 == e0) continue;
+      run = add_sorted(bk, q - 1, run);
+      for (int64_t j = s0; j < e0; ++j) {
         if (first_lo < 0 && bk.cum[j] >= tau_lo2) first_lo = j;
         if (bk.cum[j] >= tau_hi2) {
           first_hi = j;
@@ -1114,11 +1179,18 @@ int64_t sample_row(const RowsPlan& p, const float* l, int64_t row, SampleScratch
     if (nucleus) m = nucleus_size(sc.seq, m, static_cast<double>(a.top_p) * sc.seq.cum[m - 1]);
     return pick(sc.seq, m, u);
   }
+#if SK_KERNELS_X86
+  // The fast nucleus path takes the maximum per gather block (the same value as max_value).
+  const bool fast = nucleus && current_isa_level() == kIsaAvx512;
+  if (fast) sc.block_max.resize(static_cast<size_t>((p.v + kGatherBlock - 1) / kGatherBlock));
+  const float lmax = fast ? block_maxima_avx512(l, p.v, sc.block_max.data()) : topk::max_value(l, p.v);
+#else
   const float lmax = topk::max_value(l, p.v);
+#endif
   if (!(lmax > -std::numeric_limits<float>::infinity())) return topk::argmax(l, p.v);
   if (nucleus) {
 #if SK_KERNELS_X86
-    if (current_isa_level() == kIsaAvx512) {
+    if (fast) {
       const int64_t id = sample_nucleus_fast(l, p.v, lmax, inv_t, a.top_p, u, sc);
       if (id >= 0) return id;
     }

@@ -259,6 +259,9 @@ SK_KERNEL_CASES(attention_cases) {
                        {{200}, {15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0}, 16}));
     // More query heads per KV head than one pass takes (attn::kMaxHeads).
     cs.push_back(paged("paged_attention_group20", dt, 40, 2, 8, 4, 4, {{9, 16}, {1, 2, 3, -1, 0, 3, 2, 1}, 4}));
+    // 12 query heads on one KV head (an 8-head value tile and a 4-head one), Dh = 96 (three
+    // 32-column value blocks and three 32-element key steps).
+    cs.push_back(paged("paged_attention_group12_dh96", dt, 12, 1, 96, 8, 8, {{45}, {6, 2, 7, 0, 4, 1}, 6}));
   }
   {
     Case c = paged("paged_attention_strided_q_out", SK_DTYPE_F32, 4, 2, 24, 6, 4, {{7, 11}, {0, 1, 5, 2, 3, 4}, 3});
@@ -277,6 +280,12 @@ SK_KERNEL_CASES(attention_cases) {
     cs.push_back(mla("mla_attention_no_rope", dt, 2, 24, 0, 4, 4, {{6}, {3, 1}, 2}));
     cs.push_back(mla("mla_attention_h40", dt, 40, 16, 8, 4, 4, {{15}, {0, 1, 2, 3}, 4}));
     cs.push_back(mla("mla_attention_decode_512", dt, 4, 512, 64, 6, 16, {{90}, {5, 3, 1, 0, 2, 4}, 6}));
+    // 9 heads (a full 8-head value tile and one more), R = 48 (one 32-element step of the bf16
+    // key widening, then a 16-element one), P = 8 (a tail), over two softmax chunks.
+    cs.push_back(mla("mla_attention_h9_r48", dt, 9, 48, 8, 16, 8,
+                     {{100, 13},
+                      {3, 0, 7, 1, 11, 2, 9, 4, 5, 6, 8, 10, 12, 13, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+                      13}));
   }
   {
     Case c = mla("mla_attention_strided", SK_DTYPE_F32, 3, 16, 8, 4, 4, {{7, 10}, {1, 0, 3, 2, 0, 0}, 3});

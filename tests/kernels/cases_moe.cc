@@ -268,6 +268,28 @@ SK_KERNEL_CASES(moe_cases) {
   cs.push_back(sample("sample_v131072_topk50", f32({2, 131072}).range(-12, 4), sampling(0.8f, 50, 0.95f)));
   cs.push_back(sample("sample_v131072_full", f32({2, 131072}).range(-12, 4), sampling(1.0f, 0, 1.0f)));
   cs.push_back(sample("sample_v131072_nucleus", f32({1, 131072}).range(-12, 4), sampling(1.0f, 0, 0.9f)));
+  // The nucleus over a whole large vocabulary (the AVX-512 bounded-total path) where the nucleus
+  // ends inside a run of exact ties (a pattern of 6 levels repeated over V), with masked logits,
+  // and with top_p near 0 and near 1 (almost every token gathered).
+  cs.push_back(sample("sample_v131072_nucleus_ties",
+                      f32({2, 131072}).with_values({1.5, -2.0, 0.25, 3.0, -7.5, 0.25, 1.5, -2.0, 2.75, 0.25, 3.0}),
+                      sampling(0.9f, 0, 0.9f)));
+  cs.push_back(
+      sample("sample_v131072_nucleus_masked", f32({1, 131072}).masked_logits(-12, 4), sampling(0.7f, 0, 0.9f)));
+  cs.push_back(sample("sample_v131072_nucleus_p001", f32({1, 131072}).range(-12, 4), sampling(1.0f, 0, 0.001f)));
+  cs.push_back(sample("sample_v131072_nucleus_p0999", f32({1, 131072}).range(-12, 4), sampling(1.3f, 0, 0.999f)));
+  {
+    // Two strong candidates per 3000 logits over a flat tail, with V = 5000 (a partial last block
+    // of 1024): the AVX-512 path's gather skips the blocks without one, and the NaNs and -inf of
+    // the pattern never enter a block's maximum.
+    std::vector<double> pattern(3000);
+    for (size_t j = 0; j < pattern.size(); ++j) pattern[j] = -4.0 + 4.0 * static_cast<double>((j * 37) % 2999) / 2999.0;
+    pattern[0] = 9.0;
+    pattern[100] = 8.5;
+    pattern[1500] = kNaN;
+    pattern[2500] = -kInf;
+    cs.push_back(sample("sample_nucleus_peaked_blocks", f32({3, 5000}).with_values(pattern), sampling(1.0f, 0, 0.9f)));
+  }
   return cs;
 }
 
