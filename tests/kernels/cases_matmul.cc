@@ -102,9 +102,10 @@ SK_KERNEL_CASES(matmul_family_cases) {
 
   // ---- matmul.w8a8 / matmul.w8a8_dyn ----
   const std::vector<Shape3> w8 = {
-      {"gemv_1x256_n64", {1, 256}, 64}, {"gemv_vector_x", {37}, 19},     {"k1", {3, 1}, 13},
-      {"m4_k70", {4, 70}, 24},          {"m16_k300_n40", {16, 300}, 40}, {"m17_n70", {17, 24}, 70},
-      {"k100_n33", {2, 100}, 33},       {"rank3_x", {2, 3, 64}, 9},      {"gemv_k2000_n20", {1, 2000}, 20},
+      {"gemv_1x256_n64", {1, 256}, 64},  {"gemv_vector_x", {37}, 19},     {"k1", {3, 1}, 13},
+      {"m4_k70", {4, 70}, 24},           {"m16_k300_n40", {16, 300}, 40}, {"m17_n70", {17, 24}, 70},
+      {"k100_n33", {2, 100}, 33},        {"rank3_x", {2, 3, 64}, 9},      {"gemv_k2000_n20", {1, 2000}, 20},
+      {"m16_k4100_n20", {16, 4100}, 20},  // K steps of the multi-row blocks and a ragged end
   };
   for (const Shape3& s : w8) {
     const int64_t k = s.x.back();
@@ -125,6 +126,12 @@ SK_KERNEL_CASES(matmul_family_cases) {
                     {f32({5, 30}).reversed(0)}));
   cs.push_back(make("w8a8_dyn_zero_row", "matmul.w8a8_dyn",
                     {f32({2, 33}).with_values({0.0}), i8({17, 33}), scales({17})}, {f32({2, 17})}));
+  // The largest K with the extreme values in every product: the int32 sums (and the biased ones
+  // of the VNNI tiles, (w + 128) * q) must not wrap.
+  cs.push_back(
+      make("w8a8_k65536_extremes", "matmul.w8a8",
+           {i8({5, 65536}).with_values({127, -128}), scales({5}), i8({6, 65536}).with_values({127, -128}), scales({6})},
+           {f32({5, 6})}));
   cs.push_back(make("w8a8_k0", "matmul.w8a8", {i8({2, 0}), scales({2}), i8({5, 0}), scales({5})}, {f32({2, 5})}));
   cs.push_back(make("w8a8_dyn_k0", "matmul.w8a8_dyn", {f32({2, 0}), i8({5, 0}), scales({5})}, {f32({2, 5})}));
 
