@@ -19,13 +19,15 @@
 // Loop order: x is packed once per block of up to kMBlock rows (the whole of K when a row fits
 // the panel, which holds for every K the int8 kernels accept and for f32 K <= 8192), then every
 // block of kNBlock weight rows accumulates its (rows x kNBlock) dot products in register tiles
-// over K, in steps of Tiles::kc when the block has more rows than one tile (the packed slice of
-// x then stays in L1 while the weight tile is reused for every tile of rows). With at most one
-// tile of rows K is not blocked, so a single pass streams every weight row once, as GEMV must.
+// over K. A block with more rows than one tile steps through K in Tiles::kc (a 16-row slice of
+// x of about 256 KiB, which stays in L2) or Tiles::few_kc (the few_mr x few_nr tiles: their
+// few_nr weight rows of the step stay in L1), so that the weight tile, read once from memory,
+// is reused from cache by every tile of rows. With at most one tile of rows K is not blocked,
+// so a single pass streams every weight row once, as GEMV must.
 //
 // Determinism: every accumulator lane of one dot product sees the same operations in the same
 // order whatever the tile, block, M, N or core split: the tiles only choose which dot products
-// advance together, and K blocks are multiples of every lane pattern (kc and the panel padding
+// advance together, and K blocks are multiples of every lane pattern (kc, few_kc and the panel padding
 // are multiples of 64 elements). So a result depends on (x row, w row, K, ISA level) only.
 #ifndef SUPERKERNEL_KERNELS_MATMUL_DRIVER_H_
 #define SUPERKERNEL_KERNELS_MATMUL_DRIVER_H_
@@ -53,11 +55,13 @@ template <class A, class W, class S>
 struct Tiles {
   int lanes;    // accumulator lanes per dot product
   int gemv_nr;  // 1 x gemv_nr tiles when M == 1
-  int mr;       // mr x nr tiles otherwise
+  int mr;       // mr x nr tiles when M > few_max_m
   int nr;
-  int64_t kc;  // K step of a block with more than mr rows (a multiple of 64)
-  int few_mr;  // few_mr x few_nr tiles when 1 < M < mr (a single pass over K)
+  int64_t kc;     // K step of a block with more than mr rows (a multiple of 64)
+  int few_max_m;  // few_mr x few_nr tiles when 1 < M <= few_max_m
+  int few_mr;
   int few_nr;
+  int64_t few_kc;                           // K step when M > few_mr (a multiple of 64)
   TileFn<A, W, S> (*tile)(int mr, int nr);  // supports (1|mr|few_mr) x (1|nr|gemv_nr|few_nr)
 };
 
@@ -86,13 +90,13 @@ void run(const Op& op, const typename Op::W* w, int64_t sw, float* y, int64_t sy
   float rs[kMBlock];
   // A whole row fits the panel for any realistic K; beyond, the rows are packed per K step.
   const bool whole_rows = panel_stride<A>(K) <= kCap;
-  const bool block_k = M > t.mr || !whole_rows;
-  const int64_t kc = block_k ? t.kc : K;
-  const int64_t ld = whole_rows ? panel_stride<A>(K) : panel_stride<A>(t.kc);
-  const int64_t rows = std::clamp<int64_t>(kCap / ld, 1, kMBlock);
-  const bool few = M > 1 && M < t.mr;
+  const bool few = M > 1 && M <= t.few_max_m;
   const int nr_tile = M == 1 ? t.gemv_nr : few ? t.few_nr : t.nr;
   const int mr_tile = few ? t.few_mr : t.mr;
+  const bool block_k = M > mr_tile || !whole_rows;
+  const int64_t kc = !whole_rows ? t.kc : !block_k ? K : few ? t.few_kc : t.kc;
+  const int64_t ld = whole_rows ? panel_stride<A>(K) : panel_stride<A>(t.kc);
+  const int64_t rows = std::clamp<int64_t>(kCap / ld, 1, kMBlock);
   for (int64_t m0 = 0; m0 < M; m0 += rows) {
     const int64_t mb = std::min(rows, M - m0);
     if (whole_rows) op.pack(m0, mb, 0, K, panel, ld, rs);

@@ -426,8 +426,8 @@ TEST(MatmulFamily, W8a8DynIsQuantizeThenW8a8) {
 }
 
 // Every row gives the bits it gives alone, whatever M (so the driver's row blocks, K steps and
-// tiles never change a dot product), including rows too long for the driver's panel (f32 K above
-// 132096, packed per K step instead of once); and the result stays close to the exact product.
+// tiles never change a dot product; the shapes reach every kind of K step), including rows too long for the driver's
+// panel (f32 K above 132096, packed per K step instead of once); and the result stays close to the exact product.
 TEST(MatmulFamily, RowsAreIndependentOfMAndOfThePanel) {
   struct Shape {
     const char* kernel;
@@ -437,7 +437,11 @@ TEST(MatmulFamily, RowsAreIndependentOfMAndOfThePanel) {
   for (const Shape& s :
        {Shape{"matmul.f32", SK_DTYPE_F32, 19, 37, 300}, Shape{"matmul.f32", SK_DTYPE_F32, 3, 5, 140001},
         Shape{"matmul.bf16", SK_DTYPE_BF16, 19, 37, 300}, Shape{"matmul.bf16", SK_DTYPE_BF16, 3, 5, 140001},
-        Shape{"matmul.w8a8_dyn", SK_DTYPE_I8, 19, 37, 2500}}) {
+        Shape{"matmul.w8a8_dyn", SK_DTYPE_I8, 19, 37, 2500},
+        // K steps of the few-row tiles (M = 3, 4) and of the 4 x 4 tiles (M = 17), with ragged ends
+        Shape{"matmul.f32", SK_DTYPE_F32, 4, 37, 2100}, Shape{"matmul.f32", SK_DTYPE_F32, 17, 21, 4200},
+        Shape{"matmul.bf16", SK_DTYPE_BF16, 4, 37, 2100}, Shape{"matmul.bf16", SK_DTYPE_BF16, 17, 21, 8300},
+        Shape{"matmul.w8a8_dyn", SK_DTYPE_I8, 3, 37, 2500}, Shape{"matmul.w8a8_dyn", SK_DTYPE_I8, 17, 9, 16500}}) {
     SCOPED_TRACE(std::string(s.kernel) + " K = " + std::to_string(s.k));
     const sk_kernel_desc* kk = kernel(s.kernel);
     ASSERT_NE(kk, nullptr);
