@@ -19,15 +19,14 @@
 // Loop order: x is packed once per block of up to kMBlock rows (the whole of K when a row fits
 // the panel, which holds for every K the int8 kernels accept and for f32 K <= 8192), then every
 // block of kNBlock weight rows accumulates its (rows x kNBlock) dot products in register tiles
-// over K. A block with more rows than one tile steps through K in Tiles::kc (a 16-row slice of
-// x of about 256 KiB, which stays in L2) or Tiles::few_kc (the few_mr x few_nr tiles: their
-// few_nr weight rows of the step stay in L1), so that the weight tile, read once from memory,
-// is reused from cache by every tile of rows. With at most one tile of rows K is not blocked,
-// so a single pass streams every weight row once, as GEMV must.
+// over K. A block of more than few_max_m rows steps through K in Tiles::kc (on AVX-512 a
+// 16-row slice of x of about 256 KiB, which stays in L2, so each weight row is one long stream),
+// so that the weight tile, read once from memory, is reused from cache by every tile of rows.
+// GEMV and the few-row tiles make a single pass over K, streaming every weight row once.
 //
 // Determinism: every accumulator lane of one dot product sees the same operations in the same
 // order whatever the tile, block, M, N or core split: the tiles only choose which dot products
-// advance together, and K blocks are multiples of every lane pattern (kc, few_kc and the panel padding
+// advance together, and K blocks are multiples of every lane pattern (kc and the panel padding
 // are multiples of 64 elements). So a result depends on (x row, w row, K, ISA level) only.
 #ifndef SUPERKERNEL_KERNELS_MATMUL_DRIVER_H_
 #define SUPERKERNEL_KERNELS_MATMUL_DRIVER_H_
@@ -58,10 +57,9 @@ struct Tiles {
   int mr;       // mr x nr tiles when M > few_max_m
   int nr;
   int64_t kc;     // K step of a block with more than mr rows (a multiple of 64)
-  int few_max_m;  // few_mr x few_nr tiles when 1 < M <= few_max_m
+  int few_max_m;  // few_mr x few_nr tiles when 1 < M <= few_max_m (a single pass over K)
   int few_mr;
   int few_nr;
-  int64_t few_kc;                           // K step when M > few_mr (a multiple of 64)
   TileFn<A, W, S> (*tile)(int mr, int nr);  // supports (1|mr|few_mr) x (1|nr|gemv_nr|few_nr)
 };
 
@@ -93,8 +91,8 @@ void run(const Op& op, const typename Op::W* w, int64_t sw, float* y, int64_t sy
   const bool few = M > 1 && M <= t.few_max_m;
   const int nr_tile = M == 1 ? t.gemv_nr : few ? t.few_nr : t.nr;
   const int mr_tile = few ? t.few_mr : t.mr;
-  const bool block_k = M > mr_tile || !whole_rows;
-  const int64_t kc = !whole_rows ? t.kc : !block_k ? K : few ? t.few_kc : t.kc;
+  const bool block_k = (!few && M > t.mr) || !whole_rows;
+  const int64_t kc = block_k ? t.kc : K;
   const int64_t ld = whole_rows ? panel_stride<A>(K) : panel_stride<A>(t.kc);
   const int64_t rows = std::clamp<int64_t>(kCap / ld, 1, kMBlock);
   for (int64_t m0 = 0; m0 < M; m0 += rows) {

@@ -45,9 +45,8 @@ using W8Tiles = gemm::Tiles<int8_t, int8_t, int32_t>;
 using W8TileFn = gemm::TileFn<int8_t, int8_t, int32_t>;
 // K step of a block of more than one tile of rows: 16 rows of q are then 32 KiB, about L1. Longer
 // steps amortise the tiles' start and end (measured: 2048 beat 256-1024 by 10-30% at M = 16).
-// The 16 x 64-byte-per-step AVX-512 tiles take steps of 16384 (16 rows of q: 256 KiB, in L2):
-// each weight row is then one long stream, read once per block (measured on Zen 4 at M = 16:
-// 10% faster than 2048). Their few-row tiles keep 2048: 8 weight rows of it stay in L1.
+// The AVX-512 4 x 4 tiles take steps of 16384 (16 rows of q: 256 KiB, in L2): each weight row is
+// then one long stream, read once per block (measured on Zen 4 at M = 16: 10% faster than 2048).
 constexpr int64_t kW8KStep = 2048;
 constexpr int64_t kW8KStepL2 = 16384;
 static_assert(gemm::kPanelBytes >= kW8MaxK + 64,
@@ -80,7 +79,7 @@ W8TileFn tile_scalar_for(int mr, int nr) {
   return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
 }
 
-constexpr W8Tiles kScalar = {1, 4, 2, 2, kW8KStep, 1, 2, 2, kW8KStep, tile_scalar_for};
+constexpr W8Tiles kScalar = {1, 4, 2, 2, kW8KStep, 1, 2, 2, tile_scalar_for};
 
 #if SK_KERNELS_X86
 // ---- AVX2: VPSIGNB + VPMADDUBSW + VPMADDWD, 32 k per step ----
@@ -130,7 +129,7 @@ W8TileFn tile_avx2_for(int mr, int nr) {
 
 // 4 x 1 tiles: a wider tile needs more than the 16 YMM registers (sums, |w|, w, x, constants)
 // and GCC's spills then cost more than re-loading x from L1 for every weight row.
-constexpr W8Tiles kAvx2 = {8, 8, 4, 1, kW8KStep, 3, 4, 1, kW8KStep, tile_avx2_for};
+constexpr W8Tiles kAvx2 = {8, 8, 4, 1, kW8KStep, 3, 4, 1, tile_avx2_for};
 
 // ---- AVX-512 (BW): tile_avx2 with 64 k per step, the sign moved by a masked negation ----
 template <int MR, int NR>
@@ -178,7 +177,7 @@ W8TileFn tile_avx512_for(int mr, int nr) {
   return nr == 4 ? tile_avx512<1, 4> : tile_avx512<1, 1>;
 }
 
-constexpr W8Tiles kAvx512 = {16, 8, 4, 4, kW8KStepL2, 3, 4, 4, kW8KStep, tile_avx512_for};
+constexpr W8Tiles kAvx512 = {16, 8, 4, 4, kW8KStepL2, 3, 4, 4, tile_avx512_for};
 
 // ---- AVX-512 VNNI: VPDPBUSD on (w + 128) as u8 times q, 64 k per step ----
 // The lanes hold sum (w + 128) * q = sum w * q + 128 * sum q: the finish step subtracts
@@ -241,7 +240,7 @@ W8TileFn tile_avx512_vnni_for(int mr, int nr) {
 }
 
 // 4 x 4 tiles: 16 sums + 4 w vectors + x and the bias of the 32 ZMM registers.
-constexpr W8Tiles kAvx512Vnni = {16, 8, 4, 4, kW8KStepL2, 3, 2, 8, kW8KStep, tile_avx512_vnni_for};
+constexpr W8Tiles kAvx512Vnni = {16, 8, 4, 4, kW8KStepL2, 3, 2, 8, tile_avx512_vnni_for};
 #endif
 
 // The tiles of the selected level: VPDPBUSD from avx512_vnni up. The sums are exact, so every
