@@ -63,7 +63,7 @@ TileFn tile_scalar_for(int mr, int nr) {
   return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
 }
 
-constexpr F32Tiles kTilesScalar = {8, 4, 2, 2, 256, 1, 2, 2, tile_scalar_for};
+constexpr F32Tiles kTilesScalar = {8, 4, 2, 2, 256, 2, 2, tile_scalar_for};
 
 #if SK_KERNELS_X86
 
@@ -117,7 +117,7 @@ TileFn tile_avx2_for(int mr, int nr) {
 }
 
 // 4 x 2 tiles: 8 accumulators + 2 w vectors + 1 x vector fit the 16 YMM registers.
-constexpr F32Tiles kTilesAvx2 = {8, 8, 4, 2, 256, 3, 4, 2, tile_avx2_for};
+constexpr F32Tiles kTilesAvx2 = {8, 8, 4, 2, 256, 4, 2, tile_avx2_for};
 
 template <int MR, int NR>
 SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld,
@@ -172,9 +172,8 @@ TileFn tile_avx512_for(int mr, int nr) {
 // 4 x 4 tiles: 16 accumulators + 4 w vectors + 1 x vector of the 32 ZMM registers; K steps of
 // 4096 for them (16 rows of x: 256 KiB, in L2), so each weight row is one long stream (measured
 // on Zen 4 at M = 16: 25% faster than steps of 256, whose 1 KiB pieces of 32 rows the memory
-// system fetched poorly). M = 2-4 take 2 x 8 tiles in one pass over K: 8 weight streams, as
-// GEMV (M = 4: 5% faster than 4 x 4; K steps that kept the 8 rows in L1 were slower).
-constexpr F32Tiles kTilesAvx512 = {16, 8, 4, 4, 4096, 4, 2, 8, tile_avx512_for};
+// system fetched poorly).
+constexpr F32Tiles kTilesAvx512 = {16, 8, 4, 4, 4096, 2, 8, tile_avx512_for};
 #endif
 
 // matmul.f32's tiles at the selected level: the f32 FMA tiles need nothing beyond AVX-512 F.

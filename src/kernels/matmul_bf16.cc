@@ -79,7 +79,7 @@ TileFn tile_scalar_for(int mr, int nr) {
   return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
 }
 
-constexpr F32xTiles kScalar = {8, 4, 2, 2, 256, 1, 2, 2, tile_scalar_for};
+constexpr F32xTiles kScalar = {8, 4, 2, 2, 256, 2, 2, tile_scalar_for};
 
 #if SK_KERNELS_X86
 
@@ -145,7 +145,7 @@ TileFn tile_avx2_for(int mr, int nr) {
   return nr == 2 ? tile_avx2<1, 2> : tile_avx2<1, 1>;
 }
 
-constexpr F32xTiles kAvx2 = {8, 8, 4, 2, 256, 3, 4, 2, tile_avx2_for};
+constexpr F32xTiles kAvx2 = {8, 8, 4, 2, 256, 4, 2, tile_avx2_for};
 
 // ---- AVX-512 without BF16: tile_avx2 with 16 lanes (the same structure, line by line) ----
 
@@ -204,7 +204,7 @@ TileFn tile_avx512_for(int mr, int nr) {
 }
 
 // K steps of 4096: 16 rows of f32 x are 256 KiB, in L2 (as matmul.f32).
-constexpr F32xTiles kAvx512 = {16, 8, 4, 4, 4096, 3, 4, 4, tile_avx512_for};
+constexpr F32xTiles kAvx512 = {16, 8, 4, 4, 4096, 4, 4, tile_avx512_for};
 
 // ---- AVX-512 BF16: x converted to bf16 once per panel, VDPBF16PS on 32 k per step ----
 
@@ -287,10 +287,8 @@ Bf16xTileFn tile_avx512_bf16_for(int mr, int nr) {
 }
 
 // K steps of 8192 for the 4 x 4 tiles: 16 rows of bf16 x are 256 KiB, in L2, and each weight row
-// is one long stream (measured on Zen 4 at M = 16: 17% faster than steps of 1024). M = 2-4 take
-// 2 x 8 tiles in one pass over K: 8 weight streams, as GEMV (M = 4: 10% faster than 4 x 4; K
-// steps that kept the 8 rows in L1 for the second tile of rows were 20% slower).
-constexpr Bf16xTiles kAvx512Bf16 = {16, 8, 4, 4, 8192, 4, 2, 8, tile_avx512_bf16_for};
+// is one long stream (measured on Zen 4 at M = 16: 17% faster than steps of 1024).
+constexpr Bf16xTiles kAvx512Bf16 = {16, 8, 4, 4, 8192, 2, 8, tile_avx512_bf16_for};
 #endif
 
 using F32xRows = gemm::F32ActivationRows<uint16_t, F32xTiles>;

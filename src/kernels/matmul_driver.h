@@ -19,10 +19,11 @@
 // Loop order: x is packed once per block of up to kMBlock rows (the whole of K when a row fits
 // the panel, which holds for every K the int8 kernels accept and for f32 K <= 8192), then every
 // block of kNBlock weight rows accumulates its (rows x kNBlock) dot products in register tiles
-// over K. A block of more than few_max_m rows steps through K in Tiles::kc (on AVX-512 a
-// 16-row slice of x of about 256 KiB, which stays in L2, so each weight row is one long stream),
-// so that the weight tile, read once from memory, is reused from cache by every tile of rows.
-// GEMV and the few-row tiles make a single pass over K, streaming every weight row once.
+// over K. A block of more than mr rows steps through K in Tiles::kc (on AVX-512 a 16-row slice
+// of x of about 256 KiB, which stays in L2, so each weight row is one long stream), so that the
+// weight tile, read once from memory, is reused from cache by every tile of rows. With at most
+// one tile of rows K is not blocked, so a single pass streams every weight row once, as GEMV
+// must.
 //
 // Determinism: every accumulator lane of one dot product sees the same operations in the same
 // order whatever the tile, block, M, N or core split: the tiles only choose which dot products
@@ -54,11 +55,10 @@ template <class A, class W, class S>
 struct Tiles {
   int lanes;    // accumulator lanes per dot product
   int gemv_nr;  // 1 x gemv_nr tiles when M == 1
-  int mr;       // mr x nr tiles when M > few_max_m
+  int mr;       // mr x nr tiles otherwise
   int nr;
-  int64_t kc;     // K step of a block with more than mr rows (a multiple of 64)
-  int few_max_m;  // few_mr x few_nr tiles when 1 < M <= few_max_m (a single pass over K)
-  int few_mr;
+  int64_t kc;  // K step of a block with more than mr rows (a multiple of 64)
+  int few_mr;  // few_mr x few_nr tiles when 1 < M < mr (a single pass over K)
   int few_nr;
   TileFn<A, W, S> (*tile)(int mr, int nr);  // supports (1|mr|few_mr) x (1|nr|gemv_nr|few_nr)
 };
@@ -88,13 +88,13 @@ void run(const Op& op, const typename Op::W* w, int64_t sw, float* y, int64_t sy
   float rs[kMBlock];
   // A whole row fits the panel for any realistic K; beyond, the rows are packed per K step.
   const bool whole_rows = panel_stride<A>(K) <= kCap;
-  const bool few = M > 1 && M <= t.few_max_m;
-  const int nr_tile = M == 1 ? t.gemv_nr : few ? t.few_nr : t.nr;
-  const int mr_tile = few ? t.few_mr : t.mr;
-  const bool block_k = (!few && M > t.mr) || !whole_rows;
+  const bool block_k = M > t.mr || !whole_rows;
   const int64_t kc = block_k ? t.kc : K;
   const int64_t ld = whole_rows ? panel_stride<A>(K) : panel_stride<A>(t.kc);
   const int64_t rows = std::clamp<int64_t>(kCap / ld, 1, kMBlock);
+  const bool few = M > 1 && M < t.mr;
+  const int nr_tile = M == 1 ? t.gemv_nr : few ? t.few_nr : t.nr;
+  const int mr_tile = few ? t.few_mr : t.mr;
   for (int64_t m0 = 0; m0 < M; m0 += rows) {
     const int64_t mb = std::min(rows, M - m0);
     if (whole_rows) op.pack(m0, mb, 0, K, panel, ld, rs);

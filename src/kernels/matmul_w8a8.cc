@@ -79,7 +79,7 @@ W8TileFn tile_scalar_for(int mr, int nr) {
   return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
 }
 
-constexpr W8Tiles kScalar = {1, 4, 2, 2, kW8KStep, 1, 2, 2, tile_scalar_for};
+constexpr W8Tiles kScalar = {1, 4, 2, 2, kW8KStep, 2, 2, tile_scalar_for};
 
 #if SK_KERNELS_X86
 // ---- AVX2: VPSIGNB + VPMADDUBSW + VPMADDWD, 32 k per step ----
@@ -129,7 +129,7 @@ W8TileFn tile_avx2_for(int mr, int nr) {
 
 // 4 x 1 tiles: a wider tile needs more than the 16 YMM registers (sums, |w|, w, x, constants)
 // and GCC's spills then cost more than re-loading x from L1 for every weight row.
-constexpr W8Tiles kAvx2 = {8, 8, 4, 1, kW8KStep, 3, 4, 1, tile_avx2_for};
+constexpr W8Tiles kAvx2 = {8, 8, 4, 1, kW8KStep, 4, 1, tile_avx2_for};
 
 // ---- AVX-512 (BW): tile_avx2 with 64 k per step, the sign moved by a masked negation ----
 template <int MR, int NR>
@@ -177,7 +177,7 @@ W8TileFn tile_avx512_for(int mr, int nr) {
   return nr == 4 ? tile_avx512<1, 4> : tile_avx512<1, 1>;
 }
 
-constexpr W8Tiles kAvx512 = {16, 8, 4, 4, kW8KStepL2, 3, 4, 4, tile_avx512_for};
+constexpr W8Tiles kAvx512 = {16, 8, 4, 4, kW8KStepL2, 4, 4, tile_avx512_for};
 
 // ---- AVX-512 VNNI: VPDPBUSD on (w + 128) as u8 times q, 64 k per step ----
 // The lanes hold sum (w + 128) * q = sum w * q + 128 * sum q: the finish step subtracts
@@ -240,7 +240,7 @@ W8TileFn tile_avx512_vnni_for(int mr, int nr) {
 }
 
 // 4 x 4 tiles: 16 sums + 4 w vectors + x and the bias of the 32 ZMM registers.
-constexpr W8Tiles kAvx512Vnni = {16, 8, 4, 4, kW8KStepL2, 3, 2, 8, tile_avx512_vnni_for};
+constexpr W8Tiles kAvx512Vnni = {16, 8, 4, 4, kW8KStepL2, 2, 8, tile_avx512_vnni_for};
 #endif
 
 // The tiles of the selected level: VPDPBUSD from avx512_vnni up. The sums are exact, so every

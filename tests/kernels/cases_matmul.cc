@@ -438,7 +438,7 @@ TEST(MatmulFamily, RowsAreIndependentOfMAndOfThePanel) {
        {Shape{"matmul.f32", SK_DTYPE_F32, 19, 37, 300}, Shape{"matmul.f32", SK_DTYPE_F32, 3, 5, 140001},
         Shape{"matmul.bf16", SK_DTYPE_BF16, 19, 37, 300}, Shape{"matmul.bf16", SK_DTYPE_BF16, 3, 5, 140001},
         Shape{"matmul.w8a8_dyn", SK_DTYPE_I8, 19, 37, 2500},
-        // the few-row tiles (M = 3, 4) and the K steps of the 4 x 4 tiles (M = 17), with ragged ends
+        // few-row and single-tile blocks (M = 3, 4) and the K steps of the 4 x 4 tiles (M = 17)
         Shape{"matmul.f32", SK_DTYPE_F32, 4, 37, 2100}, Shape{"matmul.f32", SK_DTYPE_F32, 17, 21, 4200},
         Shape{"matmul.bf16", SK_DTYPE_BF16, 4, 37, 2100}, Shape{"matmul.bf16", SK_DTYPE_BF16, 17, 21, 8300},
         Shape{"matmul.w8a8_dyn", SK_DTYPE_I8, 3, 37, 2500}, Shape{"matmul.w8a8_dyn", SK_DTYPE_I8, 17, 9, 16500}}) {
