@@ -167,10 +167,25 @@ inline void pack_f32_rows(const float* x, int64_t sx, int64_t m0, int64_t mb, in
   }
 }
 
-// y[m * sy + j] = the fixed-tree sum (simd::hsum_lanes) of the lanes of dot product (m, j).
+#if SK_KERNELS_X86
+// y[0, 16) = the hsum16 trees of the 16 dot products whose lanes are st[0, 256).
+SK_TARGET_AVX512 inline void finish_16x16_avx512(const float* st, float* y) {
+  _mm512_storeu_ps(y, simd::hsum16x16(st));
+}
+#endif
+
+// y[m * sy + j] = the fixed-tree sum (simd::hsum_lanes) of the lanes of dot product (m, j). Only
+// AVX-512 tiles keep 16 lanes, so with 16 the CPU has AVX-512 and 16 sums are finished at once
+// (one by one they had cost as much as the multiply-adds of a 16-row block with K = 1024).
 inline void finish_f32_lanes(const float* st, int64_t ld, int lanes, int64_t mb, int64_t nb, float* y, int64_t sy) {
   for (int64_t m = 0; m < mb; ++m) {
-    for (int64_t j = 0; j < nb; ++j) y[m * sy + j] = simd::hsum_lanes(st + (m * ld + j) * lanes, lanes);
+    int64_t j = 0;
+#if SK_KERNELS_X86
+    if (lanes == 16) {
+      for (; j + 16 <= nb; j += 16) finish_16x16_avx512(st + (m * ld + j) * 16, y + m * sy + j);
+    }
+#endif
+    for (; j < nb; ++j) y[m * sy + j] = simd::hsum_lanes(st + (m * ld + j) * lanes, lanes);
   }
 }
 

@@ -269,6 +269,26 @@ W8Path select_path() {
   return {kScalar, 0};
 }
 
+#if SK_KERNELS_X86
+// y[j] = float(sum of the 16 int32 lanes of dot product j, minus `offset`) * (rs * w_scale[j * sws])
+// for j < 16, the lanes at st[0, 256): the finish below, 16 dot products at once. The int32 adds
+// are exact in any order: a partial sum of lanes is at most sum |(w + 128) * q| <= K * 255 * 127,
+// inside int32 for K <= kW8MaxK, and the offset sum is the exact total.
+SK_TARGET_AVX512 void finish_16x16_avx512(const int32_t* st, int32_t offset, float rs, const float* w_scale,
+                                          int64_t sws, float* y) {
+  const __m512i sums = _mm512_sub_epi32(_mm512_castps_si512(simd::hsum16x16<true>(st)), _mm512_set1_epi32(offset));
+  __m512 ws;
+  if (sws == 1) {
+    ws = _mm512_loadu_ps(w_scale);
+  } else {
+    alignas(64) float tmp[16];
+    for (int j = 0; j < 16; ++j) tmp[j] = w_scale[j * sws];
+    ws = _mm512_load_ps(tmp);
+  }
+  _mm512_storeu_ps(y, _mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(_mm512_set1_ps(rs), ws)));
+}
+#endif
+
 // Rows of q copied clamped to [-127, 127] (matmul.w8a8), or of x quantised like quantize.i8
 // (matmul.w8a8_dyn), zero-padded; finished as float(sum) * (row scale * w_scale), where sum
 // is the tiles' lanes minus w_offset * (the row's sum of q).
@@ -304,7 +324,16 @@ struct Int8Rows {
   void finish(const int32_t* st, int64_t ld, const float* rs, int64_t n0, int64_t mb, int64_t nb, float* y,
               int64_t sy) const {
     for (int64_t m = 0; m < mb; ++m) {
-      for (int64_t j = 0; j < nb; ++j) {
+      int64_t j = 0;
+#if SK_KERNELS_X86
+      if (tiles.lanes == 16) {  // only AVX-512 tiles keep 16 lanes
+        for (; j + 16 <= nb; j += 16) {
+          finish_16x16_avx512(st + (m * ld + j) * 16, w_offset * row_sums[m], rs[m], w_scale + (n0 + j) * sws, sws,
+                              y + m * sy + j);
+        }
+      }
+#endif
+      for (; j < nb; ++j) {
         const int32_t* lanes = st + (m * ld + j) * tiles.lanes;
         int64_t sum = -int64_t{w_offset} * row_sums[m];
         for (int l = 0; l < tiles.lanes; ++l) sum += lanes[l];

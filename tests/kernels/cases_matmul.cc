@@ -316,6 +316,46 @@ class IsaForced {
   IsaForced& operator=(const IsaForced&) = delete;
 };
 
+// matmul.f32's numeric definition, bit for bit, at the FMA levels (avx2: 8 lanes, avx512 and up:
+// 16): lane l accumulates x[k] * w[k] for k = l (mod lanes) with one FMA per k, and the lanes are
+// summed in the fixed tree of hsum_lanes (upper half onto lower half). Magnitudes from 2^-20 to
+// 2^20 make every other order of the sum give other bits; N = 70 puts dot products both in the
+// 16-at-a-time finish and in the one-by-one one.
+TEST(MatmulFamily, F32IsTheLaneDefinitionBitForBit) {
+  const sk_kernel_desc* kf = kernel("matmul.f32");
+  ASSERT_NE(kf, nullptr);
+  const int64_t m = 3, n = 70, k = 100;
+  Tensor x = dense(SK_DTYPE_F32, {m, k});
+  Tensor w = dense(SK_DTYPE_F32, {n, k});
+  fill_uniform(x, 31);
+  fill_uniform(w, 32);
+  std::mt19937 rng(33);
+  for (int64_t i = 0; i < n * k; ++i)
+    w.data<float>()[i] = std::ldexp(w.data<float>()[i], static_cast<int>(rng() % 41) - 20);
+  constexpr int kIsaAvx2 = 1;
+  for (int level : levels()) {
+    if (level < kIsaAvx2) continue;  // the scalar level rounds products and sums apart
+    SCOPED_TRACE("isa level " + std::to_string(level));
+    const int lanes = level == kIsaAvx2 ? 8 : 16;
+    IsaForced forced(level);
+    Tensor y = dense(SK_DTYPE_F32, {m, n});
+    ASSERT_EQ(Call({&x, &w}, {&y}).run(*kf, 2), SK_OK);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        float acc[16] = {};
+        for (int64_t l = 0; l < k; ++l) {
+          acc[l % lanes] = std::fma(x.data<float>()[i * k + l], w.data<float>()[j * k + l], acc[l % lanes]);
+        }
+        for (int half = lanes / 2; half >= 1; half /= 2) {
+          for (int l = 0; l < half; ++l) acc[l] += acc[l + half];
+        }
+        const float got = y.data<float>()[i * n + j];
+        EXPECT_EQ(0, std::memcmp(&got, &acc[0], sizeof got)) << i << ", " << j << ": " << got << " vs " << acc[0];
+      }
+    }
+  }
+}
+
 // Off the AVX512_BF16 path, bf16 weights widen exactly, so matmul.bf16 must be matmul.f32 on the
 // widened weights, bit for bit; on that path it must be within f32 rounding of the exact
 // product of bf16(x) and w.
