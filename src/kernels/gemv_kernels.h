@@ -51,7 +51,7 @@ float quantize_row(const float* x, int64_t k, int8_t* q);
 // ---- Limits and split ----
 
 // K bound of the int8 kernels: |sum q * w| <= K * 127 * 128 stays far inside int32, and the
-// biased VNNI form sum (q + 128) * w (at most K * 255 * 128) does too.
+// biased VNNI form sum (w + 128) * q (at most K * 255 * 127) does too.
 inline constexpr int64_t kW8MaxK = 65536;
 // K <= kW8MaxK, else an error naming the kernel and the operand K is read from.
 bool check_w8_k(int64_t k, const char* kernel, const char* what, ErrorSink err);

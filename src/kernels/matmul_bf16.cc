@@ -203,7 +203,8 @@ TileFn tile_avx512_for(int mr, int nr) {
   return nr == 4 ? tile_avx512<1, 4> : tile_avx512<1, 1>;
 }
 
-constexpr F32xTiles kAvx512 = {16, 8, 4, 4, 256, 4, 4, tile_avx512_for};
+// K steps of 4096: 16 rows of f32 x are 256 KiB, in L2 (as matmul.f32).
+constexpr F32xTiles kAvx512 = {16, 8, 4, 4, 4096, 4, 4, tile_avx512_for};
 
 // ---- AVX-512 BF16: x converted to bf16 once per panel, VDPBF16PS on 32 k per step ----
 
@@ -285,8 +286,9 @@ Bf16xTileFn tile_avx512_bf16_for(int mr, int nr) {
   return nr == 4 ? tile_avx512_bf16<1, 4> : tile_avx512_bf16<1, 1>;
 }
 
-// K steps of 1024: 16 rows of bf16 x are 32 KiB (measured ~15% faster than 256 at M = 16).
-constexpr Bf16xTiles kAvx512Bf16 = {16, 8, 4, 4, 1024, 2, 8, tile_avx512_bf16_for};
+// K steps of 8192 for the 4 x 4 tiles: 16 rows of bf16 x are 256 KiB, in L2, and each weight row
+// is one long stream (measured on Zen 4 at M = 16: 17% faster than steps of 1024).
+constexpr Bf16xTiles kAvx512Bf16 = {16, 8, 4, 4, 8192, 2, 8, tile_avx512_bf16_for};
 #endif
 
 using F32xRows = gemm::F32ActivationRows<uint16_t, F32xTiles>;

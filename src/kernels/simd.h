@@ -121,6 +121,50 @@ SK_TARGET_AVX512 inline float hmax16(__m512 v) {
   return hmax8(_mm256_max_ps(lo, hi));
 }
 
+// hsum16 of 16 vectors at once: element j of the result is the hsum_lanes(v + 16 * j, 16) tree
+// for j < 16, from v[0, 256). Each level adds the same pairs of partial sums as hsum16 (upper
+// half onto lower half), the 16 dot products side by side, so the bits are hsum16's at a
+// sixteenth of the shuffles. kInt32 reads and adds int32 lanes instead (the result holds int32
+// bits; exact sums have no order to keep, and the caller checks that they cannot wrap).
+template <bool kInt32>
+SK_TARGET_AVX512 inline __m512 add16(__m512 x, __m512 y) {
+  if constexpr (kInt32) {
+    return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(x), _mm512_castps_si512(y)));
+  } else {
+    return _mm512_add_ps(x, y);
+  }
+}
+
+template <bool kInt32 = false>
+SK_TARGET_AVX512 inline __m512 hsum16x16(const void* v) {
+  constexpr auto add = add16<kInt32>;
+  const auto* f = static_cast<const float*>(v);
+  __m512 a[16];
+  for (int j = 0; j < 16; ++j) a[j] = _mm512_loadu_ps(f + 16 * j);
+  // Level 1 (i + 8): b[p] = [the 8 partial sums of v(2p) | those of v(2p + 1)].
+  __m512 b[8];
+  for (int p = 0; p < 8; ++p) {
+    b[p] = add(_mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+               _mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // Level 2 (i + 4): 128-bit block t of c[q] holds the 4 partial sums of v(4q + t).
+  __m512 c[4];
+  for (int q = 0; q < 4; ++q) {
+    c[q] = add(_mm512_shuffle_f32x4(b[2 * q], b[2 * q + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+               _mm512_shuffle_f32x4(b[2 * q], b[2 * q + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  // Level 3 (i + 2): block t of d[r] holds 2 partial sums of v(8r + t), then 2 of v(8r + 4 + t).
+  __m512 d[2];
+  for (int r = 0; r < 2; ++r) {
+    d[r] = add(_mm512_shuffle_ps(c[2 * r], c[2 * r + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+               _mm512_shuffle_ps(c[2 * r], c[2 * r + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // Level 4 (i + 1): element 4t + u is the sum of v(4u + t); put them in order.
+  const __m512 e = add(_mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), e);
+}
+
 // Same reduction and polynomial as exp8; VSCALEFPS applies 2^n with correct overflow to +inf.
 SK_TARGET_AVX512 inline __m512 exp16(__m512 x) {
   const __m512 lo = _mm512_set1_ps(kExpLo);

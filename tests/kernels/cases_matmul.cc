@@ -102,9 +102,10 @@ SK_KERNEL_CASES(matmul_family_cases) {
 
   // ---- matmul.w8a8 / matmul.w8a8_dyn ----
   const std::vector<Shape3> w8 = {
-      {"gemv_1x256_n64", {1, 256}, 64}, {"gemv_vector_x", {37}, 19},     {"k1", {3, 1}, 13},
-      {"m4_k70", {4, 70}, 24},          {"m16_k300_n40", {16, 300}, 40}, {"m17_n70", {17, 24}, 70},
-      {"k100_n33", {2, 100}, 33},       {"rank3_x", {2, 3, 64}, 9},      {"gemv_k2000_n20", {1, 2000}, 20},
+      {"gemv_1x256_n64", {1, 256}, 64},  {"gemv_vector_x", {37}, 19},     {"k1", {3, 1}, 13},
+      {"m4_k70", {4, 70}, 24},           {"m16_k300_n40", {16, 300}, 40}, {"m17_n70", {17, 24}, 70},
+      {"k100_n33", {2, 100}, 33},        {"rank3_x", {2, 3, 64}, 9},      {"gemv_k2000_n20", {1, 2000}, 20},
+      {"m16_k4100_n20", {16, 4100}, 20},  // K steps of the multi-row blocks and a ragged end
   };
   for (const Shape3& s : w8) {
     const int64_t k = s.x.back();
@@ -125,6 +126,12 @@ SK_KERNEL_CASES(matmul_family_cases) {
                     {f32({5, 30}).reversed(0)}));
   cs.push_back(make("w8a8_dyn_zero_row", "matmul.w8a8_dyn",
                     {f32({2, 33}).with_values({0.0}), i8({17, 33}), scales({17})}, {f32({2, 17})}));
+  // The largest K with the extreme values in every product: the int32 sums (and the biased ones
+  // of the VNNI tiles, (w + 128) * q) must not wrap.
+  cs.push_back(
+      make("w8a8_k65536_extremes", "matmul.w8a8",
+           {i8({5, 65536}).with_values({127, -128}), scales({5}), i8({6, 65536}).with_values({127, -128}), scales({6})},
+           {f32({5, 6})}));
   cs.push_back(make("w8a8_k0", "matmul.w8a8", {i8({2, 0}), scales({2}), i8({5, 0}), scales({5})}, {f32({2, 5})}));
   cs.push_back(make("w8a8_dyn_k0", "matmul.w8a8_dyn", {f32({2, 0}), i8({5, 0}), scales({5})}, {f32({2, 5})}));
 
@@ -309,6 +316,46 @@ class IsaForced {
   IsaForced& operator=(const IsaForced&) = delete;
 };
 
+// matmul.f32's numeric definition, bit for bit, at the FMA levels (avx2: 8 lanes, avx512 and up:
+// 16): lane l accumulates x[k] * w[k] for k = l (mod lanes) with one FMA per k, and the lanes are
+// summed in the fixed tree of hsum_lanes (upper half onto lower half). Magnitudes from 2^-20 to
+// 2^20 make every other order of the sum give other bits; N = 70 puts dot products both in the
+// 16-at-a-time finish and in the one-by-one one.
+TEST(MatmulFamily, F32IsTheLaneDefinitionBitForBit) {
+  const sk_kernel_desc* kf = kernel("matmul.f32");
+  ASSERT_NE(kf, nullptr);
+  const int64_t m = 3, n = 70, k = 100;
+  Tensor x = dense(SK_DTYPE_F32, {m, k});
+  Tensor w = dense(SK_DTYPE_F32, {n, k});
+  fill_uniform(x, 31);
+  fill_uniform(w, 32);
+  std::mt19937 rng(33);
+  for (int64_t i = 0; i < n * k; ++i)
+    w.data<float>()[i] = std::ldexp(w.data<float>()[i], static_cast<int>(rng() % 41) - 20);
+  constexpr int kIsaAvx2 = 1;
+  for (int level : levels()) {
+    if (level < kIsaAvx2) continue;  // the scalar level rounds products and sums apart
+    SCOPED_TRACE("isa level " + std::to_string(level));
+    const int lanes = level == kIsaAvx2 ? 8 : 16;
+    IsaForced forced(level);
+    Tensor y = dense(SK_DTYPE_F32, {m, n});
+    ASSERT_EQ(Call({&x, &w}, {&y}).run(*kf, 2), SK_OK);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        float acc[16] = {};
+        for (int64_t l = 0; l < k; ++l) {
+          acc[l % lanes] = std::fma(x.data<float>()[i * k + l], w.data<float>()[j * k + l], acc[l % lanes]);
+        }
+        for (int half = lanes / 2; half >= 1; half /= 2) {
+          for (int l = 0; l < half; ++l) acc[l] += acc[l + half];
+        }
+        const float got = y.data<float>()[i * n + j];
+        EXPECT_EQ(0, std::memcmp(&got, &acc[0], sizeof got)) << i << ", " << j << ": " << got << " vs " << acc[0];
+      }
+    }
+  }
+}
+
 // Off the AVX512_BF16 path, bf16 weights widen exactly, so matmul.bf16 must be matmul.f32 on the
 // widened weights, bit for bit; on that path it must be within f32 rounding of the exact
 // product of bf16(x) and w.
@@ -419,8 +466,8 @@ TEST(MatmulFamily, W8a8DynIsQuantizeThenW8a8) {
 }
 
 // Every row gives the bits it gives alone, whatever M (so the driver's row blocks, K steps and
-// tiles never change a dot product), including rows too long for the driver's panel (f32 K above
-// 132096, packed per K step instead of once); and the result stays close to the exact product.
+// tiles never change a dot product; the shapes reach every kind of K step), including rows too long for the driver's
+// panel (f32 K above 132096, packed per K step instead of once); and the result stays close to the exact product.
 TEST(MatmulFamily, RowsAreIndependentOfMAndOfThePanel) {
   struct Shape {
     const char* kernel;
@@ -430,7 +477,11 @@ TEST(MatmulFamily, RowsAreIndependentOfMAndOfThePanel) {
   for (const Shape& s :
        {Shape{"matmul.f32", SK_DTYPE_F32, 19, 37, 300}, Shape{"matmul.f32", SK_DTYPE_F32, 3, 5, 140001},
         Shape{"matmul.bf16", SK_DTYPE_BF16, 19, 37, 300}, Shape{"matmul.bf16", SK_DTYPE_BF16, 3, 5, 140001},
-        Shape{"matmul.w8a8_dyn", SK_DTYPE_I8, 19, 37, 2500}}) {
+        Shape{"matmul.w8a8_dyn", SK_DTYPE_I8, 19, 37, 2500},
+        // few-row and single-tile blocks (M = 3, 4) and the K steps of the 4 x 4 tiles (M = 17)
+        Shape{"matmul.f32", SK_DTYPE_F32, 4, 37, 2100}, Shape{"matmul.f32", SK_DTYPE_F32, 17, 21, 4200},
+        Shape{"matmul.bf16", SK_DTYPE_BF16, 4, 37, 2100}, Shape{"matmul.bf16", SK_DTYPE_BF16, 17, 21, 8300},
+        Shape{"matmul.w8a8_dyn", SK_DTYPE_I8, 3, 37, 2500}, Shape{"matmul.w8a8_dyn", SK_DTYPE_I8, 17, 9, 16500}}) {
     SCOPED_TRACE(std::string(s.kernel) + " K = " + std::to_string(s.k));
     const sk_kernel_desc* kk = kernel(s.kernel);
     ASSERT_NE(kk, nullptr);
