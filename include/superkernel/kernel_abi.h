@@ -137,8 +137,13 @@ typedef struct sk_core_ctx {
   void* runtime;       /* opaque, for sync_all */
   char* error_message; /* a kernel may describe an error here (NUL-terminated) */
   uint32_t error_capacity;
-  uint32_t reserved;
+  uint32_t flags; /* SK_CORE_* bits: what the runtime tells this call about its circumstances */
 } sk_core_ctx;
+
+/* sk_core_ctx.flags: this prologue call runs ahead of the waits for its op's inputs (early start),
+ * so the core would otherwise idle: a prologue may then warm more (e.g. its whole weight slice)
+ * than it would right before its run. */
+#define SK_CORE_AHEAD (1u << 0)
 
 /* Operand byte range touched by one core. `operand` numbers inputs first, then outputs. Offsets
  * are relative to the operand's `data` pointer. */

@@ -364,6 +364,20 @@ void hoist_prologues_across_launches(CompileContext& ctx, Program& prog) {
   }
 }
 
+// A PROLOGUE not directly followed by its op's RUN runs ahead of something the core would otherwise
+// idle in (waits, other steps, the end of the launch before): kernels may then warm more.
+void mark_prologues_ahead(Program& prog) {
+  for (Launch& l : prog.launches)
+    for (CoreProgram& cp : l.cores)
+      for (size_t i = 0; i < cp.instrs.size(); ++i) {
+        Instr& in = cp.instrs[i];
+        if (in.op != Opcode::kPrologue) continue;
+        const bool attached = i + 1 < cp.instrs.size() && cp.instrs[i + 1].op == Opcode::kRun &&
+                              cp.instrs[i + 1].a == in.a && cp.instrs[i + 1].b == in.b;
+        in.flags = static_cast<uint8_t>(attached ? in.flags & ~kInstrAhead : in.flags | kInstrAhead);
+      }
+}
+
 // Counts what the segment's launch (and the launch before it, for hoisted prologues) synchronises
 // with, for explain.
 std::string describe_schedule(const CompileContext& ctx, const Segment& seg, const Program& prog) {
@@ -423,6 +437,7 @@ Status schedule_segments(CompileContext& ctx) {
   }
 
   hoist_prologues_across_launches(ctx, prog);
+  mark_prologues_ahead(prog);
 
   for (const Segment& seg : ctx.segments) {
     SegmentReport r;

@@ -79,6 +79,17 @@ void add_linear_access(RangeList& list, const Walk& rows, int64_t k, int64_t x_s
 // so the first tiles of a weight-streaming kernel do not start on cold misses. Never faults.
 void prefetch_weight_rows(const void* w, int64_t row_stride, int64_t rows, int64_t bytes);
 
+// Most bytes of its weight slice a prologue running ahead of its waits asks into L2: a quarter of
+// a small L2, so the slice does not evict what the kernels around it still use.
+inline constexpr int64_t kAheadPrefetchBytes = 256 * 1024;
+
+// The prologue of a weight-streaming kernel: warms the first lines of the first rows of the core's
+// weight slice (`rows` rows of `row_bytes` bytes, `row_stride` bytes apart) into L1 (a GEMV tile
+// reads 8 rows side by side); running ahead of its waits (SK_CORE_AHEAD in `core->flags`, early
+// start), it also asks the rest of the slice, up to kAheadPrefetchBytes, into L2 while the core
+// would otherwise idle.
+void prefetch_weight_slice(const void* w, int64_t row_stride, int64_t rows, int64_t row_bytes, const sk_core_ctx* core);
+
 // Writes zeros to columns [n_begin, n_end) of every out row of the walk.
 void zero_linear_rows(const Walk& rows, float* out, sk_range n_range);
 

@@ -256,20 +256,15 @@ int32_t matmul_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) {
   return SK_OK;
 }
 
-// Warms the first lines of the rows this core streams first (a GEMV tile reads 8 rows side by
-// side), so that the first tile does not start on cold misses. Touches weights only.
+// Warms this core's weight slice (prefetch_weight_slice). Touches weights only.
 int32_t matmul_f32_prologue(const sk_kernel_args* args, const sk_core_ctx* core) {
   const ErrorSink err = sink_of(core);
   Plan p;
   if (!check_core(core, kName, err) || !plan(args, &p, err)) return SK_ERR_INVALID_ARGUMENT;
   const sk_range r = sk_split_range(p.n, core->core_id, core->num_cores, kNSplitAlign);
-  constexpr int64_t kRows = 8;
-  constexpr int64_t kBytesPerRow = 2048;
-  if (r.begin < r.end) {
-    prefetch_weight_rows(p.w + r.begin * p.w_stride, p.w_stride * static_cast<int64_t>(sizeof(float)),
-                         std::min(kRows, r.end - r.begin),
-                         std::min<int64_t>(kBytesPerRow, p.k * static_cast<int64_t>(sizeof(float))));
-  }
+  constexpr int64_t kElem = sizeof(float);
+  if (r.begin < r.end)
+    prefetch_weight_slice(p.w + r.begin * p.w_stride, p.w_stride * kElem, r.end - r.begin, p.k * kElem, core);
   return SK_OK;
 }
 

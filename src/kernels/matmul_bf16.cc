@@ -400,8 +400,7 @@ int32_t matmul_bf16_prologue(const sk_kernel_args* args, const sk_core_ctx* core
   if (!check_core(core, kName, err) || !plan(args, &p, err)) return SK_ERR_INVALID_ARGUMENT;
   const sk_range r = sk_split_range(p.n, core->core_id, core->num_cores, kNSplitAlign);
   if (r.begin >= r.end || p.k == 0) return SK_OK;
-  prefetch_weight_rows(p.w + r.begin * p.w_stride, p.w_stride * 2, std::min<int64_t>(8, r.end - r.begin),
-                       std::min<int64_t>(2048, p.k * 2));
+  prefetch_weight_slice(p.w + r.begin * p.w_stride, p.w_stride * 2, r.end - r.begin, p.k * 2, core);
   return SK_OK;
 }
 

@@ -86,6 +86,21 @@ void prefetch_weight_rows(const void* w, int64_t row_stride, int64_t rows, int64
   }
 }
 
+void prefetch_weight_slice(const void* w, int64_t row_stride, int64_t rows, int64_t row_bytes,
+                           const sk_core_ctx* core) {
+  constexpr int64_t kL1Rows = 8, kL1BytesPerRow = 2048;
+  if (rows <= 0 || row_bytes <= 0) return;
+  prefetch_weight_rows(w, row_stride, std::min(kL1Rows, rows), std::min(kL1BytesPerRow, row_bytes));
+  if (!(core->flags & SK_CORE_AHEAD)) return;
+  const auto* base = static_cast<const char*>(w);
+  int64_t budget = kAheadPrefetchBytes;
+  for (int64_t i = 0; i < rows && budget > 0; ++i) {
+    const int64_t first = i < kL1Rows ? std::min(kL1BytesPerRow, row_bytes) : 0;
+    for (int64_t b = first; b < row_bytes && budget > 0; b += 64, budget -= 64)
+      __builtin_prefetch(base + i * row_stride + b, 0, 2);
+  }
+}
+
 void zero_linear_rows(const Walk& rows, float* out, sk_range n_range) {
   const int64_t sy = rows.inner_stride(1);
   for_each_run(rows, 0, rows.numel, [&](const int64_t* off, int64_t len) {

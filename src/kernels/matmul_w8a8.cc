@@ -467,8 +467,7 @@ int32_t run(const Plan& p, bool dynamic, const sk_core_ctx* core) {
 int32_t prologue(const Plan& p, const sk_core_ctx* core) {
   const sk_range r = sk_split_range(p.n, core->core_id, core->num_cores, kNSplitAlign);
   if (r.begin >= r.end || p.k == 0) return SK_OK;
-  prefetch_weight_rows(p.w + r.begin * p.w_stride, p.w_stride, std::min<int64_t>(8, r.end - r.begin),
-                       std::min<int64_t>(2048, p.k));
+  prefetch_weight_slice(p.w + r.begin * p.w_stride, p.w_stride, r.end - r.begin, p.k, core);
   return SK_OK;
 }
 

@@ -146,6 +146,12 @@ Status parse_program(const std::string& text, Program* out) {
         if (!(ws >> instr.a >> open >> instr.b >> slash >> instr.c >> close) || open != '[' || slash != '/' ||
             close != ']')
           return error(line, "expected '" + word + " <op> [<core>/<cores>]'", raw);
+        std::string flag;
+        if (ws >> flag) {
+          if (flag != "ahead" || instr.op != Opcode::kPrologue)
+            return error(line, "unexpected '" + flag + "' after " + word + " (only PROLOGUE takes 'ahead')", raw);
+          instr.flags |= kInstrAhead;
+        }
         const bool early =
             instr.op == Opcode::kPrologue &&
             std::find(launch->early_ops.begin(), launch->early_ops.end(), instr.a) != launch->early_ops.end();

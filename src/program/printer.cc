@@ -29,6 +29,7 @@ std::string print_instr(const Instr& in, const std::vector<std::string>& labels)
     case Opcode::kRun:
     case Opcode::kPrologue:
       os << " " << in.a << " [" << in.b << "/" << in.c << "]";
+      if (in.flags & kInstrAhead) os << " ahead";
       if (in.a >= 0 && static_cast<size_t>(in.a) < labels.size()) os << "  # " << labels[in.a];
       break;
     case Opcode::kWait:

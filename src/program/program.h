@@ -2,7 +2,7 @@
 // It is plain data: printable for humans and tests, and the only thing a backend executes.
 //
 //   launch 0 "segment 0 (scope layer0)" cores=2
-//     core 0: RUN 0 [0/2]; SIGNAL 1; RUN 1 [0/1]; WAIT 1 1; ...
+//     core 0: RUN 0 [0/2]; SIGNAL 1; PROLOGUE 1 [0/1] ahead; WAIT 1 1; RUN 1 [0/1] ...
 #ifndef SUPERKERNEL_PROGRAM_PROGRAM_H_
 #define SUPERKERNEL_PROGRAM_PROGRAM_H_
 
@@ -24,11 +24,15 @@ enum class Opcode : uint8_t {
 };
 const char* opcode_name(Opcode op);
 
+// Instr::flags bits.
+inline constexpr uint8_t kInstrAhead = 1;  // PROLOGUE: runs ahead of its op's waits (SK_CORE_AHEAD)
+
 struct Instr {
   Opcode op = Opcode::kRun;
   int32_t a = 0;
   int32_t b = 0;
   int32_t c = 0;
+  uint8_t flags = 0;  // kInstr* bits
 };
 
 struct CoreProgram {

@@ -89,6 +89,7 @@ TEST(EarlyStart, LevelZeroKeepsEachPrologueRightBeforeItsRun) {
   auto rt = make_runtime(2);
   Graph g = chain("test.flip_warm.f32", 4, "");
   auto exe = compile_ok(*rt, g, sk_opts());
+  EXPECT_EQ(exe->report().program_text.find("ahead"), std::string::npos) << exe->report().program_text;
   const auto launches = instrs(exe->report().program_text);
   for (const auto& core : launches[0])
     for (size_t i = 0; i < core.size(); ++i)
@@ -113,8 +114,12 @@ TEST(EarlyStart, LevelOneRunsThePrologueBeforeTheWaitsForTheInputs) {
       for (size_t i = 0; i + 1 < core.size(); ++i)
         if (core[i].rfind("PROLOGUE", 0) == 0 && core[i + 1] == "WAIT") ++prologues_before_waits;
     }
-    // Ops 2..4 consume the other core's half on both cores: their prologues now precede the waits.
+    // Ops 2..4 consume the other core's half on both cores: their prologues now precede the waits,
+    // and say so to the kernel (SK_CORE_AHEAD).
     EXPECT_EQ(prologues_before_waits, 6) << how << "\n" << text;
+    size_t ahead = 0;
+    for (size_t at = text.find("] ahead"); at != std::string::npos; at = text.find("] ahead", at + 1)) ++ahead;
+    EXPECT_EQ(ahead, 6u) << text;
     expect_same_as_graph(*rt, g, o);
   }
 }

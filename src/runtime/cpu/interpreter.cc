@@ -113,6 +113,7 @@ void run_core(void* raw, int core) {
         ctx.runtime = &cs;
         ctx.error_message = cs.error;
         ctx.error_capacity = kErrorBytes;
+        ctx.flags = (in.flags & kInstrAhead) ? SK_CORE_AHEAD : 0;
         cs.error[0] = '\0';
         const int64_t t0 = kTraced ? now_ns() : 0;
         const sk_kernel_desc* d = op.kernel->desc;
