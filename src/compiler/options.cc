@@ -168,6 +168,10 @@ Status parse_regex_list(std::string_view key, std::string_view value, std::vecto
 
 constexpr std::string_view kOpt = "super_kernel_optimize_options.";
 constexpr std::string_view kDbg = "super_kernel_debug_options.";
+// A page: alignment beyond it only wastes code memory.
+constexpr int kMaxFuncAlign = 4096;
+// Each copy maps the whole package again; more copies than cores buy nothing.
+constexpr int kMaxKernelReplicas = 64;
 
 }  // namespace
 
@@ -189,6 +193,7 @@ std::vector<std::string> CompileOptions::keys() {
       "super_kernel_optimize_options.sync_choice",
       "super_kernel_optimize_options.jit",
       "super_kernel_optimize_options.func_align",
+      "super_kernel_optimize_options.kernel_replicas",
       "super_kernel_optimize_options.dcci_before_kernel_start",
       "super_kernel_optimize_options.dcci_after_kernel_end",
       "super_kernel_optimize_options.dcci_disable_on_kernel",
@@ -241,6 +246,7 @@ Status CompileOptions::set(std::string_view key, std::string_view value) {
     if (k == "recompute") return parse_bool(key, value, o.recompute);
     if (k == "jit") return parse_bool(key, value, o.jit);
     if (k == "split_mode") return parse_int(key, value, 0, o.split_mode);
+    if (k == "kernel_replicas") return parse_int(key, value, 0, o.kernel_replicas);
     if (k == "stream_fusion") return parse_bool(key, value, o.stream_fusion);
     if (k == "early_start") return parse_int(key, value, 0, o.early_start);
     if (k == "func_align") {
@@ -280,11 +286,15 @@ Status CompileOptions::validate() const {
   if (o.early_start > 2)
     return Status::invalid_argument("option 'super_kernel_optimize_options.early_start' must be 0, 1 or 2, got " +
                                     std::to_string(o.early_start));
-  if (o.preload_code != PreloadCode::kNone) return not_yet("preload_code");
   if (o.early_start > 0) return not_yet("early_start");
   if (o.recompute) return not_yet("recompute");
   if (o.sync_choice != SyncChoice::kPointToPoint) return not_yet("sync_choice");
-  if (o.jit) return not_yet("jit");
+  if (o.func_align > kMaxFuncAlign)
+    return Status::invalid_argument("option 'super_kernel_optimize_options.func_align' must be at most " +
+                                    std::to_string(kMaxFuncAlign) + ", got " + std::to_string(o.func_align));
+  if (o.kernel_replicas > kMaxKernelReplicas)
+    return Status::invalid_argument("option 'super_kernel_optimize_options.kernel_replicas' must be at most " +
+                                    std::to_string(kMaxKernelReplicas) + ", got " + std::to_string(o.kernel_replicas));
   if (arena_limit_bytes < 0)
     return Status::invalid_argument("option 'arena_limit_bytes' must be >= 0 (0: the machine's physical memory)");
   if (super_kernel_debug_options.debug_per_op_max_core_num < 0)

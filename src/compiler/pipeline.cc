@@ -13,12 +13,14 @@
 
 #include "compiler/assign_cores.h"
 #include "compiler/build_plan.h"
+#include "compiler/code_layout.h"
 #include "compiler/compile_context.h"
 #include "compiler/compiler.h"
 #include "compiler/graph_program.h"
 #include "compiler/in_place.h"
 #include "compiler/memory_plan.h"
 #include "compiler/partition_streams.h"
+#include "compiler/replicate_kernels.h"
 #include "compiler/schedule.h"
 #include "compiler/scope_options.h"
 #include "compiler/segment.h"
@@ -175,6 +177,7 @@ std::vector<Pass> pipeline(ExecutionMode mode) {
       {"verify", verify_pass,
        [](const CompileContext& c) { return "  " + std::to_string(c.graph.num_ops()) + " ops ok\n"; }},
       {"build_plan", build_plan, describe_plan},
+      {"replicate_kernels", replicate_kernels, describe_plan},
       {"assign_cores", assign_cores, describe_plan},
       {"memory_plan", memory_plan_pass, describe_memory},
       {"allocate", allocate_pass, describe_memory},
@@ -186,6 +189,7 @@ std::vector<Pass> pipeline(ExecutionMode mode) {
     passes.push_back({"segment", segment_graph, describe_segments});
     passes.push_back({"partition_streams", partition_streams, describe_segments});
     passes.push_back({"schedule", schedule_segments, program_text});
+    passes.push_back({"code_layout", layout_code, program_text});
   }
   return passes;
 }

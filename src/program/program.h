@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "superkernel/options.h"
 #include "superkernel/status.h"
 
 namespace sk {
@@ -21,6 +22,7 @@ enum class Opcode : uint8_t {
   kSignal,    // b = count: this core has now signalled `count` times
   kBarrier,   // a = barrier group
   kTiling,    // a = plan op: run its tiling-sink function (its inputs are ready)
+  kPreload,   // a = plan op, b = a PreloadCode value: warm the code of that op's kernel
 };
 const char* opcode_name(Opcode op);
 
@@ -52,6 +54,7 @@ struct Launch {
   std::vector<CoreProgram> cores;
   std::vector<int32_t> ops;  // plan ops in execution order
   bool profile = false;      // record per-core sub-kernel times (scope option profiling=1)
+  int32_t func_align = 0;    // bytes a backend that generates code aligns each core's function to (0: its own)
 };
 
 // What runs, in order: a launch, or a host op executed by the calling thread.
