@@ -18,10 +18,37 @@ testing::RunResult run_compiled(Executable& exe, const testing::RandomGraph& rg)
   return testing::collect_outputs(exe);
 }
 
-testing::RunResult run_once(Runtime& rt, const testing::RandomGraph& rg, ExecutionMode mode) {
-  auto exe = rt.compile(*rg.graph, CompileOptions::for_mode(mode));
+testing::RunResult run_once(Runtime& rt, const testing::RandomGraph& rg, const CompileOptions& options) {
+  auto exe = rt.compile(*rg.graph, options);
   if (!exe) throw std::runtime_error(exe.status().to_string());
   return run_compiled(**exe, rg);
+}
+
+testing::RunResult run_once(Runtime& rt, const testing::RandomGraph& rg, ExecutionMode mode) {
+  return run_once(rt, rg, CompileOptions::for_mode(mode));
+}
+
+// The backends and code options compared with eager besides the plain modes: the JIT in graph
+// and superkernel mode, code preload on either backend, and kernel replicas.
+struct Variant {
+  std::string name;
+  CompileOptions options;
+};
+
+std::vector<Variant> backend_variants() {
+  std::vector<Variant> v;
+  auto add = [&](const std::string& name, ExecutionMode mode, bool jit, PreloadCode preload, int replicas) {
+    CompileOptions o = CompileOptions::for_mode(mode);
+    o.super_kernel_optimize_options.jit = jit;
+    o.super_kernel_optimize_options.preload_code = preload;
+    o.super_kernel_optimize_options.kernel_replicas = replicas;
+    v.push_back({name, o});
+  };
+  add("graph+jit", ExecutionMode::kGraph, true, PreloadCode::kNone, 0);
+  add("superkernel+jit", ExecutionMode::kSuperKernel, true, PreloadCode::kNone, 0);
+  add("superkernel+preload", ExecutionMode::kSuperKernel, false, PreloadCode::kPerFunc, 0);
+  add("superkernel+jit+preload+replicas", ExecutionMode::kSuperKernel, true, PreloadCode::kMax, 2);
+  return v;
 }
 
 TEST(ModesProperty, RandomGraphsAreBitIdenticalAcrossModesAndCoreCounts) {
@@ -44,6 +71,11 @@ TEST(ModesProperty, RandomGraphsAreBitIdenticalAcrossModesAndCoreCounts) {
         std::string why;
         ASSERT_TRUE(testing::bitwise_equal(reference, run_once(*rt, rg, m), &why))
             << "seed " << seed << " mode " << execution_mode_name(m) << " cores " << rt->num_cores() << ": " << why;
+      }
+      for (const Variant& v : backend_variants()) {
+        std::string why;
+        ASSERT_TRUE(testing::bitwise_equal(reference, run_once(*rt, rg, v.options), &why))
+            << "seed " << seed << " " << v.name << " cores " << rt->num_cores() << ": " << why;
       }
     }
   }
@@ -91,6 +123,10 @@ TEST(ModesProperty, RandomMultiStreamGraphsFuseDeadlockFreeAndBitIdentical) {
       for (const SegmentReport& seg : (*exe)->report().segments) fused_multi_stream[r] += seg.partitions.size() > 1;
       ASSERT_TRUE(testing::bitwise_equal(reference, run_compiled(**exe, rg), &why))
           << "seed " << seed << " stream fusion, cores " << rt.num_cores() << ": " << why;
+      // The same multi-stream super kernels as generated code.
+      fused.super_kernel_optimize_options.jit = true;
+      ASSERT_TRUE(testing::bitwise_equal(reference, run_once(rt, rg, fused), &why))
+          << "seed " << seed << " stream fusion + jit, cores " << rt.num_cores() << ": " << why;
     }
   }
   // Guard against a vacuous property: multi-stream segments were built at every core count.

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/scope_options.h"
+#include "superkernel/options.h"
 
 namespace sk {
 namespace {
@@ -81,12 +82,25 @@ TEST(ScopeOptions, PairWithoutEqualsIsAWarningAndSkipped) {
 }
 
 TEST(ScopeOptions, LaterFeaturesAreRejectedAsNotSupportedYet) {
-  for (const char* text : {"early-start=1", "preload-code=max", "func-align=64", "recompute=1", "sync-choice=cost"}) {
+  for (const char* text : {"early-start=1", "recompute=1", "sync-choice=cost"}) {
     auto r = parse_scope_options("s1", text, nullptr);
     ASSERT_FALSE(r.has_value()) << text;
     EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
     EXPECT_TRUE(mentions(r.status(), "not supported yet"));
   }
+}
+
+TEST(ScopeOptions, CodePreloadAndFunctionAlignmentParse) {
+  auto r = parse_scope_options("s1", "preload-code=per-func:func-align=64", nullptr);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->preload_code, static_cast<int>(PreloadCode::kPerFunc));
+  EXPECT_EQ(r->func_align, 64);
+  auto max = parse_scope_options("s1", "preload-code=max", nullptr);
+  ASSERT_TRUE(max.has_value());
+  EXPECT_EQ(max->preload_code, static_cast<int>(PreloadCode::kMax));
+  auto huge = parse_scope_options("s1", "func-align=8192", nullptr);
+  ASSERT_FALSE(huge.has_value());
+  EXPECT_TRUE(mentions(huge.status(), "up to 4096")) << huge.status().to_string();
 }
 
 TEST(ScopeOptions, OptimisationValuesAreChecked) {
