@@ -36,6 +36,7 @@ Expected<std::unique_ptr<Executable>> Runtime::compile(const Graph& graph, const
     auto jit = cpu::JitProgram::build(*impl().device, *exe->plan, exe->program);
     if (!jit) return jit.status();
     exe->jit = std::move(*jit);
+    exe->report.jit_code_bytes = exe->jit->code_bytes();
   }
   exe->dump_enabled = options.dump;
   exe->dump_dir = options.dump_dir;

@@ -57,6 +57,8 @@ std::unique_ptr<Graph> chain(bool scoped) {
 
 std::vector<float> run_chain(Runtime& rt, const Graph& g, const CompileOptions& o, int runs = 3) {
   auto exe = compile_ok(rt, g, o);
+  // The JIT really runs the launches (its code exists), or the comparison would prove nothing.
+  EXPECT_EQ(exe->report().jit_code_bytes > 0, o.super_kernel_optimize_options.jit && o.mode() != ExecutionMode::kEager);
   EXPECT_TRUE(exe->set_input("x", testing::random_floats(96, 4)).is_ok());
   for (int i = 0; i < runs; ++i) {
     Status s = exe->run();

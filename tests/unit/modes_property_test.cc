@@ -21,6 +21,9 @@ testing::RunResult run_compiled(Executable& exe, const testing::RandomGraph& rg)
 testing::RunResult run_once(Runtime& rt, const testing::RandomGraph& rg, const CompileOptions& options) {
   auto exe = rt.compile(*rg.graph, options);
   if (!exe) throw std::runtime_error(exe.status().to_string());
+  if (options.super_kernel_optimize_options.jit && options.mode() != ExecutionMode::kEager &&
+      (*exe)->report().jit_code_bytes == 0)
+    throw std::runtime_error("jit=true but the launches run on the interpreter");
   return run_compiled(**exe, rg);
 }
 
