@@ -254,6 +254,25 @@ TEST(CodePreload, ScopeOptionOverridesTheGlobalOne) {
   for (const std::string& w : exe->report().warnings) EXPECT_EQ(w.find("func_align"), std::string::npos) << w;
 }
 
+// func_align pads every generated per-core function to that boundary: with two cores the second
+// function starts at the next 4096-byte boundary at least.
+TEST(CodePreload, FuncAlignPadsTheGeneratedFunctions) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor t = g.input("x", DType::kF32, {64});
+  t = add(g, add1(g, t), t);
+  g.output(t, "y");
+  CompileOptions o = options(ExecutionMode::kSuperKernel, true);
+  const size_t plain = compile_ok(*rt, g, o)->report().jit_code_bytes;
+  o.super_kernel_optimize_options.func_align = 4096;
+  auto aligned = compile_ok(*rt, g, o);
+  EXPECT_LT(plain, 4096u);
+  EXPECT_GT(aligned->report().jit_code_bytes, 4096u);
+  ASSERT_TRUE(aligned->set_input("x", std::vector<float>(64, 1.0f)).is_ok());
+  ASSERT_TRUE(aligned->run().is_ok());
+  EXPECT_EQ(aligned->output_f32("y"), std::vector<float>(64, 3.0f));
+}
+
 TEST(KernelReplicas, CopiesLiveAtDistinctAddresses) {
   KernelRegistry reg;
   ASSERT_TRUE(reg.load_package(builtin_package_path()).is_ok());
