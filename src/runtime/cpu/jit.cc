@@ -297,7 +297,8 @@ Expected<std::unique_ptr<JitProgram>> JitProgram::build(CpuDevice& device, Plan&
   }
   const uint8_t* base = impl->code->getCode();
   for (auto& jl : impl->launches)
-    for (size_t off : jl->entry_offsets) jl->entries.push_back(reinterpret_cast<CoreFn>(base + off));
+    for (size_t off : jl->entry_offsets)
+      jl->entries.push_back(reinterpret_cast<CoreFn>(reinterpret_cast<uintptr_t>(base + off)));
   return std::unique_ptr<JitProgram>(new JitProgram(std::move(impl)));
 }
 
