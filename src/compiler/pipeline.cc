@@ -260,6 +260,12 @@ std::string explain_text(const Graph& graph, const CompileOptions& options, cons
                     std::to_string(r.num_ops) + " ops, " + std::to_string(r.num_launches) + " launches per run\n";
   out += "memory: arena " + std::to_string(r.arena_bytes) + " bytes, peak live " + std::to_string(r.peak_live_bytes) +
          " bytes, without reuse " + std::to_string(r.unplanned_bytes) + " bytes\n";
+  const SuperKernelOptimizeOptions& o = options.super_kernel_optimize_options;
+  if (o.jit && r.mode != ExecutionMode::kEager)
+    out += "backend: x86-64 JIT (generated code per core; traced and profiled launches run on the interpreter)\n";
+  if (o.kernel_replicas > 1)
+    out += "kernel replicas: " + std::to_string(o.kernel_replicas) +
+           " copies of every kernel package in use; core c calls copy c % " + std::to_string(o.kernel_replicas) + "\n";
   for (const SegmentReport& s : r.segments) {
     out += "segment " + std::to_string(s.id) + " scope '" + s.scope + "' ops " + std::to_string(s.ops.size()) +
            " cores " + std::to_string(s.num_cores) + " cut " + cut_reason_name(s.cut);

@@ -273,6 +273,20 @@ TEST(CodePreload, FuncAlignPadsTheGeneratedFunctions) {
   EXPECT_EQ(aligned->output_f32("y"), std::vector<float>(64, 3.0f));
 }
 
+TEST(Jit, ExplainNamesTheBackendReplicasAndPreloads) {
+  auto rt = make_runtime(2);
+  auto g = chain(true);
+  auto text = explain(*rt, *g, options(ExecutionMode::kSuperKernel, true, PreloadCode::kMax, 2));
+  ASSERT_TRUE(text.has_value()) << text.status().to_string();
+  EXPECT_NE(text->find("backend: x86-64 JIT"), std::string::npos) << *text;
+  EXPECT_NE(text->find("kernel replicas: 2 copies"), std::string::npos) << *text;
+  EXPECT_NE(text->find("PRELOAD"), std::string::npos) << *text;
+  auto plain = explain(*rt, *g, options(ExecutionMode::kSuperKernel, false));
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->find("backend:"), std::string::npos) << *plain;
+  EXPECT_EQ(plain->find("PRELOAD"), std::string::npos) << *plain;
+}
+
 TEST(KernelReplicas, CopiesLiveAtDistinctAddresses) {
   KernelRegistry reg;
   ASSERT_TRUE(reg.load_package(builtin_package_path()).is_ok());
