@@ -5,6 +5,8 @@
 #include <charconv>
 #include <regex>
 
+#include "program/program.h"
+
 namespace sk {
 
 const char* execution_mode_name(ExecutionMode mode) {
@@ -168,8 +170,6 @@ Status parse_regex_list(std::string_view key, std::string_view value, std::vecto
 
 constexpr std::string_view kOpt = "super_kernel_optimize_options.";
 constexpr std::string_view kDbg = "super_kernel_debug_options.";
-// A page: alignment beyond it only wastes code memory.
-constexpr int kMaxFuncAlign = 4096;
 // Each copy maps the whole package again; more copies than cores buy nothing.
 constexpr int kMaxKernelReplicas = 64;
 

@@ -1,5 +1,6 @@
 #include "compiler/scope_options.h"
 
+#include "program/program.h"
 #include "superkernel/options.h"
 
 #include <algorithm>
@@ -129,8 +130,8 @@ Expected<ScopeOptions> parse_scope_options(std::string_view scope, std::string_v
       if (o.preload_code < 0) return value_error(scope, key, value, "none, per-func or max");
     } else if (key == "func-align") {
       SK_RETURN_IF_ERROR(parse_count(scope, key, value, 0, o.func_align));
-      if ((o.func_align & (o.func_align - 1)) || o.func_align > 4096)
-        return value_error(scope, key, value, "a power of two up to 4096, or 0");
+      if ((o.func_align & (o.func_align - 1)) || o.func_align > kMaxFuncAlign)
+        return value_error(scope, key, value, "a power of two up to " + std::to_string(kMaxFuncAlign) + ", or 0");
     } else if (key == "recompute") {
       SK_RETURN_IF_ERROR(parse_switch(scope, key, value, o.recompute));
       if (o.recompute > 0) return Status::unimplemented(where + " is not supported yet by this build");

@@ -17,7 +17,6 @@ std::string trim(const std::string& s) {
 // indices number the ops of one plan).
 constexpr int32_t kMaxLaunchCores = 4096;
 constexpr int32_t kMaxOpIndex = (1 << 20) - 1;
-constexpr int32_t kMaxFuncAlign = 4096;
 
 Status error(int line, const std::string& what, const std::string& text) {
   return Status::invalid_argument("program text line " + std::to_string(line) + ": " + what + ": '" + text + "'");

@@ -42,6 +42,9 @@ struct BarrierGroup {
   std::vector<int32_t> cores;
 };
 
+// Largest Launch::func_align (a page: alignment beyond it only wastes code memory).
+inline constexpr int32_t kMaxFuncAlign = 4096;
+
 // Barrier groups one launch may declare (backends keep a counter per group and core).
 inline constexpr int kMaxBarrierGroups = 8;
 
