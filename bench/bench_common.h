@@ -116,6 +116,9 @@ struct Args {
   bool dump = false;               // also measure the data dump's cost
   bool trace = false;              // also measure tracing's cost (debug_op_exec_trace)
   bool norecompute = false;        // also measure superkernel mode with recompute off
+  bool jit = false;                // also the JIT backend (super_kernel_optimize_options.jit)
+  bool preload = false;            // also code preload (preload_code per-func and max)
+  int replicas = 0;                // also kernel replication with this many copies (0: not measured)
 };
 
 inline Args parse_args(int argc, char** argv, const char* usage) {
@@ -144,6 +147,12 @@ inline Args parse_args(int argc, char** argv, const char* usage) {
       a.dump = true;
     } else if (s == "--norecompute") {
       a.norecompute = true;
+    } else if (s == "--jit") {
+      a.jit = true;
+    } else if (s == "--preload") {
+      a.preload = true;
+    } else if (s == "--replicas") {
+      a.replicas = std::max(2, std::atoi(need("--replicas").c_str()));
     } else if (s == "--mode") {
       a.modes.push_back(need("--mode"));
     } else if (s == "--cores") {

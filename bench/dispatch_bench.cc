@@ -57,6 +57,11 @@ const char* kUsage =
     "                                     the plain rows)\n"
     "                         [--norecompute]  (adds superkernel+norecompute: superkernel mode with\n"
     "                                     super_kernel_optimize_options.recompute off)\n"
+    "                         [--jit]    (adds graph+jit and superkernel+jit: the x86-64 JIT backend)\n"
+    "                         [--preload] (adds superkernel+preload (per-func) and superkernel+preload-max,\n"
+    "                                     and superkernel+jit+preload with --jit)\n"
+    "                         [--replicas N] (adds superkernel+replicas: N copies of the kernel package,\n"
+    "                                     and superkernel+jit+replicas with --jit)\n"
     "  benches: chain_elementwise chain_matvec_norm_256 chain_matvec_norm_512\n";
 
 }  // namespace
@@ -86,6 +91,9 @@ int main(int argc, char** argv) {
         bool dump;
         std::string name;
         bool trace = false;
+        bool jit = false;
+        PreloadCode preload = PreloadCode::kNone;
+        int replicas = 0;
         bool recompute = true;
       };
       std::vector<Config> configs;
@@ -98,7 +106,25 @@ int main(int argc, char** argv) {
         for (ExecutionMode m : modes)
           configs.push_back({m, false, std::string(execution_mode_name(m)) + "+trace", true});
       if (args.norecompute)
-        configs.push_back({ExecutionMode::kSuperKernel, false, "superkernel+norecompute", false, false});
+        configs.push_back({ExecutionMode::kSuperKernel, false, "superkernel+norecompute", false, false,
+                           PreloadCode::kNone, 0, false});
+      const ExecutionMode sk_mode = ExecutionMode::kSuperKernel;
+      if (args.jit) {
+        configs.push_back({ExecutionMode::kGraph, false, "graph+jit", false, true});
+        configs.push_back({sk_mode, false, "superkernel+jit", false, true});
+      }
+      if (args.preload) {
+        configs.push_back({sk_mode, false, "superkernel+preload", false, false, PreloadCode::kPerFunc});
+        configs.push_back({sk_mode, false, "superkernel+preload-max", false, false, PreloadCode::kMax});
+        if (args.jit)
+          configs.push_back({sk_mode, false, "superkernel+jit+preload", false, true, PreloadCode::kPerFunc});
+      }
+      if (args.replicas > 1) {
+        configs.push_back({sk_mode, false, "superkernel+replicas", false, false, PreloadCode::kNone, args.replicas});
+        if (args.jit)
+          configs.push_back(
+              {sk_mode, false, "superkernel+jit+replicas", false, true, PreloadCode::kNone, args.replicas});
+      }
       // Compile every configuration first, then time them in interleaved rounds (each round runs
       // every configuration once, in rotating order) so slow drifts of a shared machine hit all
       // configurations alike.
@@ -115,6 +141,9 @@ int main(int argc, char** argv) {
         opts.dump = config.dump;
         opts.super_kernel_debug_options.debug_op_exec_trace = config.trace;
         opts.super_kernel_optimize_options.recompute = config.recompute;
+        opts.super_kernel_optimize_options.jit = config.jit;
+        opts.super_kernel_optimize_options.preload_code = config.preload;
+        opts.super_kernel_optimize_options.kernel_replicas = config.replicas;
         auto exe = (*rt)->compile(*chain.graph, opts);
         if (!exe) {
           std::fprintf(stderr, "%s/%s: skipped: %s\n", b.name.c_str(), config.name.c_str(),
@@ -151,6 +180,11 @@ int main(int argc, char** argv) {
   if (args.dump) columns.insert(columns.end(), {"graph+dump", "superkernel+dump"});
   if (args.trace) columns.insert(columns.end(), {"eager+trace", "graph+trace", "superkernel+trace"});
   if (args.norecompute) columns.push_back("superkernel+norecompute");
+  if (args.jit) columns.insert(columns.end(), {"graph+jit", "superkernel+jit"});
+  if (args.preload) columns.insert(columns.end(), {"superkernel+preload", "superkernel+preload-max"});
+  if (args.preload && args.jit) columns.push_back("superkernel+jit+preload");
+  if (args.replicas > 1) columns.push_back("superkernel+replicas");
+  if (args.replicas > 1 && args.jit) columns.push_back("superkernel+jit+replicas");
   bench::print_table(results, columns, "graph");
   if (max_cores >= 2 && bench::cores_selected(args, 2)) {
     // The first two CPUs the process may use: where the runtime's cores 0 and 1 run.

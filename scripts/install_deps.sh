@@ -9,9 +9,10 @@
 #   libcli11-dev         the superkernel CLI's command line (tools/superkernel)
 #   python3-numpy        the reference implementation the model numerics test compares against
 #   clang libclang-rt-14-dev   make test's fuzz phase: clang and its libFuzzer and sanitizer runtimes
+#   libxbyak-dev         the x86-64 JIT backend's code generator (header-only)
 set -euo pipefail
 
-required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev libyaml-cpp-dev libcli11-dev python3-numpy clang libclang-rt-14-dev)
+required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev libyaml-cpp-dev libcli11-dev python3-numpy clang libclang-rt-14-dev libxbyak-dev)
 optional=(libdnnl-dev chromium)
 
 missing=()

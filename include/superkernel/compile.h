@@ -73,9 +73,10 @@ struct CompileReport {
   std::vector<SegmentReport> segments;
   std::vector<UnfusedOp> unfused;  // superkernel mode: kernel and host ops outside segments
   std::vector<std::string> warnings;
-  std::string program_text;  // per-core programs (graph and superkernel modes)
-  std::string pass_timings;  // "verify 0.1 ms, memory_plan 0.3 ms, ..."
-  std::string pass_dumps;    // CompileOptions::print_after: state after the named pass(es)
+  std::string program_text;   // per-core programs (graph and superkernel modes)
+  std::string pass_timings;   // "verify 0.1 ms, memory_plan 0.3 ms, ..."
+  std::string pass_dumps;     // CompileOptions::print_after: state after the named pass(es)
+  size_t jit_code_bytes = 0;  // code the JIT generated for the launches (0: they run on the interpreter)
 };
 
 // Segments, cut reasons and per-core programs for `graph` under `options`, as text that is the

@@ -47,13 +47,17 @@ struct SuperKernelOptimizeOptions {
   // copy) instead of split plus a sync, where the cost model says it pays.
   bool recompute = true;
   SyncChoice sync_choice = SyncChoice::kPointToPoint;
-  // Run super kernels as generated native code (x86-64) instead of the interpreter.
+  // Run graph and super kernel launches as generated native code (x86-64) instead of the
+  // interpreter (traced and profiled launches still use the interpreter).
   bool jit = false;
   // Tiling-sink kernels (SK_TILING_SINK, e.g. grouped_matmul) fuse, their tiling computed inside
   // the super kernel once their inputs are ready. false: each one cuts the segment (TILING_SINK)
   // and runs unfused, tiled at the start of its own launch once the previous launch has joined.
   bool tiling_sink = true;
-  int func_align = 0;  // bytes; 0 = default
+  int func_align = 0;  // bytes (a power of two, at most 4096) the JIT aligns each core's function to; 0 = 16
+  // Kernel replication: load this many copies of each kernel package a sub-kernel comes from, at
+  // distinct addresses; core c calls copy c % kernel_replicas. 0 or 1: off. At most 64.
+  int kernel_replicas = 0;
   // Cache-maintenance regex lists: accepted and validated; no-ops on coherent CPUs.
   std::vector<std::string> dcci_before_kernel_start;
   std::vector<std::string> dcci_after_kernel_end;

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <regex>
 
+#include "program/program.h"
+
 namespace sk {
 
 const char* execution_mode_name(ExecutionMode mode) {
@@ -168,6 +170,8 @@ Status parse_regex_list(std::string_view key, std::string_view value, std::vecto
 
 constexpr std::string_view kOpt = "super_kernel_optimize_options.";
 constexpr std::string_view kDbg = "super_kernel_debug_options.";
+// Each copy maps the whole package again; more copies than cores buy nothing.
+constexpr int kMaxKernelReplicas = 64;
 
 }  // namespace
 
@@ -190,6 +194,7 @@ std::vector<std::string> CompileOptions::keys() {
       "super_kernel_optimize_options.jit",
       "super_kernel_optimize_options.tiling_sink",
       "super_kernel_optimize_options.func_align",
+      "super_kernel_optimize_options.kernel_replicas",
       "super_kernel_optimize_options.dcci_before_kernel_start",
       "super_kernel_optimize_options.dcci_after_kernel_end",
       "super_kernel_optimize_options.dcci_disable_on_kernel",
@@ -242,6 +247,7 @@ Status CompileOptions::set(std::string_view key, std::string_view value) {
     if (k == "recompute") return parse_bool(key, value, o.recompute);
     if (k == "jit") return parse_bool(key, value, o.jit);
     if (k == "split_mode") return parse_int(key, value, 0, o.split_mode);
+    if (k == "kernel_replicas") return parse_int(key, value, 0, o.kernel_replicas);
     if (k == "stream_fusion") return parse_bool(key, value, o.stream_fusion);
     if (k == "early_start") return parse_int(key, value, 0, o.early_start);
     if (k == "tiling_sink") return parse_bool(key, value, o.tiling_sink);
@@ -275,15 +281,15 @@ Status CompileOptions::validate() const {
         "option 'super_kernel_optimize' requires 'static_kernel_compile' (super kernels fuse statically compiled "
         "kernels); set static_kernel_compile=true");
   const SuperKernelOptimizeOptions& o = super_kernel_optimize_options;
-  auto not_yet = [](const char* key) {
-    return Status::unimplemented(std::string("option 'super_kernel_optimize_options.") + key +
-                                 "' is not supported yet by this build");
-  };
   if (o.early_start > 2)
     return Status::invalid_argument("option 'super_kernel_optimize_options.early_start' must be 0, 1 or 2, got " +
                                     std::to_string(o.early_start));
-  if (o.preload_code != PreloadCode::kNone) return not_yet("preload_code");
-  if (o.jit) return not_yet("jit");
+  if (o.func_align > kMaxFuncAlign)
+    return Status::invalid_argument("option 'super_kernel_optimize_options.func_align' must be at most " +
+                                    std::to_string(kMaxFuncAlign) + ", got " + std::to_string(o.func_align));
+  if (o.kernel_replicas > kMaxKernelReplicas)
+    return Status::invalid_argument("option 'super_kernel_optimize_options.kernel_replicas' must be at most " +
+                                    std::to_string(kMaxKernelReplicas) + ", got " + std::to_string(o.kernel_replicas));
   if (arena_limit_bytes < 0)
     return Status::invalid_argument("option 'arena_limit_bytes' must be >= 0 (0: the machine's physical memory)");
   if (super_kernel_debug_options.debug_per_op_max_core_num < 0)

@@ -13,6 +13,7 @@
 
 #include "compiler/assign_cores.h"
 #include "compiler/build_plan.h"
+#include "compiler/code_layout.h"
 #include "compiler/compile_context.h"
 #include "compiler/compiler.h"
 #include "compiler/graph_program.h"
@@ -20,6 +21,7 @@
 #include "compiler/memory_plan.h"
 #include "compiler/partition_streams.h"
 #include "compiler/recompute.h"
+#include "compiler/replicate_kernels.h"
 #include "compiler/schedule.h"
 #include "compiler/scope_options.h"
 #include "compiler/segment.h"
@@ -196,6 +198,7 @@ std::vector<Pass> pipeline(ExecutionMode mode) {
       {"verify", verify_pass,
        [](const CompileContext& c) { return "  " + std::to_string(c.graph.num_ops()) + " ops ok\n"; }},
       {"build_plan", build_plan, describe_plan},
+      {"replicate_kernels", replicate_kernels, describe_plan},
       {"assign_cores", assign_cores, describe_plan},
       {"memory_plan", memory_plan_pass, describe_memory},
       {"allocate", allocate_pass, describe_memory},
@@ -208,6 +211,7 @@ std::vector<Pass> pipeline(ExecutionMode mode) {
     passes.push_back({"partition_streams", partition_streams, describe_segments});
     passes.push_back({"recompute", recompute_pass, describe_recompute});
     passes.push_back({"schedule", schedule_segments, program_text});
+    passes.push_back({"code_layout", layout_code, program_text});
   }
   return passes;
 }
@@ -281,6 +285,12 @@ std::string explain_text(const Graph& graph, const CompileOptions& options, cons
                     std::to_string(r.num_ops) + " ops, " + std::to_string(r.num_launches) + " launches per run\n";
   out += "memory: arena " + std::to_string(r.arena_bytes) + " bytes, peak live " + std::to_string(r.peak_live_bytes) +
          " bytes, without reuse " + std::to_string(r.unplanned_bytes) + " bytes\n";
+  const SuperKernelOptimizeOptions& o = options.super_kernel_optimize_options;
+  if (o.jit && r.mode != ExecutionMode::kEager)
+    out += "backend: x86-64 JIT (generated code per core; traced and profiled launches run on the interpreter)\n";
+  if (o.kernel_replicas > 1)
+    out += "kernel replicas: " + std::to_string(o.kernel_replicas) +
+           " copies of every kernel package in use; core c calls copy c % " + std::to_string(o.kernel_replicas) + "\n";
   for (const SegmentReport& s : r.segments) {
     out += "segment " + std::to_string(s.id) + " scope '" + s.scope + "' ops " + std::to_string(s.ops.size()) +
            " cores " + std::to_string(s.num_cores) + " cut " + cut_reason_name(s.cut);

@@ -1,5 +1,6 @@
 #include "compiler/scope_options.h"
 
+#include "program/program.h"
 #include "superkernel/options.h"
 
 #include <algorithm>
@@ -129,11 +130,10 @@ Expected<ScopeOptions> parse_scope_options(std::string_view scope, std::string_v
       for (const auto& [name, mode] : modes)
         if (value == name) o.preload_code = static_cast<int>(mode);
       if (o.preload_code < 0) return value_error(scope, key, value, "none, per-func or max");
-      if (o.preload_code > 0) return Status::unimplemented(where + " is not supported yet by this build");
     } else if (key == "func-align") {
       SK_RETURN_IF_ERROR(parse_count(scope, key, value, 0, o.func_align));
-      if (o.func_align & (o.func_align - 1)) return value_error(scope, key, value, "a power of two, or 0");
-      if (o.func_align > 0) return Status::unimplemented(where + " is not supported yet by this build");
+      if ((o.func_align & (o.func_align - 1)) || o.func_align > kMaxFuncAlign)
+        return value_error(scope, key, value, "a power of two up to " + std::to_string(kMaxFuncAlign) + ", or 0");
     } else if (key == "recompute") {
       SK_RETURN_IF_ERROR(parse_switch(scope, key, value, o.recompute));
     } else if (key == "sync-choice") {

@@ -4,16 +4,78 @@
 
 #include <cstdio>
 
+#include <link.h>
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 
 namespace sk {
 
 KernelRegistry::~KernelRegistry() {
   // Kernel function pointers die with their package; executables hold the registry alive.
+  for (const auto& [path, copies] : replicas_)
+    for (const Replica& r : copies) dlclose(r.handle);
   for (void* h : handles_) dlclose(h);
+}
+
+namespace {
+
+// Size of the symbol `fn` starts, when the dynamic symbol table has one starting exactly there.
+uint64_t symbol_bytes(const void* fn) {
+  Dl_info info;
+  void* sym = nullptr;
+  if (!dladdr1(fn, &info, &sym, RTLD_DL_SYMENT) || !sym || info.dli_saddr != fn) return 0;
+  return static_cast<const ElfW(Sym)*>(sym)->st_size;
+}
+
+}  // namespace
+
+Expected<std::vector<const sk_kernel_desc*>> KernelRegistry::replicas(const KernelEntry& kernel, int copies) const {
+  std::vector<const sk_kernel_desc*> out = {kernel.desc};
+  if (copies <= 1) return out;
+  const std::string where = "kernel replication of package '" + kernel.package + "' (" + kernel.path + ")";
+  if (std::find(paths_.begin(), paths_.end(), kernel.path) == paths_.end())
+    return Status::invalid_argument(where + ": the package was not loaded from a file, so it cannot be copied");
+  std::lock_guard<std::mutex> lock(replica_mu_);
+  std::vector<Replica>& loaded = replicas_[kernel.path];
+  namespace fs = std::filesystem;
+  while (static_cast<int>(loaded.size()) + 1 < copies) {
+    // A private directory per copy: dlopen would hand back the loaded object for the same file,
+    // so each copy is a file of its own, removed once mapped.
+    std::error_code ec;
+    std::string dir_template = (fs::temp_directory_path(ec) / "sk_replica_XXXXXX").string();
+    if (ec || !mkdtemp(dir_template.data()))
+      return Status::internal(where + ": cannot create a temporary directory for copy " +
+                              std::to_string(loaded.size() + 1));
+    const fs::path dir = dir_template;
+    const fs::path file = dir / fs::path(kernel.path).filename();
+    fs::copy_file(kernel.path, file, ec);
+    void* handle = ec ? nullptr : dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    const char* err = handle ? nullptr : dlerror();
+    const std::string why = ec ? ec.message() : err ? err : "";
+    fs::remove_all(dir, ec);
+    if (!handle)
+      return Status::internal(where + ": cannot load copy " + std::to_string(loaded.size() + 1) + ": " + why);
+    auto table_fn = reinterpret_cast<sk_kernel_package_table_fn>(dlsym(handle, SK_KERNEL_PACKAGE_SYMBOL));
+    const sk_kernel_package* table = table_fn ? table_fn() : nullptr;
+    if (!table) {
+      dlclose(handle);
+      return Status::internal(where + ": copy " + std::to_string(loaded.size() + 1) + " has no kernel table");
+    }
+    loaded.push_back({handle, table});
+  }
+  for (int i = 0; i + 1 < copies; ++i) {
+    const sk_kernel_package* table = loaded[i].table;
+    const sk_kernel_desc* found = nullptr;
+    for (uint32_t k = 0; k < table->num_kernels && !found; ++k)
+      if (std::string_view(table->kernels[k].name) == kernel.desc->name) found = &table->kernels[k];
+    if (!found)
+      return Status::internal(where + ": copy " + std::to_string(i + 1) + " lacks kernel '" + kernel.desc->name + "'");
+    out.push_back(found);
+  }
+  return out;
 }
 
 Status KernelRegistry::load_package(const std::string& path) {
@@ -100,7 +162,7 @@ Status KernelRegistry::add_package(const sk_kernel_package* table, const std::st
   }
   for (uint32_t i = 0; i < table->num_kernels; ++i) {
     const sk_kernel_desc& d = table->kernels[i];
-    kernels_.emplace(d.name, KernelEntry{&d, pkg, origin});
+    kernels_.emplace(d.name, KernelEntry{&d, pkg, origin, symbol_bytes(reinterpret_cast<const void*>(d.run))});
   }
   return Status::ok();
 }

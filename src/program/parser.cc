@@ -83,6 +83,7 @@ Status parse_program(const std::string& text, Program* out) {
         l.num_cores = std::stoi(v);
         if (field(rest, "segment", &v)) l.segment = std::stoi(v);
         if (field(rest, "profile", &v)) l.profile = v == "1";
+        if (field(rest, "func_align", &v)) l.func_align = std::stoi(v);
         for (auto [name, list] : {std::pair{"ops", &l.ops}, {"early", &l.early_ops}})
           if (field(rest, name, &v)) {
             std::istringstream os(v);
@@ -99,6 +100,8 @@ Status parse_program(const std::string& text, Program* out) {
         if (op < 0 || op > kMaxOpIndex) return error(line, "op index out of range in ops=", raw);
       for (int32_t op : l.early_ops)
         if (op < 0 || op > kMaxOpIndex) return error(line, "op index out of range in early=", raw);
+      if (l.func_align < 0 || l.func_align > kMaxFuncAlign || (l.func_align & (l.func_align - 1)))
+        return error(line, "func_align must be a power of two up to " + std::to_string(kMaxFuncAlign) + ", or 0", raw);
       if (launch && launch->groups.empty()) return error(line, "the previous launch has no barrier group", raw);
       l.cores.resize(l.num_cores);
       p.launches.push_back(std::move(l));
@@ -164,6 +167,20 @@ Status parse_program(const std::string& text, Program* out) {
         if (!(ws >> instr.a)) return error(line, "expected 'TILING <op>'", raw);
         if (!known_op(instr.a))
           return error(line, "op " + std::to_string(instr.a) + " is not one of the launch's ops", raw);
+        note_label(&p, instr.a, comment);
+      } else if (word == "PRELOAD") {
+        instr.op = Opcode::kPreload;
+        std::string mode;
+        if (!(ws >> instr.a >> mode)) return error(line, "expected 'PRELOAD <op> per-func|max'", raw);
+        if (!known_op(instr.a))
+          return error(line, "op " + std::to_string(instr.a) + " is not one of the launch's ops", raw);
+        if (mode == preload_code_name(PreloadCode::kPerFunc)) {
+          instr.b = static_cast<int32_t>(PreloadCode::kPerFunc);
+        } else if (mode == preload_code_name(PreloadCode::kMax)) {
+          instr.b = static_cast<int32_t>(PreloadCode::kMax);
+        } else {
+          return error(line, "expected 'PRELOAD <op> per-func|max'", raw);
+        }
         note_label(&p, instr.a, comment);
       } else if (word == "WAIT") {
         instr.op = Opcode::kWait;

@@ -21,7 +21,10 @@ struct PlanOp {
   OpKind kind = OpKind::kCustom;
   std::string kernel_name;
   const KernelEntry* kernel = nullptr;  // null for host and event ops
-  std::vector<int32_t> input_ids;       // graph tensor ids
+  // With kernel replication: the kernel in each loaded copy of its package; core c runs
+  // replicas[c % size]. Empty: every core runs kernel->desc.
+  std::vector<const sk_kernel_desc*> replicas;
+  std::vector<int32_t> input_ids;  // graph tensor ids
   std::vector<int32_t> output_ids;
   std::vector<sk_tensor_arg> inputs;
   std::vector<sk_tensor_arg> outputs;

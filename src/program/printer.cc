@@ -18,6 +18,8 @@ const char* opcode_name(Opcode op) {
       return "BARRIER";
     case Opcode::kTiling:
       return "TILING";
+    case Opcode::kPreload:
+      return "PRELOAD";
   }
   return "?";
 }
@@ -41,6 +43,10 @@ std::string print_instr(const Instr& in, const std::vector<std::string>& labels)
     case Opcode::kBarrier:
       os << " group " << in.a;
       break;
+    case Opcode::kPreload:
+      os << " " << in.a << " " << preload_code_name(static_cast<PreloadCode>(in.b));
+      if (in.a >= 0 && static_cast<size_t>(in.a) < labels.size()) os << "  # " << labels[in.a];
+      break;
     case Opcode::kTiling:
       os << " " << in.a;
       if (in.a >= 0 && static_cast<size_t>(in.a) < labels.size()) os << "  # " << labels[in.a];
@@ -60,7 +66,9 @@ std::string print_program(const Program& p) {
     }
     const Launch& l = p.launches[step.index];
     os << "launch " << step.index << " \"" << l.label << "\" cores=" << l.num_cores << " segment=" << l.segment
-       << " profile=" << (l.profile ? 1 : 0) << " ops=";
+       << " profile=" << (l.profile ? 1 : 0);
+    if (l.func_align) os << " func_align=" << l.func_align;
+    os << " ops=";
     for (size_t i = 0; i < l.ops.size(); ++i) os << (i ? "," : "") << l.ops[i];
     if (!l.early_ops.empty()) {
       os << " early=";

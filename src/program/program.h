@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "superkernel/options.h"
 #include "superkernel/status.h"
 
 namespace sk {
@@ -21,6 +22,7 @@ enum class Opcode : uint8_t {
   kSignal,    // b = count: this core has now signalled `count` times
   kBarrier,   // a = barrier group
   kTiling,    // a = plan op: run its tiling-sink function (its inputs are ready)
+  kPreload,   // a = plan op, b = a PreloadCode value: warm the code of that op's kernel
 };
 const char* opcode_name(Opcode op);
 
@@ -44,6 +46,9 @@ struct BarrierGroup {
   std::vector<int32_t> cores;
 };
 
+// Largest Launch::func_align (a page: alignment beyond it only wastes code memory).
+inline constexpr int32_t kMaxFuncAlign = 4096;
+
 // Barrier groups one launch may declare (backends keep a counter per group and core).
 inline constexpr int kMaxBarrierGroups = 8;
 
@@ -58,7 +63,8 @@ struct Launch {
   // Ops of the next launch whose PROLOGUE this launch already runs (early start level 2): their
   // cores warm up for the next launch while the stragglers of this one finish.
   std::vector<int32_t> early_ops;
-  bool profile = false;  // record per-core sub-kernel times (scope option profiling=1)
+  bool profile = false;    // record per-core sub-kernel times (scope option profiling=1)
+  int32_t func_align = 0;  // bytes a backend that generates code aligns each core's function to (0: its own)
 };
 
 // What runs, in order: a launch, or a host op executed by the calling thread.

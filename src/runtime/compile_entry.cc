@@ -11,9 +11,11 @@ Expected<CompiledArtifact> compile_for(Runtime& rt, const Graph& graph, const Co
   Runtime::Impl& ri = rt.impl();
   auto art = compile_graph(graph, options, ri.registry, CoreLayout{ri.device->num_cores(), ri.device->cube_cores()});
   if (!art) return art.status();
-  if (options.super_kernel_optimize_options.func_align != 0)
+  const SuperKernelOptimizeOptions& o = options.super_kernel_optimize_options;
+  if (o.func_align != 0 && !o.jit)
     art->report.warnings.push_back(
-        "super_kernel_optimize_options.func_align has no effect on the CPU interpreter backend");
+        "super_kernel_optimize_options.func_align has no effect on the CPU interpreter backend (it aligns the JIT's "
+        "generated functions)");
   return art;
 }
 
@@ -28,6 +30,14 @@ Expected<std::unique_ptr<Executable>> Runtime::compile(const Graph& graph, const
   exe->plan = std::move(art->plan);
   exe->program = std::move(art->program);
   exe->report = std::move(art->report);
+  // Eager mode has no program to generate code for: it launches op by op, like the dispatch of an
+  // eager framework, and runs them on the interpreter.
+  if (options.super_kernel_optimize_options.jit && exe->mode != ExecutionMode::kEager) {
+    auto jit = cpu::JitProgram::build(*impl().device, *exe->plan, exe->program);
+    if (!jit) return jit.status();
+    exe->jit = std::move(*jit);
+    exe->report.jit_code_bytes = exe->jit->code_bytes();
+  }
   exe->dump_enabled = options.dump;
   exe->dump_dir = options.dump_dir;
   exe->trace_enabled = options.super_kernel_debug_options.debug_op_exec_trace || !options.trace.empty();

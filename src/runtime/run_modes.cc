@@ -1,8 +1,9 @@
 // How each execution mode runs a compiled plan.
 //  eager:        per op, on the host: look the kernel up by name, run its tiling, build the
 //                arguments, launch it on its cores and join.
-//  graph / superkernel: walk the Program's steps: launches run on the device interpreter, host
-//                ops on the calling thread.
+//  graph / superkernel: walk the Program's steps: launches run on the device interpreter (or as
+//                the JIT's generated code, when built and the launch is not traced), host ops on
+//                the calling thread.
 #include <algorithm>
 #include <cstring>
 
@@ -74,6 +75,7 @@ Status run_eager(Executable::Impl& exe) {
     op.kind = planned.kind;
     op.kernel_name = planned.kernel_name;
     op.kernel = registry.find(op.kernel_name);
+    op.replicas = planned.replicas;
     if (!op.kernel) return Status::not_found("op '" + op.name + "': kernel '" + op.kernel_name + "' disappeared");
     op.input_ids = planned.input_ids;
     op.output_ids = planned.output_ids;
@@ -134,7 +136,8 @@ Status run_program(Executable::Impl& exe) {
       raw.resize(launch.num_cores);
       lo.trace = &raw;
     }
-    SK_RETURN_IF_ERROR(cpu::run_launch(dev, plan.ops.data(), launch, lo));
+    SK_RETURN_IF_ERROR(exe.jit && !tracing ? exe.jit->run(step.index)
+                                           : cpu::run_launch(dev, plan.ops.data(), launch, lo));
     if (tracing) append_launch_trace(plan, launch, step.index, raw, run_start, -1, exe.trace);
     // Outputs are copied at the end of their launch; with the dump on, no buffer is reused.
     if (exe.dump_enabled)

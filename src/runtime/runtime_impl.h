@@ -12,6 +12,7 @@
 #include "program/plan.h"
 #include "program/program.h"
 #include "runtime/cpu/device.h"
+#include "runtime/cpu/jit.h"
 #include "superkernel/runtime.h"
 
 namespace sk {
@@ -28,6 +29,9 @@ struct Executable::Impl {
   std::unique_ptr<Plan> plan;
   Program program;
   CompileReport report;
+  // Generated code of the program's launches (option jit), built once after compile; untraced
+  // launches run it, traced and profiled ones the interpreter.
+  std::unique_ptr<cpu::JitProgram> jit;
   std::unordered_map<std::string, int32_t> names;  // inputs, variables, outputs -> tensor id
   std::vector<std::string> output_names;
   std::vector<int32_t> unset_inputs;  // inputs no set_input has given yet: run() refuses to start

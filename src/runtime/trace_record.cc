@@ -19,6 +19,8 @@ TraceKind kind_of(Opcode op) {
       return TraceKind::kSignal;
     case Opcode::kBarrier:
       return TraceKind::kBarrier;
+    case Opcode::kPreload:  // not traced: a few prefetches, folded into the time of what follows
+      break;
   }
   return TraceKind::kRun;
 }

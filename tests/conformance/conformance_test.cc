@@ -92,7 +92,7 @@ std::vector<Bytes> run_reference(const ref::Reference& r, const Case& c, std::ve
 // `access_check`: under debug_cross_core_sync_check, so a write outside the kernel's declared
 // ranges fails the run.
 std::vector<Bytes> run_mode(Runtime& rt, const Case& c, const std::vector<Bytes>& inputs, ExecutionMode mode,
-                            bool access_check = false) {
+                            bool access_check = false, bool jit = false) {
   Graph g("conformance_" + c.name);
   std::vector<Tensor> ins;
   std::vector<Tensor> write_into(c.outputs.size());
@@ -124,6 +124,7 @@ std::vector<Bytes> run_mode(Runtime& rt, const Case& c, const std::vector<Bytes>
 
   CompileOptions options = CompileOptions::for_mode(mode);
   options.super_kernel_debug_options.debug_cross_core_sync_check = access_check;
+  options.super_kernel_optimize_options.jit = jit;
   auto exe = rt.compile(g, options);
   if (!exe) {
     ADD_FAILURE() << c.name << " (" << execution_mode_name(mode) << "): " << exe.status().to_string();
@@ -169,10 +170,13 @@ TEST_P(Conformance, MatchesReferenceInEveryModeAndCoreCount) {
   std::vector<Bytes> first;
   std::string first_where;
   for (auto& rt : runtimes()) {
-    for (ExecutionMode m : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
-      const std::string where =
-          std::string(execution_mode_name(m)) + " on " + std::to_string(rt->num_cores()) + " cores";
-      std::vector<Bytes> got = run_mode(*rt, c, inputs, m);
+    // The plain modes on the interpreter, then superkernel mode as the JIT's generated code.
+    for (auto [m, jit] :
+         {std::pair{ExecutionMode::kEager, false}, std::pair{ExecutionMode::kGraph, false},
+          std::pair{ExecutionMode::kSuperKernel, false}, std::pair{ExecutionMode::kSuperKernel, true}}) {
+      const std::string where = std::string(execution_mode_name(m)) + (jit ? "+jit" : "") + " on " +
+                                std::to_string(rt->num_cores()) + " cores";
+      std::vector<Bytes> got = run_mode(*rt, c, inputs, m, false, jit);
       ASSERT_EQ(got.size(), c.outputs.size()) << where;
       if (first.empty()) {
         first = got;

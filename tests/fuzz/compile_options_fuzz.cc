@@ -18,6 +18,7 @@ bool same(const sk::CompileOptions& a, const sk::CompileOptions& b) {
          a.arena_limit_bytes == b.arena_limit_bytes && ao.preload_code == bo.preload_code &&
          ao.split_mode == bo.split_mode && ao.stream_fusion == bo.stream_fusion && ao.early_start == bo.early_start &&
          ao.tiling_sink == bo.tiling_sink && ao.func_align == bo.func_align &&
+         ao.kernel_replicas == bo.kernel_replicas && ao.jit == bo.jit &&
          ao.dcci_before_kernel_start == bo.dcci_before_kernel_start &&
          ao.dcci_after_kernel_end == bo.dcci_after_kernel_end &&
          ao.dcci_disable_on_kernel == bo.dcci_disable_on_kernel && ad.debug_sync_all == bd.debug_sync_all &&

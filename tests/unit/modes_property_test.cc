@@ -18,9 +18,12 @@ testing::RunResult run_compiled(Executable& exe, const testing::RandomGraph& rg)
   return testing::collect_outputs(exe);
 }
 
-testing::RunResult run_once(Runtime& rt, const testing::RandomGraph& rg, ExecutionMode mode) {
-  auto exe = rt.compile(*rg.graph, CompileOptions::for_mode(mode));
+testing::RunResult run_once(Runtime& rt, const testing::RandomGraph& rg, const CompileOptions& options) {
+  auto exe = rt.compile(*rg.graph, options);
   if (!exe) throw std::runtime_error(exe.status().to_string());
+  if (options.super_kernel_optimize_options.jit && options.mode() != ExecutionMode::kEager &&
+      (*exe)->report().jit_code_bytes == 0)
+    throw std::runtime_error("jit=true but the launches run on the interpreter");
   return run_compiled(**exe, rg);
 }
 
@@ -33,6 +36,33 @@ testing::RunResult run_superkernel(Runtime& rt, const testing::RandomGraph& rg, 
   for (const SegmentReport& seg : (*exe)->report().segments)
     for (const std::string& d : seg.recompute) recomputed += d.find(": recomputed on") != std::string::npos;
   return run_compiled(**exe, rg);
+}
+
+testing::RunResult run_once(Runtime& rt, const testing::RandomGraph& rg, ExecutionMode mode) {
+  return run_once(rt, rg, CompileOptions::for_mode(mode));
+}
+
+// The backends and code options compared with eager besides the plain modes: the JIT in graph
+// and superkernel mode, code preload on either backend, and kernel replicas.
+struct Variant {
+  std::string name;
+  CompileOptions options;
+};
+
+std::vector<Variant> backend_variants() {
+  std::vector<Variant> v;
+  auto add = [&](const std::string& name, ExecutionMode mode, bool jit, PreloadCode preload, int replicas) {
+    CompileOptions o = CompileOptions::for_mode(mode);
+    o.super_kernel_optimize_options.jit = jit;
+    o.super_kernel_optimize_options.preload_code = preload;
+    o.super_kernel_optimize_options.kernel_replicas = replicas;
+    v.push_back({name, o});
+  };
+  add("graph+jit", ExecutionMode::kGraph, true, PreloadCode::kNone, 0);
+  add("superkernel+jit", ExecutionMode::kSuperKernel, true, PreloadCode::kNone, 0);
+  add("superkernel+preload", ExecutionMode::kSuperKernel, false, PreloadCode::kPerFunc, 0);
+  add("superkernel+jit+preload+replicas", ExecutionMode::kSuperKernel, true, PreloadCode::kMax, 2);
+  return v;
 }
 
 TEST(ModesProperty, RandomGraphsAreBitIdenticalAcrossModesAndCoreCounts) {
@@ -63,6 +93,11 @@ TEST(ModesProperty, RandomGraphsAreBitIdenticalAcrossModesAndCoreCounts) {
         ASSERT_TRUE(testing::bitwise_equal(reference, run_superkernel(rt, rg, recompute, recomputed[r]), &why))
             << "seed " << seed << " superkernel mode, recompute " << recompute << ", cores " << rt.num_cores() << ": "
             << why;
+      }
+      for (const Variant& v : backend_variants()) {
+        std::string why;
+        ASSERT_TRUE(testing::bitwise_equal(reference, run_once(rt, rg, v.options), &why))
+            << "seed " << seed << " " << v.name << " cores " << rt.num_cores() << ": " << why;
       }
     }
   }
@@ -201,6 +236,10 @@ TEST(ModesProperty, RandomMultiStreamGraphsFuseDeadlockFreeAndBitIdentical) {
       for (const SegmentReport& seg : (*exe)->report().segments) fused_multi_stream[r] += seg.partitions.size() > 1;
       ASSERT_TRUE(testing::bitwise_equal(reference, run_compiled(**exe, rg), &why))
           << "seed " << seed << " stream fusion, cores " << rt.num_cores() << ": " << why;
+      // The same multi-stream super kernels as generated code.
+      fused.super_kernel_optimize_options.jit = true;
+      ASSERT_TRUE(testing::bitwise_equal(reference, run_once(rt, rg, fused), &why))
+          << "seed " << seed << " stream fusion + jit, cores " << rt.num_cores() << ": " << why;
     }
   }
   // Guard against a vacuous property: multi-stream segments were built at every core count.

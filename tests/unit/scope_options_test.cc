@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/scope_options.h"
+#include "superkernel/options.h"
 
 namespace sk {
 namespace {
@@ -80,15 +81,6 @@ TEST(ScopeOptions, PairWithoutEqualsIsAWarningAndSkipped) {
   EXPECT_NE(warnings[0].find("'profiling'"), std::string::npos);
 }
 
-TEST(ScopeOptions, LaterFeaturesAreRejectedAsNotSupportedYet) {
-  for (const char* text : {"preload-code=max", "func-align=64"}) {
-    auto r = parse_scope_options("s1", text, nullptr);
-    ASSERT_FALSE(r.has_value()) << text;
-    EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
-    EXPECT_TRUE(mentions(r.status(), "not supported yet"));
-  }
-}
-
 TEST(ScopeOptions, RecomputeIsASwitchInheritedFromEnclosingScopes) {
   auto on = parse_scope_options("outer", "recompute=1", nullptr);
   ASSERT_TRUE(on.has_value()) << on.status().to_string();
@@ -98,6 +90,19 @@ TEST(ScopeOptions, RecomputeIsASwitchInheritedFromEnclosingScopes) {
   EXPECT_EQ(unset->recompute, -1);
   unset->inherit(*on);
   EXPECT_EQ(unset->recompute, 1);
+}
+
+TEST(ScopeOptions, CodePreloadAndFunctionAlignmentParse) {
+  auto r = parse_scope_options("s1", "preload-code=per-func:func-align=64", nullptr);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(r->preload_code, static_cast<int>(PreloadCode::kPerFunc));
+  EXPECT_EQ(r->func_align, 64);
+  auto max = parse_scope_options("s1", "preload-code=max", nullptr);
+  ASSERT_TRUE(max.has_value());
+  EXPECT_EQ(max->preload_code, static_cast<int>(PreloadCode::kMax));
+  auto huge = parse_scope_options("s1", "func-align=8192", nullptr);
+  ASSERT_FALSE(huge.has_value());
+  EXPECT_TRUE(mentions(huge.status(), "up to 4096")) << huge.status().to_string();
 }
 
 TEST(ScopeOptions, OptimisationValuesAreChecked) {

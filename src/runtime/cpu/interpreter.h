@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "program/plan.h"
 #include "program/program.h"
 #include "runtime/cpu/device.h"
-#include "program/plan.h"
 
 namespace sk::cpu {
 

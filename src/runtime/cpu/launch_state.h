@@ -1,0 +1,70 @@
+// State of one launch on the CPU device, shared by the two backends that execute a Program (the
+// interpreter and the JIT): the abort flag, the first error, per-core barrier counts, and the
+// slow paths both take where an instruction does not complete (a failing kernel or tiling, a wait
+// that times out, a barrier). Keeping these in one place is what makes both backends report the
+// same Status text for the same failure.
+#ifndef SUPERKERNEL_RUNTIME_CPU_LAUNCH_STATE_H_
+#define SUPERKERNEL_RUNTIME_CPU_LAUNCH_STATE_H_
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "program/plan.h"
+#include "program/program.h"
+#include "runtime/cpu/device.h"
+
+namespace sk::cpu {
+
+inline constexpr int kErrorBytes = 512;
+
+struct LaunchState;
+
+struct alignas(kSyncAlign) CoreState {
+  LaunchState* ls = nullptr;
+  int core = 0;
+  uint32_t barrier_count[CpuDevice::kMaxBarrierGroups] = {};
+  uint64_t epoch = 0;  // this launch's tag, read from the device when the core starts
+  size_t pc = 0;       // instruction being executed, for error messages
+  int32_t rc = 0;      // JIT: return code of the kernel or tiling that stopped the core
+  char error[kErrorBytes] = {};
+};
+
+struct LaunchState {
+  CpuDevice* dev = nullptr;
+  PlanOp* ops = nullptr;
+  const Launch* launch = nullptr;
+  WaitControl wait;
+  alignas(kSyncAlign) std::atomic<uint32_t> abort{0};
+  alignas(kSyncAlign) std::atomic<uint32_t> error_claimed{0};
+  Status error;
+  std::vector<CoreState> cores;
+
+  // Binds the state to one launch (the JIT keeps it, and the addresses of its fields, for every
+  // run of the launch).
+  void bind(CpuDevice& device, PlanOp* plan_ops, const Launch& l);
+  // Clears what a previous run left: the abort flag, the error and the barrier counts.
+  void reset_for_run();
+};
+
+// The kernel a core runs for `op`: its own copy when the kernel is replicated (core c runs copy
+// c % replicas), else the registry's.
+inline const sk_kernel_desc* kernel_for_core(const PlanOp& op, int core) {
+  return op.replicas.empty() ? op.kernel->desc : op.replicas[static_cast<size_t>(core) % op.replicas.size()];
+}
+
+// sync_all of the kernels' core context: a barrier over group 0 of the launch.
+int32_t sync_all_entry(const sk_core_ctx* ctx);
+// BARRIER `group` on core `cs`; false when the launch aborted or the watchdog fired (recorded).
+bool barrier(LaunchState& ls, CoreState& cs, int group);
+// The slow half of WAIT `in` at `cs.pc`; false when it did not complete (a timeout is recorded).
+bool wait_slow(LaunchState& ls, CoreState& cs, const Instr& in);
+// A RUN, PROLOGUE or TILING at `cs.pc` returned `rc` != SK_OK: records the error (unless it is
+// another core's abort passed on).
+void instruction_failed(LaunchState& ls, CoreState& cs, const Instr& in, int32_t rc);
+// Touches the code of the kernel `in` (a PRELOAD) names, for core `core`.
+void preload_code(const LaunchState& ls, const Instr& in, int core);
+
+}  // namespace sk::cpu
+
+#endif  // SUPERKERNEL_RUNTIME_CPU_LAUNCH_STATE_H_
