@@ -45,7 +45,7 @@ struct SuperKernelOptimizeOptions {
   int early_start = 0;
   // Cheap ops between two all-to-all boundaries run whole on every core (each writes its own
   // copy) instead of split plus a sync, where the cost model says it pays.
-  bool recompute = true;
+  bool recompute = false;
   SyncChoice sync_choice = SyncChoice::kPointToPoint;
   // Run graph and super kernel launches as generated native code (x86-64) instead of the
   // interpreter (traced and profiled launches still use the interpreter).

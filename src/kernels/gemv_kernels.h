@@ -79,9 +79,11 @@ void add_linear_access(RangeList& list, const Walk& rows, int64_t k, int64_t x_s
 // so the first tiles of a weight-streaming kernel do not start on cold misses. Never faults.
 void prefetch_weight_rows(const void* w, int64_t row_stride, int64_t rows, int64_t bytes);
 
-// Most bytes of its weight slice a prologue running ahead of its waits asks into L2: a quarter of
-// a small L2, so the slice does not evict what the kernels around it still use.
-inline constexpr int64_t kAheadPrefetchBytes = 256 * 1024;
+// Most bytes of its weight slice a prologue running ahead of its waits asks into L2. Issuing a
+// prefetch per line costs the core time even when the line is already there: 256 KiB made
+// early start 1.5x slower on L2-resident matvec chains (sk_bench_ablation), 32 KiB keeps the
+// cost within a short wait.
+inline constexpr int64_t kAheadPrefetchBytes = 32 * 1024;
 
 // The prologue of a weight-streaming kernel: warms the first lines of the first rows of the core's
 // weight slice (`rows` rows of `row_bytes` bytes, `row_stride` bytes apart) into L1 (a GEMV tile

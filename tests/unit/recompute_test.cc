@@ -357,7 +357,9 @@ TEST(Recompute, ExplainPrintsEachDecision) {
 
 TEST(Recompute, OptionAndScopeValuesAreCheckedAndNamed) {
   CompileOptions o = CompileOptions::for_mode(ExecutionMode::kSuperKernel);
-  EXPECT_TRUE(o.super_kernel_optimize_options.recompute);  // on by default
+  EXPECT_FALSE(o.super_kernel_optimize_options.recompute);  // off by default (measured no faster)
+  EXPECT_TRUE(o.set("super_kernel_optimize_options.recompute", "true").is_ok());
+  EXPECT_TRUE(o.super_kernel_optimize_options.recompute);
   EXPECT_TRUE(o.set("super_kernel_optimize_options.recompute", "false").is_ok());
   EXPECT_FALSE(o.super_kernel_optimize_options.recompute);
   Status bad = o.set("super_kernel_optimize_options.recompute", "maybe");
