@@ -115,7 +115,7 @@ struct Args {
   int cores = 0;                   // run only this core count (0: 1 and 2)
   bool dump = false;               // also measure the data dump's cost
   bool trace = false;              // also measure tracing's cost (debug_op_exec_trace)
-  bool norecompute = false;        // also measure superkernel mode with recompute off
+  bool recompute = false;          // also measure superkernel mode with recompute on
   bool jit = false;                // also the JIT backend (super_kernel_optimize_options.jit)
   bool preload = false;            // also code preload (preload_code per-func and max)
   int replicas = 0;                // also kernel replication with this many copies (0: not measured)
@@ -145,8 +145,8 @@ inline Args parse_args(int argc, char** argv, const char* usage) {
       a.trace = true;
     } else if (s == "--dump") {
       a.dump = true;
-    } else if (s == "--norecompute") {
-      a.norecompute = true;
+    } else if (s == "--recompute") {
+      a.recompute = true;
     } else if (s == "--jit") {
       a.jit = true;
     } else if (s == "--preload") {

@@ -55,8 +55,8 @@ const char* kUsage =
     "                         [--dump]   (adds graph+dump and superkernel+dump: the data dump's cost)\n"
     "                         [--trace]  (adds <mode>+trace for every mode: tracing's cost; tracing off is\n"
     "                                     the plain rows)\n"
-    "                         [--norecompute]  (adds superkernel+norecompute: superkernel mode with\n"
-    "                                     super_kernel_optimize_options.recompute off)\n"
+    "                         [--recompute]  (adds superkernel+recompute: superkernel mode with\n"
+    "                                     super_kernel_optimize_options.recompute on)\n"
     "                         [--jit]    (adds graph+jit and superkernel+jit: the x86-64 JIT backend)\n"
     "                         [--preload] (adds superkernel+preload (per-func) and superkernel+preload-max,\n"
     "                                     and superkernel+jit+preload with --jit)\n"
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
         bool jit = false;
         PreloadCode preload = PreloadCode::kNone;
         int replicas = 0;
-        bool recompute = true;
+        bool recompute = false;
       };
       std::vector<Config> configs;
       for (ExecutionMode m : modes) configs.push_back({m, false, execution_mode_name(m)});
@@ -105,9 +105,9 @@ int main(int argc, char** argv) {
       if (args.trace)
         for (ExecutionMode m : modes)
           configs.push_back({m, false, std::string(execution_mode_name(m)) + "+trace", true});
-      if (args.norecompute)
-        configs.push_back({ExecutionMode::kSuperKernel, false, "superkernel+norecompute", false, false,
-                           PreloadCode::kNone, 0, false});
+      if (args.recompute)
+        configs.push_back(
+            {ExecutionMode::kSuperKernel, false, "superkernel+recompute", false, false, PreloadCode::kNone, 0, true});
       const ExecutionMode sk_mode = ExecutionMode::kSuperKernel;
       if (args.jit) {
         configs.push_back({ExecutionMode::kGraph, false, "graph+jit", false, true});
@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> columns = {"eager", "graph", "superkernel"};
   if (args.dump) columns.insert(columns.end(), {"graph+dump", "superkernel+dump"});
   if (args.trace) columns.insert(columns.end(), {"eager+trace", "graph+trace", "superkernel+trace"});
-  if (args.norecompute) columns.push_back("superkernel+norecompute");
+  if (args.recompute) columns.push_back("superkernel+recompute");
   if (args.jit) columns.insert(columns.end(), {"graph+jit", "superkernel+jit"});
   if (args.preload) columns.insert(columns.end(), {"superkernel+preload", "superkernel+preload-max"});
   if (args.preload && args.jit) columns.push_back("superkernel+jit+preload");
