@@ -167,26 +167,11 @@ Settings none_settings() {
           opt("preload_code", "none")};
 }
 
-// Kernel replication is a runtime option in builds whose RuntimeOptions has `kernel_replicas`
-// (the row then compiles on a runtime with replicas); otherwise the row asks for the compile
-// option `super_kernel_optimize_options.kernel_replicas`, and a build without it reports the row
-// unsupported.
-template <class Options>
-bool set_kernel_replicas(Options& options, int replicas) {
-  if constexpr (requires { options.kernel_replicas = replicas; }) {
-    options.kernel_replicas = replicas;
-    return true;
-  } else {
-    return false;
-  }
-}
-
 struct Config {
   std::string name;
   ExecutionMode mode = ExecutionMode::kSuperKernel;
-  Settings settings;             // superkernel mode: set after none_settings(), so they win
-  std::string group;             // the optimisation it turns on ("" for the baselines)
-  bool replica_runtime = false;  // compile on the runtime with kernel replicas
+  Settings settings;  // superkernel mode: set after none_settings(), so they win
+  std::string group;  // the optimisation it turns on ("" for the baselines)
 };
 
 // The options a superkernel configuration compiles with: none_settings() with its own on top.
@@ -203,19 +188,18 @@ Settings merged_settings(const Config& c) {
   return all;
 }
 
-std::vector<Config> single_configs(bool runtime_replicas) {
+std::vector<Config> single_configs() {
   // One optimisation on, named after its option ("superkernel:jit", "superkernel:early_start=2").
   auto alone = [](const std::string& key, const std::string& value) {
     return Config{"superkernel:" + (value == "true" ? key : key + "=" + value),
                   ExecutionMode::kSuperKernel,
                   {opt(key, value)},
-                  key,
-                  false};
+                  key};
   };
   std::vector<Config> c = {
-      {"eager", ExecutionMode::kEager, {}, "", false},
-      {"graph", ExecutionMode::kGraph, {}, "", false},
-      {kNone, ExecutionMode::kSuperKernel, {}, "", false},
+      {"eager", ExecutionMode::kEager, {}, ""},
+      {"graph", ExecutionMode::kGraph, {}, ""},
+      {kNone, ExecutionMode::kSuperKernel, {}, ""},
       alone("recompute", "true"),
       alone("early_start", "1"),
       alone("early_start", "2"),
@@ -226,10 +210,6 @@ std::vector<Config> single_configs(bool runtime_replicas) {
   };
   Config replicas = alone("kernel_replicas", std::to_string(kReplicas));
   replicas.name = "superkernel:replicas=" + std::to_string(kReplicas);
-  if (runtime_replicas) {
-    replicas.settings.clear();
-    replicas.replica_runtime = true;
-  }
   c.push_back(replicas);
   return c;
 }
@@ -239,7 +219,6 @@ std::string settings_text(const Config& c) {
   std::string text;
   for (const auto& [key, value] : merged_settings(c))
     text += (text.empty() ? "" : ",") + key.substr(std::strlen(kOpt)) + "=" + value;
-  if (c.replica_runtime) text += ",RuntimeOptions.kernel_replicas=" + std::to_string(kReplicas);
   return text;
 }
 
@@ -315,7 +294,7 @@ Status check_same_as(const std::vector<std::pair<std::string, std::vector<uint8_
 // "all": every optimisation whose own row compiled, each at its strongest setting (early_start=2
 // before 1, preload_code=max before per-func); nothing when none did.
 std::optional<Config> all_config(const std::vector<Prepared>& singles) {
-  Config all{kAll, ExecutionMode::kSuperKernel, {}, "all", false};
+  Config all{kAll, ExecutionMode::kSuperKernel, {}, "all"};
   std::vector<std::string> groups_done;
   for (auto it = singles.rbegin(); it != singles.rend(); ++it) {  // strongest level listed last
     const Config& c = it->config;
@@ -323,7 +302,6 @@ std::optional<Config> all_config(const std::vector<Prepared>& singles) {
     if (std::find(groups_done.begin(), groups_done.end(), c.group) != groups_done.end()) continue;
     groups_done.push_back(c.group);
     all.settings.insert(all.settings.end(), c.settings.begin(), c.settings.end());
-    all.replica_runtime = all.replica_runtime || c.replica_runtime;
   }
   if (groups_done.empty()) return std::nullopt;
   return all;
@@ -388,9 +366,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  RuntimeOptions probe;
-  const bool runtime_replicas = set_kernel_replicas(probe, kReplicas);
-  const std::vector<Config> singles = single_configs(runtime_replicas);
+  const std::vector<Config> singles = single_configs();
   const int max_cores = std::min(2, bench::machine_cores());
   std::vector<bench::Result> results;
   std::vector<std::pair<std::string, int>> printed;
@@ -405,24 +381,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "runtime: %s\n", rt.status().to_string().c_str());
       return 1;
     }
-    std::shared_ptr<Runtime> replica_rt;
-    if (runtime_replicas) {
-      set_kernel_replicas(ro, kReplicas);
-      auto r = Runtime::create(ro);
-      if (!r) {
-        std::fprintf(stderr, "runtime with kernel replicas: %s\n", r.status().to_string().c_str());
-        return 1;
-      }
-      replica_rt = *r;
-    }
     for (const bench::WorkloadDef& b : benches) {
       if (!bench::selected(args, b.name)) continue;
       std::vector<Prepared> prepared;
       std::vector<std::pair<std::string, std::vector<uint8_t>>> reference;
       auto add = [&](const Config& config) -> Status {
         std::fprintf(stderr, "%s at %d core(s): compiling %s\n", b.name.c_str(), cores, config.name.c_str());
-        Runtime& target = config.replica_runtime ? *replica_rt : **rt;
-        Expected<Prepared> p = prepare(target, b, config);
+        Expected<Prepared> p = prepare(**rt, b, config);
         const std::string where = b.name + " at " + std::to_string(cores) + " core(s), " + config.name;
         if (!p) return p.status().with_context(where);
         if (!p->exe && config.group.empty()) return Status::internal(where + ": " + p->unsupported);
@@ -449,7 +414,7 @@ int main(int argc, char** argv) {
           return 1;
         }
       } else {
-        prepared.push_back({Config{kAll, ExecutionMode::kSuperKernel, {}, "all", false},
+        prepared.push_back({Config{kAll, ExecutionMode::kSuperKernel, {}, "all"},
                             {},
                             nullptr,
                             "no optimisation is supported by this build"});
