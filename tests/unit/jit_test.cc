@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/program_checks.h"
 #include "common/test_runtime.h"
 #include "packages/kernel_registry.h"
 #include "program/program.h"
@@ -18,6 +19,8 @@
 namespace sk {
 namespace {
 
+using testing::compile_ok;
+using testing::count_per_core;
 using testing::make_runtime;
 
 Tensor add1(Graph& g, Tensor x, const std::string& name = "") {
@@ -30,12 +33,6 @@ CompileOptions options(ExecutionMode mode, bool jit, PreloadCode preload = Prelo
   o.super_kernel_optimize_options.preload_code = preload;
   o.super_kernel_optimize_options.kernel_replicas = replicas;
   return o;
-}
-
-std::unique_ptr<Executable> compile_ok(Runtime& rt, const Graph& g, const CompileOptions& o) {
-  auto exe = rt.compile(g, o);
-  if (!exe) throw std::runtime_error(exe.status().to_string());
-  return std::move(*exe);
 }
 
 // A decode-like chain: matvec, rms_norm, element-wise ops, several sub-kernels per core.
@@ -183,21 +180,6 @@ TEST(Jit, TracedRunsUseTheInterpreterAndRecordEveryRun) {
   ASSERT_TRUE(exe->run().is_ok());
   EXPECT_FALSE(exe->trace().empty());
   EXPECT_EQ(exe->output_f32("y"), run_chain(*rt, *g, options(ExecutionMode::kSuperKernel, false)));
-}
-
-// Counts lines starting with `opcode` per core of the printed program.
-std::vector<int> count_per_core(const std::string& program, const std::string& opcode) {
-  std::vector<int> counts;
-  std::istringstream in(program);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("  core ", 0) == 0) {
-      counts.push_back(0);
-    } else if (!counts.empty() && line.find("    " + opcode) == 0) {
-      ++counts.back();
-    }
-  }
-  return counts;
 }
 
 TEST(CodePreload, ProgramPreloadsTheNextSubKernelBeforeEachRun) {

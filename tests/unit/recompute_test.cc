@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "common/program_checks.h"
 #include "common/test_runtime.h"
 #include "superkernel/compile.h"
 #include "superkernel/ops.h"
@@ -13,6 +14,7 @@
 namespace sk {
 namespace {
 
+using testing::compile_ok;
 using testing::make_runtime;
 
 CompileOptions sk_opts(bool recompute) {
@@ -61,12 +63,6 @@ Graph decoder_block(int64_t d = 64, int64_t ffn = 128) {
   Tensor down = matmul(g, silu_mul(g, gate, up, "act"), weight(g, "w_down", {d, ffn}, 9), "down");
   g.output(add(g, r, down, "residual2"), "y");
   return g;
-}
-
-std::unique_ptr<Executable> compile_ok(Runtime& rt, const Graph& g, const CompileOptions& o) {
-  auto exe = rt.compile(g, o);
-  if (!exe) throw std::runtime_error(exe.status().to_string());
-  return std::move(*exe);
 }
 
 testing::RunResult run(Runtime& rt, const Graph& g, const CompileOptions& o) {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "common/program_checks.h"
 #include "common/test_runtime.h"
 #include "program/program.h"
 #include "superkernel/compile.h"
@@ -14,6 +15,7 @@
 namespace sk {
 namespace {
 
+using testing::count_per_core;
 using testing::make_runtime;
 
 Tensor add1(Graph& g, Tensor x, const std::string& name = "") {
@@ -36,38 +38,11 @@ Tensor halve_on_host(Graph& g, Tensor x, const std::string& name) {
 CompileOptions sk_opts() { return CompileOptions::for_mode(ExecutionMode::kSuperKernel); }
 
 std::unique_ptr<Executable> compile_ok(Runtime& rt, const Graph& g, const CompileOptions& o = sk_opts()) {
-  auto exe = rt.compile(g, o);
-  if (!exe) throw std::runtime_error(exe.status().to_string());
-  return std::move(*exe);
+  return testing::compile_ok(rt, g, o);
 }
 
-// Counts instructions with `opcode` in the printed program, per core ("  core N:" headers).
-std::vector<int> count_per_core(const std::string& program, const std::string& opcode) {
-  std::vector<int> counts;
-  std::istringstream in(program);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("  core ", 0) == 0) {
-      counts.push_back(0);
-    } else if (!counts.empty() && line.find("    " + opcode) == 0) {
-      ++counts.back();
-    }
-  }
-  return counts;
-}
-
-// Runs `g` in graph and superkernel mode and checks the outputs are bit-identical.
 void expect_same_as_graph(Runtime& rt, const Graph& g, const CompileOptions& sk = sk_opts()) {
-  auto ref = compile_ok(rt, g, CompileOptions::for_mode(ExecutionMode::kGraph));
-  auto fused = compile_ok(rt, g, sk);
-  auto xs = testing::random_floats(static_cast<size_t>(shape_numel(g.tensor(g.find_tensor("x")).shape)), 5);
-  ASSERT_TRUE(ref->set_input("x", xs).is_ok());
-  ASSERT_TRUE(fused->set_input("x", xs).is_ok());
-  ASSERT_TRUE(ref->run().is_ok());
-  Status s = fused->run();
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
-  std::string why;
-  EXPECT_TRUE(testing::bitwise_equal(testing::collect_outputs(*ref), testing::collect_outputs(*fused), &why)) << why;
+  testing::expect_same_as_graph(rt, g, sk, 5);
 }
 
 // ---- Segmentation -------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "common/program_checks.h"
 #include "common/test_runtime.h"
 #include "program/program.h"
 #include "superkernel/compile.h"
@@ -14,6 +15,7 @@
 namespace sk {
 namespace {
 
+using testing::compile_ok;
 using testing::make_runtime;
 
 Tensor unary(Graph& g, const std::string& kernel, Tensor x) {
@@ -30,12 +32,6 @@ Graph chain(const std::string& kernel, int n, const std::string& scope_options, 
   }
   g.output(t, "y");
   return g;
-}
-
-std::unique_ptr<Executable> compile_ok(Runtime& rt, const Graph& g, const CompileOptions& o) {
-  auto exe = rt.compile(g, o);
-  if (!exe) throw std::runtime_error(exe.status().to_string());
-  return std::move(*exe);
 }
 
 CompileOptions sk_opts() { return CompileOptions::for_mode(ExecutionMode::kSuperKernel); }
@@ -71,16 +67,7 @@ int count(const std::vector<std::string>& core, const std::string& prefix) {
 }
 
 void expect_same_as_graph(Runtime& rt, const Graph& g, const CompileOptions& o) {
-  auto ref = compile_ok(rt, g, CompileOptions::for_mode(ExecutionMode::kGraph));
-  auto fused = compile_ok(rt, g, o);
-  auto xs = testing::random_floats(static_cast<size_t>(shape_numel(g.tensor(g.find_tensor("x")).shape)), 7);
-  ASSERT_TRUE(ref->set_input("x", xs).is_ok());
-  ASSERT_TRUE(fused->set_input("x", xs).is_ok());
-  ASSERT_TRUE(ref->run().is_ok());
-  Status s = fused->run();
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
-  std::string why;
-  EXPECT_TRUE(testing::bitwise_equal(testing::collect_outputs(*ref), testing::collect_outputs(*fused), &why)) << why;
+  testing::expect_same_as_graph(rt, g, o, 7);
 }
 
 // ---- Early start -------------------------------------------------------------------------------

@@ -29,14 +29,7 @@ void run_core(void* raw, int core) {
       case Opcode::kPrologue: {
         if (ls.abort.load(std::memory_order_relaxed)) return;
         PlanOp& op = ls.ops[in.a];
-        sk_core_ctx ctx{};
-        ctx.core_id = in.b;
-        ctx.num_cores = in.c;
-        ctx.sync_all = sync_all_entry;
-        ctx.runtime = &cs;
-        ctx.error_message = cs.error;
-        ctx.error_capacity = kErrorBytes;
-        ctx.flags = (in.flags & kInstrAhead) ? SK_CORE_AHEAD : 0;
+        const sk_core_ctx ctx = core_ctx_for(in, cs);
         cs.error[0] = '\0';
         const int64_t t0 = kTraced ? now_ns() : 0;
         const sk_kernel_desc* d = kernel_for_core(op, core);

@@ -121,14 +121,7 @@ class Emitter : public Xbyak::CodeGenerator {
         case Opcode::kPrologue: {
           check_abort();
           PlanOp& op = ops[in.a];
-          sk_core_ctx& ctx = jl.contexts.emplace_back();
-          ctx.core_id = in.b;
-          ctx.num_cores = in.c;
-          ctx.sync_all = sync_all_entry;
-          ctx.runtime = &state;
-          ctx.error_message = state.error;
-          ctx.error_capacity = kErrorBytes;
-          ctx.flags = (in.flags & kInstrAhead) ? SK_CORE_AHEAD : 0;
+          const sk_core_ctx& ctx = jl.contexts.emplace_back(core_ctx_for(in, state));
           const sk_kernel_desc* d = kernel_for_core(op, core);
           // The kernel's sync_all reports a deadlock naming the instruction, as the interpreter does.
           mov(qword[rbx + offsetof(CoreState, pc)], static_cast<uint32_t>(pc));

@@ -55,6 +55,20 @@ inline const sk_kernel_desc* kernel_for_core(const PlanOp& op, int core) {
 
 // sync_all of the kernels' core context: a barrier over group 0 of the launch.
 int32_t sync_all_entry(const sk_core_ctx* ctx);
+
+// The context a RUN or PROLOGUE instruction hands its kernel on the core whose state is `cs`
+// (both backends build it the same way; the JIT once per instruction, at code generation).
+inline sk_core_ctx core_ctx_for(const Instr& in, CoreState& cs) {
+  sk_core_ctx ctx{};
+  ctx.core_id = in.b;
+  ctx.num_cores = in.c;
+  ctx.sync_all = sync_all_entry;
+  ctx.runtime = &cs;
+  ctx.error_message = cs.error;
+  ctx.error_capacity = kErrorBytes;
+  ctx.flags = (in.flags & kInstrAhead) ? SK_CORE_AHEAD : 0;
+  return ctx;
+}
 // BARRIER `group` on core `cs`; false when the launch aborted or the watchdog fired (recorded).
 bool barrier(LaunchState& ls, CoreState& cs, int group);
 // The slow half of WAIT `in` at `cs.pc`; false when it did not complete (a timeout is recorded).
