@@ -137,6 +137,8 @@ int explain_command(const ExplainArgs& args) {
     std::printf("\n");
     for (const std::string& p : seg.partitions) std::printf("    partition %s\n", p.c_str());
     for (const std::string& p : seg.sync_points) std::printf("    cross-stream sync: %s\n", p.c_str());
+    if (!seg.schedule.empty()) std::printf("    schedule: %s\n", seg.schedule.c_str());
+    for (const std::string& d : seg.recompute) std::printf("    recompute: %s\n", d.c_str());
   }
   if (!rep.unfused.empty()) {
     std::map<std::string, int> reasons;
