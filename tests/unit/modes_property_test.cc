@@ -166,6 +166,8 @@ TEST(ModesProperty, RandomGraphsWithEachOptimisationAreBitIdentical) {
       {{opt + "early_start", "2"}},
       {{opt + "sync_choice", "cost"}},
       {{opt + "early_start", "2"}, {opt + "sync_choice", "cost"}},
+      {{opt + "recompute", "true"}, {opt + "early_start", "2"}, {opt + "sync_choice", "cost"}},
+      {{opt + "recompute", "true"}, {opt + "early_start", "1"}, {opt + "jit", "true"}},
   };
   std::vector<std::shared_ptr<Runtime>> runtimes = {testing::make_runtime(1, 20.0), testing::make_runtime(2, 20.0),
                                                     testing::make_runtime(3, 20.0)};
