@@ -30,7 +30,7 @@ demo: build
 #   test-fuzz     every libFuzzer target for FUZZ_SECONDS, plus its seeds and regressions (build-fuzz/)
 # docs/RELIABILITY.md says what each phase covers and how to rerun one.
 PHASE_LOG ?= $(BUILD)/test-phases.txt
-FUZZ_SECONDS ?= 35
+FUZZ_SECONDS ?= 20
 # $(call timed,<phase>,<command>): runs the command; on success appends its wall-clock and CPU
 # times to PHASE_LOG (a build's CPU time tells what it costs even on a busy machine).
 timed = mkdir -p $(dir $(PHASE_LOG)); exec 3>&1 4>&2; TIMEFORMAT='%0R %0U %0S'; t=$$( { time { ( $(2) ) 1>&3 2>&4; }; } 2>&1 ) || exit $$?; \
