@@ -130,6 +130,24 @@ static int32_t stamped_run(const sk_kernel_args* a, const sk_core_ctx* c) {
   }
   return flip_run(a, c);
 }
+/* y[i] = x[n-1-i] + a, where a is 1 when this core's prologue ran ahead of its waits
+ * (SK_CORE_AHEAD) and 0 otherwise: the prologue records the flag in the core's workspace slice.
+ * A probe of what the backends pass to prologues; its results depend on the schedule on purpose. */
+static int32_t ahead_probe_prologue(const sk_kernel_args* a, const sk_core_ctx* c) {
+  float* slice = (float*)((unsigned char*)a->workspace + (uint64_t)c->core_id * a->workspace_size);
+  slice[0] = (c->flags & SK_CORE_AHEAD) ? 1.0f : 0.0f;
+  return SK_OK;
+}
+static int32_t ahead_probe_run(const sk_kernel_args* a, const sk_core_ctx* c) {
+  const float* slice = (const float*)((const unsigned char*)a->workspace + (uint64_t)c->core_id * a->workspace_size);
+  const float* x = (const float*)a->inputs[0].data;
+  float* y = (float*)a->outputs[0].data;
+  int64_t n = numel(&a->outputs[0]);
+  sk_range s = sk_split_range(n, c->core_id, c->num_cores, 16);
+  for (int64_t i = s.begin; i < s.end; ++i) y[i] = x[n - 1 - i] + slice[0];
+  return SK_OK;
+}
+
 /* A prologue that touches no workspace (early start level 2 may run it in the launch before). */
 static int32_t no_op_prologue(const sk_kernel_args* a, const sk_core_ctx* c) {
   (void)a;
@@ -241,6 +259,8 @@ static const sk_kernel_desc kKernels[] = {
      0},
     {SK_KERNEL_ABI_VERSION, "test.flip_warm.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, flip_run, no_op_prologue, NULL, NULL,
      flip_access, 0},
+    {SK_KERNEL_ABI_VERSION, "test.flip_ahead_probe.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | SK_WORKSPACE_PER_CORE,
+     ahead_probe_run, ahead_probe_prologue, NULL, stamped_ws, flip_access, 0},
     {SK_KERNEL_ABI_VERSION, "test.flip_stamped.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | SK_WORKSPACE_PER_CORE, stamped_run,
      stamped_prologue, NULL, stamped_ws, flip_access, 0},
 };

@@ -111,6 +111,31 @@ TEST(EarlyStart, LevelOneRunsThePrologueBeforeTheWaitsForTheInputs) {
   }
 }
 
+TEST(EarlyStart, BothBackendsTellAPrologueThatRunsAheadSo) {
+  // test.flip_ahead_probe adds 1 to its output where its prologue saw SK_CORE_AHEAD. At level 1 on
+  // two cores the first op's prologue is directly followed by its run (nothing to wait for) and
+  // the second one's runs before the wait for the other core's half: y = flip(flip(x) + 0) + 1 = x + 1.
+  // At level 0 no prologue runs ahead: y = x.
+  auto rt = make_runtime(2);
+  Graph g = chain("test.flip_ahead_probe.f32", 2, "", 64);
+  const std::vector<float> x = testing::random_floats(64, 3);
+  for (bool jit : {false, true})
+    for (int level : {0, 1}) {
+      CompileOptions o = sk_opts();
+      o.super_kernel_optimize_options.early_start = level;
+      o.super_kernel_optimize_options.jit = jit;
+      auto exe = compile_ok(*rt, g, o);
+      ASSERT_TRUE(exe->set_input("x", x).is_ok());
+      ASSERT_TRUE(exe->run().is_ok());
+      const std::vector<float> y = exe->output_f32("y");
+      ASSERT_EQ(y.size(), x.size());
+      for (size_t i = 0; i < x.size(); ++i)
+        ASSERT_EQ(y[i], x[i] + (level == 1 ? 1.0f : 0.0f))
+            << "jit " << jit << " level " << level << " element " << i << "\n"
+            << exe->report().program_text;
+    }
+}
+
 TEST(EarlyStart, APrologueRunsOnItsOwnCoreBeforeItsRunAtEveryLevelAndCoreCount) {
   // test.flip_stamped fails unless its prologue stamped the core's workspace slice beforehand.
   for (int cores : {1, 2, 3}) {
