@@ -79,7 +79,10 @@ struct JitLaunch {
   std::vector<CoreFn> entries;
 };
 
-constexpr size_t kBytesPerInstr = 160;  // hot path plus cold stub, generously
+// Code buffer budget: the longest instruction (a RUN: abort check, stores, call, test and its cold
+// failure stub) takes well under 160 bytes. Should a program ever outgrow the buffer, xbyak throws
+// and compilation fails with a JIT error rather than writing past it.
+constexpr size_t kBytesPerInstr = 160;
 constexpr size_t kBytesPerFunction = 128;
 
 class Emitter : public Xbyak::CodeGenerator {
