@@ -378,31 +378,39 @@ void mark_prologues_ahead(Program& prog) {
       }
 }
 
-// Counts what the segment's launch (and the launch before it, for hoisted prologues) synchronises
-// with, for explain.
-std::string describe_schedule(const CompileContext& ctx, const Segment& seg, const Program& prog) {
-  int waits = 0, signals = 0, barriers = 0, early = 0, hoisted = 0;
-  for (const Launch& l : prog.launches) {
-    if (l.segment != seg.id) {
-      for (const CoreProgram& cp : l.cores)
-        for (const Instr& in : cp.instrs)
-          if (in.op == Opcode::kPrologue && ctx.op_segment[in.a] == seg.id) ++hoisted;
-      continue;
-    }
+// What each segment's launch synchronises with, for explain: one pass over the program.
+struct ScheduleCounts {
+  int waits = 0, signals = 0, barriers = 0;
+  int ahead = 0;    // prologues that run ahead of their op's waits
+  int hoisted = 0;  // of which in the launch before (early start level 2)
+};
+
+std::vector<ScheduleCounts> count_schedules(const CompileContext& ctx, const Program& prog) {
+  std::vector<ScheduleCounts> counts(ctx.segments.size());
+  for (const Launch& l : prog.launches)
     for (const CoreProgram& cp : l.cores)
-      for (size_t i = 0; i < cp.instrs.size(); ++i) {
-        const Instr& in = cp.instrs[i];
-        waits += in.op == Opcode::kWait;
-        signals += in.op == Opcode::kSignal;
-        barriers += in.op == Opcode::kBarrier;
-        if (in.op == Opcode::kPrologue && (i + 1 == cp.instrs.size() || cp.instrs[i + 1].op != Opcode::kRun)) ++early;
+      for (const Instr& in : cp.instrs) {
+        if (in.op == Opcode::kPrologue && (in.flags & kInstrAhead) && ctx.op_segment[in.a] >= 0) {
+          ScheduleCounts& owner = counts[ctx.op_segment[in.a]];
+          ++owner.ahead;
+          owner.hoisted += l.segment != ctx.op_segment[in.a];
+        }
+        if (l.segment < 0) continue;
+        ScheduleCounts& c = counts[l.segment];
+        c.waits += in.op == Opcode::kWait;
+        c.signals += in.op == Opcode::kSignal;
+        c.barriers += in.op == Opcode::kBarrier;
       }
-  }
+  return counts;
+}
+
+std::string describe_schedule(const CompileContext& ctx, const Segment& seg, const ScheduleCounts& c) {
   std::string out = "early-start=" + std::to_string(effective_early_start(ctx, seg)) +
-                    " sync-choice=" + sync_choice_name(effective_sync_choice(ctx, seg)) + ": " + std::to_string(waits) +
-                    " waits, " + std::to_string(signals) + " signals, " + std::to_string(barriers) + " barriers";
-  if (early > 0) out += ", " + std::to_string(early) + " prologues ahead of their run";
-  if (hoisted > 0) out += ", " + std::to_string(hoisted) + " prologues in the launch before";
+                    " sync-choice=" + sync_choice_name(effective_sync_choice(ctx, seg)) + ": " +
+                    std::to_string(c.waits) + " waits, " + std::to_string(c.signals) + " signals, " +
+                    std::to_string(c.barriers) + " barriers";
+  if (c.ahead > c.hoisted) out += ", " + std::to_string(c.ahead - c.hoisted) + " prologues ahead of their run";
+  if (c.hoisted > 0) out += ", " + std::to_string(c.hoisted) + " prologues in the launch before";
   return out;
 }
 
@@ -438,6 +446,7 @@ Status schedule_segments(CompileContext& ctx) {
 
   hoist_prologues_across_launches(ctx, prog);
   mark_prologues_ahead(prog);
+  const std::vector<ScheduleCounts> schedule_counts = count_schedules(ctx, prog);
 
   for (const Segment& seg : ctx.segments) {
     SegmentReport r;
@@ -457,7 +466,7 @@ Status schedule_segments(CompileContext& ctx) {
           std::to_string(p.first_core + p.num_cores - 1) +
           (p.core_limit > 0 ? " (LimitCoreNum " + std::to_string(p.core_limit) + ")" : " (no limit)"));
     r.sync_points = std::move(sync_points[seg.id]);
-    r.schedule = describe_schedule(ctx, seg, prog);
+    r.schedule = describe_schedule(ctx, seg, schedule_counts[seg.id]);
     ctx.report.segments.push_back(std::move(r));
   }
   for (int32_t i = 0; i < static_cast<int32_t>(plan.ops.size()); ++i)
