@@ -4,8 +4,13 @@ JOBS ?= $(shell nproc)
 # Recipes use bash (the `time` keyword in `timed`).
 SHELL := /bin/bash
 BUILD ?= build
+# The project's Python environment (PyTorch front-end, transformers oracle tests), made only when
+# missing or when its requirements change; CMake learns its interpreter through SK_PYTHON.
+VENV ?= $(BUILD)/venv
+PY_REQUIREMENTS = python/requirements-dev.txt
+CMAKE_PY = -DSK_PYTHON=$(abspath $(VENV))/bin/python
 
-.PHONY: all deps configure build demo test test-release test-asan test-tsan test-fuzz bench asan tsan fuzz \
+.PHONY: all deps venv configure build demo test test-release test-asan test-tsan test-fuzz bench asan tsan fuzz \
 	isa-emulation format tidy clean
 
 all: build
@@ -13,8 +18,13 @@ all: build
 deps:
 	@./scripts/install_deps.sh
 
-configure: deps
-	@cmake --preset release >/dev/null
+venv: deps $(VENV)/.requirements-stamp
+
+$(VENV)/.requirements-stamp: $(PY_REQUIREMENTS)
+	@./scripts/make_venv.sh $(VENV) $(PY_REQUIREMENTS)
+
+configure: deps venv
+	@cmake --preset release $(CMAKE_PY) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -45,7 +55,8 @@ test: deps
 	@echo "make test: all phases passed"; cat $(PHASE_LOG)
 
 test-release: deps
-	@$(call timed,release build,cmake --preset release >/dev/null && cmake --build $(BUILD) -j $(JOBS))
+	@$(call timed,python environment,$(MAKE) --no-print-directory venv)
+	@$(call timed,release build,cmake --preset release $(CMAKE_PY) >/dev/null && cmake --build $(BUILD) -j $(JOBS))
 	@$(call timed,release tests,ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600)
 
 # The direct kernel cases are ~2,000 ctest entries of one process each, whose start-up would
