@@ -96,7 +96,7 @@ Status memory_plan_pass(CompileContext& ctx) {
   uint64_t total = 0;
   bool overflow = false;
   for (const TensorInfo& t : plan.tensors)
-    if (t.kind != TensorKind::kView && t.kind != TensorKind::kConstant)
+    if (t.kind != TensorKind::kView && t.kind != TensorKind::kConstant && t.kind != TensorKind::kVariable)
       overflow |= __builtin_add_overflow(total, static_cast<uint64_t>(t.storage_bytes) + 64, &total);
   for (const PlanOp& op : plan.ops) {
     uint64_t bytes = 0;
@@ -122,7 +122,7 @@ Status memory_plan_pass(CompileContext& ctx) {
   if (plan.memory.arena_bytes > limit)
     return Status::invalid_argument("graph '" + ctx.graph.name() + "' needs an arena of " +
                                     std::to_string(plan.memory.arena_bytes) +
-                                    " bytes (inputs, variables, intermediates and workspaces, as planned for " +
+                                    " bytes (inputs, outputs, intermediates and workspaces, as planned for " +
                                     execution_mode_name(ctx.options.mode()) + " mode), more than " + limit_name);
   return Status::ok();
 }
@@ -132,6 +132,7 @@ Status allocate_pass(CompileContext& ctx) {
   auto arena = AlignedBuffer::allocate(static_cast<size_t>(plan.memory.arena_bytes), "the arena");
   if (!arena) return arena.status();
   plan.arena = std::move(*arena);
+  SK_RETURN_IF_ERROR(plan.allocate_variables());
   plan.resolve_pointers();
   return Status::ok();
 }
@@ -153,7 +154,8 @@ std::string describe_plan(const CompileContext& ctx) {
 
 std::string describe_memory(const CompileContext& ctx) {
   std::string out = "  arena " + std::to_string(ctx.plan->memory.arena_bytes) + " bytes, peak live " +
-                    std::to_string(ctx.plan->memory.peak_live_bytes) + "\n";
+                    std::to_string(ctx.plan->memory.peak_live_bytes) + ", variables " +
+                    std::to_string(ctx.plan->memory.variable_bytes) + " bytes outside the arena\n";
   for (size_t i = 0; i < ctx.plan->tensors.size(); ++i) {
     const TensorInfo& t = ctx.plan->tensors[i];
     if (ctx.plan->memory.offset[i] < 0) continue;
@@ -256,6 +258,7 @@ Expected<CompiledArtifact> compile_graph(const Graph& graph, const CompileOption
   rep.arena_bytes = plan.memory.arena_bytes;
   rep.peak_live_bytes = plan.memory.peak_live_bytes;
   rep.unplanned_bytes = plan.memory.unplanned_bytes;
+  rep.variable_bytes = plan.memory.variable_bytes;
   rep.pass_timings = timings;
   rep.pass_dumps = printed;
   if (art.mode == ExecutionMode::kEager) {
@@ -284,7 +287,8 @@ std::string explain_text(const Graph& graph, const CompileOptions& options, cons
   std::string out = "graph '" + graph.name() + "': mode " + execution_mode_name(r.mode) + ", " +
                     std::to_string(r.num_ops) + " ops, " + std::to_string(r.num_launches) + " launches per run\n";
   out += "memory: arena " + std::to_string(r.arena_bytes) + " bytes, peak live " + std::to_string(r.peak_live_bytes) +
-         " bytes, without reuse " + std::to_string(r.unplanned_bytes) + " bytes\n";
+         " bytes, without reuse " + std::to_string(r.unplanned_bytes) + " bytes; variables " +
+         std::to_string(r.variable_bytes) + " bytes outside the arena\n";
   const SuperKernelOptimizeOptions& o = options.super_kernel_optimize_options;
   if (o.jit && r.mode != ExecutionMode::kEager)
     out += "backend: x86-64 JIT (generated code per core; traced and profiled launches run on the interpreter)\n";
