@@ -86,7 +86,8 @@ struct CompileOptions {
   std::string dump_dir;  // empty: keep in memory only (Executable::dump())
   // Name of a compiler pass (or "all") whose result goes to CompileReport::pass_dumps.
   std::string print_after;
-  // Most bytes the executable's arena (inputs, outputs, intermediates, workspaces) may take;
+  // Most bytes the executable's arena (inputs, outputs, intermediates, workspaces) and its
+  // variables (in storage of their own until bound to caller memory) may take together;
   // a graph that needs more fails to compile naming both figures. 0: the machine's physical
   // memory, so that no plan asks for memory the machine does not have.
   int64_t arena_limit_bytes = 0;

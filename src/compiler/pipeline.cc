@@ -96,7 +96,7 @@ Status memory_plan_pass(CompileContext& ctx) {
   uint64_t total = 0;
   bool overflow = false;
   for (const TensorInfo& t : plan.tensors)
-    if (t.kind != TensorKind::kView && t.kind != TensorKind::kConstant && t.kind != TensorKind::kVariable)
+    if (t.kind != TensorKind::kView && t.kind != TensorKind::kConstant)
       overflow |= __builtin_add_overflow(total, static_cast<uint64_t>(t.storage_bytes) + 64, &total);
   for (const PlanOp& op : plan.ops) {
     uint64_t bytes = 0;
@@ -119,11 +119,19 @@ Status memory_plan_pass(CompileContext& ctx) {
   mp.order = ctx.op_order;
   mp.inputs_live_until = ctx.inputs_live_until;
   plan_memory(plan, mp);
-  if (plan.memory.arena_bytes > limit)
-    return Status::invalid_argument("graph '" + ctx.graph.name() + "' needs an arena of " +
-                                    std::to_string(plan.memory.arena_bytes) +
-                                    " bytes (inputs, outputs, intermediates and workspaces, as planned for " +
-                                    execution_mode_name(ctx.options.mode()) + " mode), more than " + limit_name);
+  const std::string arena = "an arena of " + std::to_string(plan.memory.arena_bytes) +
+                            " bytes (inputs, outputs, intermediates and workspaces, as planned for " +
+                            execution_mode_name(ctx.options.mode()) + " mode)";
+  // The variables count too: bound to caller memory or not, the executable needs their bytes.
+  // (Both sums are below INT64_MAX / 2, checked above.)
+  const MemoryPlan& m = plan.memory;
+  if (m.variable_bytes == 0 && m.arena_bytes > limit)
+    return Status::invalid_argument("graph '" + ctx.graph.name() + "' needs " + arena + ", more than " + limit_name);
+  if (m.arena_bytes + m.variable_bytes > limit)
+    return Status::invalid_argument(
+        "graph '" + ctx.graph.name() + "' needs " + std::to_string(m.arena_bytes + m.variable_bytes) +
+        " bytes: " + arena + " and variables of " + std::to_string(m.variable_bytes) +
+        " bytes (storage of their own until bound to caller memory), more than " + limit_name);
   return Status::ok();
 }
 
