@@ -93,6 +93,14 @@ std::string key_of_build_error(const config::Config& cfg, const Status& s) {
   return "model";
 }
 
+// Tokens per sequence the caches hold: the prompt and the tokens appended after it. Of
+// new_tokens ids the first comes from the prefill and each other one from a decode step, whose
+// input is the id before it (the last id is sampled, never appended); at least one decode step,
+// which trace and report run.
+int64_t cache_tokens(const config::Config& cfg) {
+  return static_cast<int64_t>(cfg.decode.prompt_tokens) + std::max(cfg.decode.new_tokens - 1, 1);
+}
+
 Expected<models::BuildOptions> build_options(const config::Config& cfg) {
   models::BuildOptions b;
   std::string dtype = cfg.model.w8a8 ? "w8a8" : cfg.model.dtype;
@@ -104,10 +112,7 @@ Expected<models::BuildOptions> build_options(const config::Config& cfg) {
   b.batch = cfg.decode.batch;
   b.prefill_tokens = static_cast<int64_t>(cfg.decode.batch) * cfg.decode.prompt_tokens;
   b.block_size = 16;
-  // Room for the prompt and the tokens appended after it: of new_tokens ids the first comes from
-  // the prefill and each other one from a decode step, whose input is the id before it (the last
-  // id is sampled, never appended); at least one decode step, which trace and report run.
-  const int64_t context = cfg.decode.prompt_tokens + std::max(cfg.decode.new_tokens - 1, 1);
+  const int64_t context = cache_tokens(cfg);
   b.max_context = (context + b.block_size - 1) / b.block_size * b.block_size;
   const config::StreamCoreLimit moe = cfg.core_limit("moe");
   if (moe.cube != 0 && moe.vector != 0 && moe.cube != moe.vector) {
@@ -155,7 +160,7 @@ Status check_fits(const config::Config& cfg, const models::MemoryEstimate& estim
       estimate.weight_bytes >= caches
           ? first_set_key(cfg, {"model.config", "model.checkpoint", "model.dtype", "model.architecture", "model"})
           : first_set_key(cfg, {"decode.new_tokens", "decode.prompt_tokens", "decode.batch", "decode"});
-  const int64_t context = static_cast<int64_t>(cfg.decode.prompt_tokens) + cfg.decode.new_tokens;
+  const int64_t context = cache_tokens(cfg);
   std::string parts = "weights " + std::to_string(estimate.weight_bytes) + " bytes (" +
                       human_bytes(estimate.weight_bytes) + ", " +
                       (cfg.model.w8a8 ? std::string("w8a8") : cfg.model.dtype) + ")";
@@ -232,11 +237,10 @@ Expected<std::shared_ptr<Runtime>> create_runtime(const config::Config& cfg) {
 
 int64_t available_memory_bytes() {
   std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024;
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kib) == 1) return static_cast<int64_t>(kib) * 1024;
   }
   const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : INT64_MAX;
