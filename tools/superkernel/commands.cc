@@ -31,6 +31,10 @@ std::variant<std::unique_ptr<Session>, int> open_session(const CommonArgs& args,
   auto model = build_model(session->cfg, progress);
   if (!model) return bad(model.status(), kExitBadConfig);
   session->model = std::move(*model);
+  if (args.verbose) {
+    progress.done();
+    for (const std::string& note : session->model->notes) std::fprintf(stderr, "superkernel: %s\n", note.c_str());
+  }
   return session;
 }
 

@@ -29,6 +29,7 @@ int fail(const Status& s, int code);
 struct CommonArgs {
   std::string config;
   bool quiet = false;
+  bool verbose = false;  // also list what loading the model left aside (Model::notes)
 };
 
 struct RunArgs {
