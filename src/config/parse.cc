@@ -238,38 +238,35 @@ Status read_model_config(Reader& r, const Entry& section, Config& cfg) {
 
 Status read_model(Reader& r, const Entry& section, Config& cfg) {
   ModelSection& m = cfg.model;
-  return r.for_each(
-      section,
-      {"architecture", "checkpoint", "dtype", "w8a8", "kv_cache_dtype", "seed", "allow_unused_tensors", "config"},
-      [&](const Entry& e) -> Status {
-        const std::string& k = e.key.Scalar();
-        if (k == "architecture") {
-          auto v = r.scalar(e, "an architecture name");
-          if (!v) return v.status();
-          m.architecture = *v;
-          return Status::ok();
-        }
-        if (k == "checkpoint") {
-          auto v = r.scalar(e, "a checkpoint directory");
-          if (!v) return v.status();
-          if (v->empty()) return r.error(e, "a checkpoint directory");
-          std::filesystem::path p(*v);
-          if (p.is_relative()) p = std::filesystem::path(cfg.file).parent_path() / p;
-          m.checkpoint = p.lexically_normal().string();
-          return Status::ok();
-        }
-        if (k == "dtype") return r.choice(e, {"f32", "bf16"}, m.dtype);
-        if (k == "w8a8") return r.boolean(e, m.w8a8);
-        if (k == "allow_unused_tensors") return r.boolean(e, m.allow_unused_tensors);
-        if (k == "kv_cache_dtype") return r.choice(e, {"f32", "bf16"}, m.kv_cache_dtype);
-        if (k == "seed") return r.integer<uint64_t>(e, 0, UINT64_MAX, m.seed);
-        return r.for_each(e, {}, [&](const Entry& key) -> Status {
-          auto v = r.scalar(key, "a scalar value (as in config.json)");
-          if (!v) return v.status();
-          m.keys.push_back({key.key.Scalar(), *v, r.at(key.key)});
-          return Status::ok();
-        });
-      });
+  return r.for_each(section, {"architecture", "checkpoint", "dtype", "w8a8", "kv_cache_dtype", "seed", "config"},
+                    [&](const Entry& e) -> Status {
+                      const std::string& k = e.key.Scalar();
+                      if (k == "architecture") {
+                        auto v = r.scalar(e, "an architecture name");
+                        if (!v) return v.status();
+                        m.architecture = *v;
+                        return Status::ok();
+                      }
+                      if (k == "checkpoint") {
+                        auto v = r.scalar(e, "a checkpoint directory");
+                        if (!v) return v.status();
+                        if (v->empty()) return r.error(e, "a checkpoint directory");
+                        std::filesystem::path p(*v);
+                        if (p.is_relative()) p = std::filesystem::path(cfg.file).parent_path() / p;
+                        m.checkpoint = p.lexically_normal().string();
+                        return Status::ok();
+                      }
+                      if (k == "dtype") return r.choice(e, {"f32", "bf16"}, m.dtype);
+                      if (k == "w8a8") return r.boolean(e, m.w8a8);
+                      if (k == "kv_cache_dtype") return r.choice(e, {"f32", "bf16"}, m.kv_cache_dtype);
+                      if (k == "seed") return r.integer<uint64_t>(e, 0, UINT64_MAX, m.seed);
+                      return r.for_each(e, {}, [&](const Entry& key) -> Status {
+                        auto v = r.scalar(key, "a scalar value (as in config.json)");
+                        if (!v) return v.status();
+                        m.keys.push_back({key.key.Scalar(), *v, r.at(key.key)});
+                        return Status::ok();
+                      });
+                    });
 }
 
 Status read_runtime(Reader& r, const Entry& section, Config& cfg) {

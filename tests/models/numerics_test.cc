@@ -71,13 +71,12 @@ void make_reference(const std::string& model, Reference& r) {
   std::ifstream(r.dir + "/margin.txt") >> r.margin;
 }
 
+// config.json as the command line reads it: every key applied, refused or ignored.
 template <typename Config>
 Config load_config(const Checkpoint& ckpt) {
   Config config;
-  for (const ConfigEntry& e : ckpt.config_entries()) {
-    Status s = config.set(e.key, e.value);
-    EXPECT_TRUE(s || s.code() == StatusCode::kNotFound) << "config.json:" << e.line << ": " << s.to_string();
-  }
+  Status s = models::load_config_json(ckpt, config);
+  EXPECT_TRUE(s) << s.to_string();
   return config;
 }
 

@@ -53,16 +53,18 @@ PROMPT = [3, 17, 42, 8, 25, 61, 0, 33, 7, 90, 12]
 #   rope given as "rope_parameters" (current transformers) or as "rope_theta" + "rope_scaling"
 #   experts: "packed" or "per_expert" (LongCat); small_lora: q_a / kv_a weights scaled down so the
 #   LoRA norms' eps matters (the seed is one where rms_norm_eps there changes the first greedy id);
-#   zero_expert: a zero-computation expert must be chosen.
+#   zero_expert: a zero-computation expert must be chosen; saved: config.json as transformers'
+#   save_pretrained writes it (every key of the config class, rope_parameters), not as given.
 CASES = {
     "llama_rope_theta": ("llama", {"rope_theta": 500000.0}, {}),
-    "llama_rope_parameters": ("llama", {"rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}}, {}),
+    "llama_rope_parameters": ("llama", {"rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}},
+                              {"saved": True}),
     "llama_linear": ("llama", {"rope_theta": 10000.0, "rope_scaling": {"type": "linear", "factor": 4.0}}, {}),
     # max_position_embeddings 16: the prompt fits, the decode steps run past it (NTK base grows).
     "llama_dynamic": ("llama", {"max_position_embeddings": 16,
                                 "rope_parameters": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}}, {}),
     "llama_yarn": ("llama", {"rope_parameters": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0,
-                                                 "original_max_position_embeddings": 16}}, {}),
+                                                 "original_max_position_embeddings": 16}}, {"saved": True}),
     "llama_llama3": ("llama", {"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
                                "rope_theta": 500000.0}, {}),
@@ -70,12 +72,12 @@ CASES = {
                                   "rope_theta": 10000.0}, {}),
     "longcat_packed": ("longcat_flash", {"rope_theta": 10000000.0}, {"experts": "packed", "zero_expert": True}),
     "longcat_per_expert": ("longcat_flash", {"rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}},
-                           {"experts": "per_expert", "zero_expert": True}),
+                           {"experts": "per_expert", "zero_expert": True, "saved": True}),
     "longcat_small_lora": ("longcat_flash", {"rope_theta": 10000000.0}, {"experts": "packed", "small_lora": True}),
     "longcat_yarn": ("longcat_flash", {"rope_parameters": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0,
                                                            "original_max_position_embeddings": 16, "mscale": 1.0,
                                                            "mscale_all_dim": 0.8}},
-                     {"experts": "packed"}),
+                     {"experts": "packed", "saved": True}),
     "longcat_dynamic": ("longcat_flash", {"max_position_embeddings": 16,
                                           "rope_scaling": {"type": "dynamic", "factor": 3.0}, "rope_theta": 1000.0},
                         {"experts": "per_expert"}),
@@ -199,13 +201,17 @@ def top2_gap(logits):
     return float((top[:, 0] - top[:, 1]).min())
 
 
-def build(arch, keys, case_dir):
-    """Writes config.json and reads it back as transformers does (from_pretrained)."""
+def build(arch, keys, case_dir, saved=False):
+    """Writes config.json and reads it back as transformers does (from_pretrained); `saved`
+    rewrites it with save_pretrained."""
     cls_cfg, cls_model, base = ((LlamaConfig, LlamaForCausalLM, LLAMA) if arch == "llama" else
                                 (LongcatFlashConfig, LongcatFlashForCausalLM, LONGCAT))
     with open(os.path.join(case_dir, "config.json"), "w") as f:
         json.dump(dict(base, **keys, model_type=arch), f, indent=2)
     config = cls_cfg.from_pretrained(case_dir)
+    if saved:
+        config.save_pretrained(case_dir)
+        config = cls_cfg.from_pretrained(case_dir)
     config._attn_implementation = "eager"
     return config, cls_model
 
@@ -214,7 +220,7 @@ def run_case(name, out_dir):
     arch, keys, options = CASES[name]
     case_dir = os.path.join(out_dir, name)
     os.makedirs(case_dir, exist_ok=True)
-    config, cls_model = build(arch, keys, case_dir)
+    config, cls_model = build(arch, keys, case_dir, options.get("saved", False))
     torch.manual_seed(0)
     model32 = cls_model(config).eval()
     base_seed = sum(ord(c) for c in name) * 1000

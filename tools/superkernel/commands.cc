@@ -21,6 +21,7 @@ std::variant<std::unique_ptr<Session>, int> open_session(const CommonArgs& args,
   auto cfg = config::load_config(args.config);
   if (!cfg) return bad(cfg.status(), kExitBadConfig);
   session->cfg = std::move(*cfg);
+  session->cfg.model.allow_unused_tensors = args.allow_unused_tensors;
   if (adjust) {
     if (Status s = adjust(session->cfg); !s) return bad(s, kExitUsage);
   }

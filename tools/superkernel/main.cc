@@ -22,6 +22,8 @@ void add_common(CLI::App& cmd, sk::cli::CommonArgs& args) {
   cmd.add_flag("-v,--verbose", args.verbose,
                "list on stderr the checkpoint's config.json keys that do not change the logits and the tensors "
                "not read");
+  cmd.add_flag("--allow-unused-tensors", args.allow_unused_tensors,
+               "run a checkpoint holding tensors the model does not read (an error otherwise; -v lists them)");
 }
 
 }  // namespace

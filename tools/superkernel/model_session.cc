@@ -156,7 +156,7 @@ Status build_graphs(const config::Config& cfg, const Checkpoint* ckpt, WeightSou
   const bool allow = cfg.model.allow_unused_tensors || m.arch == Architecture::kLongCatFlashAfd;
   if (Status s = models::check_unread_tensors(mc, weights, allow, &skipped); !s) {
     const Status located = at_key(cfg, "model.checkpoint", s);
-    return Status(located.code(), located.message() + "; model.allow_unused_tensors: true runs anyway");
+    return Status(located.code(), located.message() + "; --allow-unused-tensors runs it anyway");
   }
   for (const std::string& name : skipped) m.notes.push_back(weights.describe() + ": tensor '" + name + "' not read");
   return Status::ok();
