@@ -254,6 +254,88 @@ TEST_F(CheckpointTest, KeysThatDoNotChangeTheLogitsAreListedAsIgnored) {
   EXPECT_EQ(c.resolved_kv_heads(), 1);
 }
 
+// config.json files as published checkpoints write them (sizes shrunk): every key is applied or
+// listed as ignored, none refused. Llama 3.1 (transformers 4.x: rope_scaling llama3, an eos list),
+// and LongCat-Flash-Chat's original keys.
+TEST_F(CheckpointTest, PublishedConfigsLoad) {
+  write_json("llama",
+             {{"architectures", "[\"LlamaForCausalLM\"]"},
+              {"attention_bias", "false"},
+              {"attention_dropout", "0.0"},
+              {"bos_token_id", "128000"},
+              {"eos_token_id", "[128001, 128008, 128009]"},
+              {"hidden_act", "\"silu\""},
+              {"hidden_size", "16"},
+              {"initializer_range", "0.02"},
+              {"intermediate_size", "24"},
+              {"max_position_embeddings", "131072"},
+              {"mlp_bias", "false"},
+              {"num_attention_heads", "2"},
+              {"num_hidden_layers", "2"},
+              {"num_key_value_heads", "1"},
+              {"pretraining_tp", "1"},
+              {"rms_norm_eps", "1e-05"},
+              {"rope_scaling",
+               "{\"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+               "\"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}"},
+              {"rope_theta", "500000.0"},
+              {"tie_word_embeddings", "false"},
+              {"torch_dtype", "\"bfloat16\""},
+              {"transformers_version", "\"4.43.0.dev0\""},
+              {"use_cache", "true"},
+              {"vocab_size", "32"}},
+             {});
+  auto llama_ckpt = open();
+  models::LlamaConfig l;
+  Status s = models::load_config_json(*llama_ckpt, l);
+  EXPECT_TRUE(s) << s.to_string();
+  EXPECT_EQ(l.rope_scaling()->type, nn::RopeScaling::Type::kLlama3);
+
+  write_json("longcat_flash",
+             {{"architectures", "[\"LongcatFlashForCausalLM\"]"},
+              {"attention_method", "\"MLA\""},
+              {"auto_map", "{\"AutoConfig\": \"configuration_longcat_flash.LongcatFlashConfig\"}"},
+              {"vocab_size", "32"},
+              {"hidden_size", "16"},
+              {"ffn_hidden_size", "24"},
+              {"expert_ffn_hidden_size", "8"},
+              {"num_layers", "1"},
+              {"num_attention_heads", "2"},
+              {"kv_lora_rank", "8"},
+              {"q_lora_rank", "8"},
+              {"qk_rope_head_dim", "4"},
+              {"qk_nope_head_dim", "4"},
+              {"v_head_dim", "4"},
+              {"n_routed_experts", "2"},
+              {"moe_topk", "2"},
+              {"zero_expert_num", "1"},
+              {"zero_expert_type", "\"identity\""},
+              {"routed_scaling_factor", "6.0"},
+              {"norm_topk_prob", "false"},
+              {"router_bias", "false"},
+              {"mla_scale_q_lora", "true"},
+              {"mla_scale_kv_lora", "true"},
+              {"rms_norm_eps", "1e-05"},
+              {"rope_theta", "10000000.0"},
+              {"max_position_embeddings", "131072"},
+              {"bos_token_id", "1"},
+              {"eos_token_id", "2"},
+              {"pad_token_id", "3"},
+              {"ep_size", "1"},
+              {"params_dtype", "\"bfloat16\""},
+              {"rounter_params_dtype", "\"float32\""},
+              {"topk_method", "null"},
+              {"nextn_use_scmoe", "false"},
+              {"num_nextn_layers", "1"},
+              {"torch_dtype", "\"bfloat16\""},
+              {"transformers_version", "\"4.55.0\""}},
+             {});
+  auto longcat_ckpt = open();
+  models::LongCatFlashConfig c;
+  s = models::load_config_json(*longcat_ckpt, c);
+  EXPECT_TRUE(s) << s.to_string();
+}
+
 TEST_F(CheckpointTest, AbsentKeysTakeThePublishedDefaults) {
   JsonKeys base = kLlamaJson;
   base.erase(base.begin() + 5);  // num_key_value_heads
