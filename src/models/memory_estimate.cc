@@ -74,18 +74,18 @@ int64_t longcat_moe_bytes(const LongCatFlashConfig& c, const BuildOptions& o) {
 MemoryEstimate estimate_memory(const LongCatFlashConfig& c, const BuildOptions& o) {
   const WeightDType w = o.weight_dtype;
   const int64_t D = c.hidden_size, H = c.num_attention_heads, R = c.kv_lora_rank, Q = c.q_lora_rank;
-  const int64_t nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim, v = c.v_head_dim;
-  Bytes mla;                                          // one MLA sublayer
-  mla.add(linear_bytes(w, 1, Q, D));                  // q_a_proj
-  mla.add(f32_bytes({Q}));                            // q_a_layernorm
-  mla.add(linear_bytes(w, 1, H * (nope + rope), Q));  // q_b_proj
-  mla.add(linear_bytes(w, 1, R + rope, D));           // kv_a_proj_with_mqa
-  mla.add(f32_bytes({R}));                            // kv_a_layernorm
-  if (c.mla_scale_kv_lora) mla.add(f32_bytes({R}));   // kv_lora_scale
-  mla.add(f32_bytes({H * (nope + v), R}));            // kv_b_proj (W_UV is a view of it)
-  mla.add(f32_bytes({H, R, nope}));                   // its absorbed W_UK
-  mla.add(linear_bytes(w, 1, D, H * v));              // o_proj
-  const int64_t F = c.ffn_hidden_size;
+  const int64_t nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim, v = c.v_head_dim, F = c.ffn_hidden_size;
+  Bytes mla;                                                     // one MLA sublayer
+  mla.add(linear_bytes(w, 1, Q, D));                             // q_a_proj
+  mla.add(f32_bytes({Q}));                                       // q_a_layernorm
+  mla.add(linear_bytes(w, 1, H * (nope + rope), Q));             // q_b_proj
+  mla.add(linear_bytes(w, 1, R + rope, D));                      // kv_a_proj_with_mqa
+  mla.add(f32_bytes({R}));                                       // kv_a_layernorm
+  if (c.mla_scale_kv_lora) mla.add(f32_bytes({R}));              // kv_lora_scale
+  mla.add(f32_bytes({H * (nope + v), R}));                       // kv_b_proj (W_UV is a view of it)
+  mla.add(f32_bytes({H, R, nope}));                              // its absorbed W_UK
+  mla.add(linear_bytes(w, 1, D, H * v));                         // o_proj
+  if (c.attention_bias) mla.add(f32_bytes({Q + R + rope + D}));  // q_a_proj, kv_a_proj_with_mqa, o_proj biases
   Bytes mlp;  // gate, up [F, D] and down [D, F] (w8a8: a scale per output row)
   mlp.add(times({2, linear_bytes(w, 1, F, D)}));
   mlp.add(linear_bytes(w, 1, D, F));
@@ -99,9 +99,10 @@ MemoryEstimate estimate_memory(const LongCatFlashConfig& c, const BuildOptions& 
   Bytes weights;
   weights.add(f32_bytes({c.vocab_size, D}));  // embed_tokens
   weights.add(times({c.num_layers, layer.total}));
-  weights.add(f32_bytes({D}));                       // model.norm
-  weights.add(linear_bytes(w, 1, c.vocab_size, D));  // lm_head
-  weights.add(f32_bytes({o.max_context, rope}));     // the rope cos/sin table
+  weights.add(f32_bytes({D}));  // model.norm
+  // A tied head in f32 is the embedding table itself; in another dtype, a converted copy of it.
+  if (!c.tie_word_embeddings || w != WeightDType::kF32) weights.add(linear_bytes(w, 1, c.vocab_size, D));
+  weights.add(f32_bytes({o.max_context, rope}));  // the rope cos/sin table (the decode graph's rows)
   m.weight_bytes = weights.total;
   // Two latent caches per layer, [blocks, block_size, kv_lora_rank + rope].
   m.cache_bytes = times({c.num_layers, 2, blocks(o), o.block_size, R + rope, cache_dtype_bytes(o)});
@@ -116,7 +117,7 @@ MemoryEstimate estimate_memory_afd(const LongCatFlashConfig& c, const BuildOptio
 
 MemoryEstimate estimate_memory(const LlamaConfig& c, const BuildOptions& o) {
   const WeightDType w = o.weight_dtype;
-  const int64_t D = c.hidden_size, Hq = c.num_attention_heads, Hkv = c.num_key_value_heads;
+  const int64_t D = c.hidden_size, Hq = c.num_attention_heads, Hkv = c.resolved_kv_heads();
   const int64_t Dh = c.resolved_head_dim(), F = c.intermediate_size;
   Bytes layer;
   layer.add(linear_bytes(w, 1, Hq * Dh, D));               // q_proj
@@ -125,6 +126,8 @@ MemoryEstimate estimate_memory(const LlamaConfig& c, const BuildOptions& o) {
   layer.add(times({2, linear_bytes(w, 1, F, D)}));         // gate, up
   layer.add(linear_bytes(w, 1, D, F));                     // down
   layer.add(f32_bytes({2, D}));                            // input_layernorm, post_attention_layernorm
+  if (c.attention_bias) layer.add(f32_bytes({Hq * Dh + 2 * Hkv * Dh + D}));  // q, k, v, o biases
+  if (c.mlp_bias) layer.add(f32_bytes({2 * F + D}));                         // gate, up, down biases
 
   MemoryEstimate m;
   Bytes weights;
@@ -133,7 +136,7 @@ MemoryEstimate estimate_memory(const LlamaConfig& c, const BuildOptions& o) {
   weights.add(f32_bytes({D}));  // model.norm
   // A tied head in f32 is the embedding table itself; in another dtype, a converted copy of it.
   if (!c.tie_word_embeddings || w != WeightDType::kF32) weights.add(linear_bytes(w, 1, c.vocab_size, D));
-  weights.add(f32_bytes({o.max_context, Dh}));  // the rope cos/sin table
+  weights.add(f32_bytes({o.max_context, Dh}));  // the rope cos/sin table (the decode graph's rows)
   m.weight_bytes = weights.total;
   // A key and a value cache per layer, [blocks, block_size, kv heads, head_dim].
   m.cache_bytes = times({c.num_hidden_layers, 2, blocks(o), o.block_size, Hkv, Dh, cache_dtype_bytes(o)});

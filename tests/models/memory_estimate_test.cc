@@ -74,11 +74,13 @@ const models::WeightDType kWeightDTypes[] = {models::WeightDType::kF32, models::
 TEST(MemoryEstimate, LongCatFlashDecodeGraph) {
   for (models::WeightDType w : kWeightDTypes)
     for (DType cache : {DType::kF32, DType::kBF16})
-      for (bool scale_kv : {true, false}) {
+      for (bool variant : {true, false}) {
         SCOPED_TRACE(std::string(models::weight_dtype_name(w)) + " cache " + dtype_name(cache) +
-                     (scale_kv ? " kv scale" : ""));
+                     (variant ? " kv scale, bias, tied" : ""));
         models::LongCatFlashConfig c = longcat();
-        c.mla_scale_kv_lora = scale_kv;
+        c.mla_scale_kv_lora = variant;
+        c.attention_bias = variant;
+        c.tie_word_embeddings = variant;
         const models::BuildOptions o = options(w, cache);
         auto weights = random_weights(7);
         auto g = models::build_longcat_flash(c, o, models::Phase::kDecode, *weights);
@@ -111,6 +113,9 @@ TEST(MemoryEstimate, LlamaDecodeGraph) {
         models::LlamaConfig c = llama();
         c.tie_word_embeddings = tied;
         c.head_dim = head_dim;
+        // Biases, and the key/value heads left at their default (the query heads'), on some cases.
+        c.attention_bias = c.mlp_bias = head_dim > 0;
+        if (tied) c.num_key_value_heads = 0;
         const models::BuildOptions o = options(w, DType::kBF16);
         auto weights = random_weights(7);
         auto g = models::build_llama(c, o, models::Phase::kDecode, *weights);
