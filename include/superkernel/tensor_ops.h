@@ -86,7 +86,10 @@ const char* binary_op_name(BinaryOp op);
 // side is of a higher category (bool < integer < float), whose dtype then wins. The compute
 // dtype is that promoted dtype; comparisons and logical ops give bool, kDiv of integers gives f32,
 // and arithmetic (kAdd .. kMinimum) on bool is an error (cast first). Integer kPow needs
-// exponents >= 0 (a negative one is a kernel error, as torch raises).
+// exponents >= 0 (a negative one is a kernel error, as torch raises). torch itself treats only
+// 0-d tensors as scalars: for a [1]-shaped operand of another dtype of the same category
+// (bf16[3] + f32[1]) torch gives the wider dtype (f32), this gives the other side's (bf16); pass
+// a 0-d tensor or cast first where that matters.
 Tensor binary(Graph& g, Tensor a, Tensor b, BinaryOp op, std::string name = "");
 
 // op(a, scalar), or op(scalar, a) with scalar_first: `x * 0.5`, `2.0 - x`, `pow(x, 2)`. The
