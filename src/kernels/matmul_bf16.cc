@@ -115,10 +115,10 @@ SK_TARGET_AVX512_BF16 void tile_avx512_bf16(const uint16_t* x, int64_t sx, const
 }
 
 Bf16xTileFn tile_avx512_bf16_for(int mr, int nr) {
-  if (mr == 4) return nr == 4 ? tile_avx512_bf16<4, 4> : tile_avx512_bf16<4, 1>;
-  if (mr == 2) return nr == 8 ? tile_avx512_bf16<2, 8> : tile_avx512_bf16<2, 1>;
-  if (nr == 8) return tile_avx512_bf16<1, 8>;
-  return nr == 4 ? tile_avx512_bf16<1, 4> : tile_avx512_bf16<1, 1>;
+  constexpr auto make = []<int MR, int NR>() { return tile_avx512_bf16<MR, NR>; };
+  if (mr == 4) return gemm::tile_of<Bf16xTileFn, 4>(nr, std::make_integer_sequence<int, 4>(), make);
+  if (mr == 2) return gemm::tile_of<Bf16xTileFn, 2>(nr, std::make_integer_sequence<int, 8>(), make);
+  return gemm::tile_of<Bf16xTileFn, 1>(nr, std::make_integer_sequence<int, 8>(), make);
 }
 
 // K steps of 8192 for the 4 x 4 tiles: 16 rows of bf16 x are 256 KiB, in L2, and each weight row

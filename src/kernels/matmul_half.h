@@ -81,9 +81,9 @@ void half_tile_scalar(const float* x, int64_t sx, const uint16_t* w, int64_t sw,
 
 template <class F>
 HalfTileFn half_tile_scalar_for(int mr, int nr) {
-  if (mr == 2) return nr == 2 ? half_tile_scalar<F, 2, 2> : half_tile_scalar<F, 2, 1>;
-  if (nr == 4) return half_tile_scalar<F, 1, 4>;
-  return nr == 2 ? half_tile_scalar<F, 1, 2> : half_tile_scalar<F, 1, 1>;
+  constexpr auto make = []<int MR, int NR>() { return half_tile_scalar<F, MR, NR>; };
+  if (mr == 2) return tile_of<HalfTileFn, 2>(nr, std::make_integer_sequence<int, 2>(), make);
+  return tile_of<HalfTileFn, 1>(nr, std::make_integer_sequence<int, 4>(), make);
 }
 
 #if SK_KERNELS_X86
@@ -142,9 +142,10 @@ SK_TARGET_AVX2_F16C void half_tile_avx2(const float* x, int64_t sx, const uint16
 
 template <class F>
 HalfTileFn half_tile_avx2_for(int mr, int nr) {
-  if (mr == 4) return nr == 2 ? half_tile_avx2<F, 4, 2> : half_tile_avx2<F, 4, 1>;
-  if (nr == 8) return half_tile_avx2<F, 1, 8>;
-  return nr == 2 ? half_tile_avx2<F, 1, 2> : half_tile_avx2<F, 1, 1>;
+  constexpr auto make = []<int MR, int NR>() { return half_tile_avx2<F, MR, NR>; };
+  if (mr == 4) return tile_of<HalfTileFn, 4>(nr, std::make_integer_sequence<int, 3>(), make);
+  if (mr == 2) return tile_of<HalfTileFn, 2>(nr, std::make_integer_sequence<int, 4>(), make);
+  return tile_of<HalfTileFn, 1>(nr, std::make_integer_sequence<int, 8>(), make);
 }
 
 // AVX-512: the AVX2 tile with 16 lanes, line by line.
@@ -194,20 +195,20 @@ SK_TARGET_AVX512_F16C void half_tile_avx512(const float* x, int64_t sx, const ui
 
 template <class F>
 HalfTileFn half_tile_avx512_for(int mr, int nr) {
-  if (mr == 4) return nr == 4 ? half_tile_avx512<F, 4, 4> : half_tile_avx512<F, 4, 1>;
-  if (nr == 8) return half_tile_avx512<F, 1, 8>;
-  return nr == 4 ? half_tile_avx512<F, 1, 4> : half_tile_avx512<F, 1, 1>;
+  constexpr auto make = []<int MR, int NR>() { return half_tile_avx512<F, MR, NR>; };
+  if (mr == 4) return tile_of<HalfTileFn, 4>(nr, std::make_integer_sequence<int, 4>(), make);
+  return tile_of<HalfTileFn, 1>(nr, std::make_integer_sequence<int, 8>(), make);
 }
 #endif  // SK_KERNELS_X86
 
-// The f32-activation tiles of format F at the selected register width (AVX2: 4 x 2 tiles, 8 x 1
-// for GEMV, K steps of 256 that keep the packed slice in L1; AVX-512: 4 x 4 tiles over K steps of
+// The f32-activation tiles of format F at the selected register width (AVX2: 4 x 3 tiles, 2 x 4 for
+// 2-3 rows, 1 x 8 for GEMV, K steps of 256 that keep the packed slice in L1; AVX-512: 4 x 4 tiles over K steps of
 // 4096, a 256 KiB slice of 16 rows in L2).
 template <class F>
 const HalfTiles& half_tiles() {
 #if SK_KERNELS_X86
   static constexpr HalfTiles kAvx512 = {16, 8, 4, 4, 4096, 4, 4, half_tile_avx512_for<F>};
-  static constexpr HalfTiles kAvx2 = {8, 8, 4, 2, 256, 4, 2, half_tile_avx2_for<F>};
+  static constexpr HalfTiles kAvx2 = {8, 8, 4, 3, 256, 2, 4, half_tile_avx2_for<F>};
   switch (current_isa_level()) {
     case kIsaAvx512:
       return kAvx512;

@@ -121,13 +121,43 @@ void w4a8_tile_scalar(const int8_t* xq, const int32_t* xsum, float xs, const W4W
 #if SK_KERNELS_X86
 // ---- AVX2: 8 weight rows per tile, 64 k (32 weight bytes) per step ----
 
-// Lane quad sums of four vectors: 128-bit lane h of the result holds [sum of lanes 4h..4h+3 of
-// r0, of r1, of r2, of r3] (exact int32 adds, order immaterial). Works per 128-bit lane, so the
-// same code serves the 512-bit registers.
-SK_TARGET_AVX2 inline __m256i quad_sums(__m256i r0, __m256i r1, __m256i r2, __m256i r3) {
-  const __m256i t0 = _mm256_add_epi32(_mm256_unpacklo_epi32(r0, r1), _mm256_unpackhi_epi32(r0, r1));
-  const __m256i t1 = _mm256_add_epi32(_mm256_unpacklo_epi32(r2, r3), _mm256_unpackhi_epi32(r2, r3));
-  return _mm256_add_epi32(_mm256_unpacklo_epi64(t0, t1), _mm256_unpackhi_epi64(t0, t1));
+// The quarter sums of four rows' products: p0..p3 hold int16 sums of 4 products each (VPMADDUBSW
+// of the low and high nibbles, added), 8 per 128-bit lane; the result's 128-bit lane h holds
+// [the sum of lane h of p0, of p1, of p2, of p3] as int32. Two levels of adds stay in int16 (16
+// products of |q * x| <= 15 * 127 are at most 30480) before VPMADDWD widens the last pair; the
+// sums are exact, so their order is immaterial. Works per 128-bit lane, as the 512-bit form.
+SK_TARGET_AVX2 inline __m256i quad_sums16(__m256i p0, __m256i p1, __m256i p2, __m256i p3) {
+  const __m256i u01 = _mm256_add_epi16(_mm256_unpacklo_epi32(p0, p1), _mm256_unpackhi_epi32(p0, p1));
+  const __m256i u23 = _mm256_add_epi16(_mm256_unpacklo_epi32(p2, p3), _mm256_unpackhi_epi32(p2, p3));
+  const __m256i v = _mm256_add_epi16(_mm256_unpacklo_epi64(u01, u23), _mm256_unpackhi_epi64(u01, u23));
+  return _mm256_madd_epi16(v, _mm256_set1_epi16(1));
+}
+
+// The products of one step (64 k, or the 32 of a last half step) of rows r[0..3]: int16 sums of 4
+// products (k pairs of the low and of the high nibbles), 16 per row.
+template <bool kHalf>
+SK_TARGET_AVX2 inline __m256i nibble_dots(const uint8_t* p, __m256i xe, __m256i xo) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  const __m256i wv = kHalf ? _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))
+                           : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i lo = _mm256_and_si256(wv, low4);
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(wv, 4), low4);
+  return _mm256_add_epi16(_mm256_maddubs_epi16(lo, xe), _mm256_maddubs_epi16(hi, xo));
+}
+
+// t0 / t1 += the quarter sums of rows 0-3 / 4-7 over the step at kc.
+template <bool kHalf>
+SK_TARGET_AVX2 inline void w4a8_step_avx2(const int8_t* xq, const uint8_t* const* rows, int64_t kc, __m256i* t0,
+                                          __m256i* t1) {
+  const __m256i xe = _mm256_load_si256(reinterpret_cast<const __m256i*>(xq + kc));
+  const __m256i xo = _mm256_load_si256(reinterpret_cast<const __m256i*>(xq + kc + 32));
+  const int64_t b = kc / 2;
+  *t0 = _mm256_add_epi32(*t0,
+                         quad_sums16(nibble_dots<kHalf>(rows[0] + b, xe, xo), nibble_dots<kHalf>(rows[1] + b, xe, xo),
+                                     nibble_dots<kHalf>(rows[2] + b, xe, xo), nibble_dots<kHalf>(rows[3] + b, xe, xo)));
+  *t1 = _mm256_add_epi32(*t1,
+                         quad_sums16(nibble_dots<kHalf>(rows[4] + b, xe, xo), nibble_dots<kHalf>(rows[5] + b, xe, xo),
+                                     nibble_dots<kHalf>(rows[6] + b, xe, xo), nibble_dots<kHalf>(rows[7] + b, xe, xo)));
 }
 
 // The zero points and scales of group g for the tile's rows (a short tile reads only its rows).
@@ -170,34 +200,18 @@ template <int GPC, bool kZeros, bool kF16>
 SK_TARGET_AVX2_F16C void w4a8_tile_avx2(const int8_t* xq, const int32_t* xsum, float xs, const W4Weights& w, int64_t n,
                                         int64_t nrows, int64_t k, float* y) {
   constexpr int64_t kStep = 64;
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
-  const __m256i ones = _mm256_set1_epi16(1);
   const uint8_t* rows[8];
   for (int64_t j = 0; j < 8; ++j) rows[j] = w.w + (n + std::min(j, nrows - 1)) * w.sw;
   const int64_t span = GPC > 1 ? kStep : w.group;
   __m256 acc = _mm256_setzero_ps();
   for (int64_t k0 = 0; k0 < k; k0 += span) {
-    __m256i raw[8];
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) raw[j] = _mm256_setzero_si256();
-    for (int64_t kc = k0; kc < k0 + span && kc < k; kc += kStep) {
-      const __m256i xe = _mm256_load_si256(reinterpret_cast<const __m256i*>(xq + kc));
-      const __m256i xo = _mm256_load_si256(reinterpret_cast<const __m256i*>(xq + kc + 32));
-      const bool full = k - kc >= kStep;  // else 32 k (16 bytes) are left
-#pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) {
-        const uint8_t* p = rows[j] + kc / 2;
-        const __m256i wv = full ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
-                                : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-        const __m256i lo = _mm256_and_si256(wv, low4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(wv, 4), low4);
-        // |products| <= 15 * 127: four of them fit int16.
-        const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xe), _mm256_maddubs_epi16(hi, xo));
-        raw[j] = _mm256_add_epi32(raw[j], _mm256_madd_epi16(p16, ones));
-      }
+    __m256i t0 = _mm256_setzero_si256();
+    __m256i t1 = _mm256_setzero_si256();
+    if (k - k0 >= kStep) {
+      for (int64_t kc = k0; kc < k0 + span; kc += kStep) w4a8_step_avx2<false>(xq, rows, kc, &t0, &t1);
+    } else {
+      w4a8_step_avx2<true>(xq, rows, k0, &t0, &t1);  // K = 32 (mod 64), G = 32: the upper half is zero
     }
-    const __m256i t0 = quad_sums(raw[0], raw[1], raw[2], raw[3]);
-    const __m256i t1 = quad_sums(raw[4], raw[5], raw[6], raw[7]);
     const __m256i q0 = _mm256_permute2x128_si256(t0, t1, 0x20);  // k0 + [0, 32) of the 8 rows
     const __m256i q1 = _mm256_permute2x128_si256(t0, t1, 0x31);  // k0 + [32, 64)
     const int64_t g = k0 / w.group;
