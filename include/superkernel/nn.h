@@ -33,8 +33,8 @@ namespace sk::nn {
 // (matmul.w4a8_dyn) or, with `f32_activations`, with x as it is (matmul.w4).
 struct Linear {
   Tensor weight;
-  Tensor scale;  // int8: [out] (or [E, out]); int4: [in / G, out]
-  Tensor zero;   // int4 only, optional
+  Tensor scale{};  // int8: [out] (or [E, out]); int4: [in / G, out]
+  Tensor zero{};   // int4 only, optional
   bool int4 = false;
   bool f32_activations = false;  // int4 only
 };
