@@ -37,14 +37,21 @@ SK_DECLARE_KERNEL(copy);
 SK_DECLARE_KERNEL(prefetch);
 
 // ---- matmul family ----
-// matmul_bf16.cc, quantize.cc, matmul_w8a8.cc, grouped_matmul.cc
+// matmul_bf16.cc, matmul_f16.cc, quantize.cc, matmul_w8a8.cc, grouped_matmul.cc
 SK_DECLARE_KERNEL(matmul_bf16);
 int32_t matmul_bf16_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
+SK_DECLARE_KERNEL(matmul_f16);
+int32_t matmul_f16_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
 SK_DECLARE_KERNEL(quantize_i8);
 SK_DECLARE_KERNEL(matmul_w8a8);
 int32_t matmul_w8a8_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
 SK_DECLARE_KERNEL(matmul_w8a8_dyn);
 int32_t matmul_w8a8_dyn_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
+// matmul_w4.cc
+SK_DECLARE_KERNEL(matmul_w4);
+int32_t matmul_w4_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
+SK_DECLARE_KERNEL(matmul_w4a8_dyn);
+int32_t matmul_w4a8_dyn_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
 SK_DECLARE_KERNEL(grouped_matmul_f32);
 int32_t grouped_matmul_f32_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
 SK_DECLARE_KERNEL(grouped_matmul_bf16);

@@ -36,12 +36,16 @@ constexpr sk_kernel_desc kKernels[] = {
     kernel("embedding.f32", SK_KERNEL_VECTOR, embedding_f32_run, embedding_f32_access),
     kernel("copy", SK_KERNEL_VECTOR, copy_run, copy_access),
     kernel("prefetch", SK_KERNEL_VECTOR, prefetch_run, prefetch_access),
-    // ---- matmul family (bf16 / W8A8 GEMV-GEMM, activation quantisation, grouped GEMM) ----
+    // ---- matmul family (bf16 / f16 / W8A8 GEMV-GEMM, activation quantisation, grouped GEMM) ----
     kernel("matmul.bf16", SK_KERNEL_CUBE, matmul_bf16_run, matmul_bf16_access, {.prologue = matmul_bf16_prologue}),
+    kernel("matmul.f16", SK_KERNEL_CUBE, matmul_f16_run, matmul_f16_access, {.prologue = matmul_f16_prologue}),
     kernel("quantize.i8", SK_KERNEL_VECTOR, quantize_i8_run, quantize_i8_access),
     kernel("matmul.w8a8", SK_KERNEL_CUBE, matmul_w8a8_run, matmul_w8a8_access, {.prologue = matmul_w8a8_prologue}),
     kernel("matmul.w8a8_dyn", SK_KERNEL_CUBE, matmul_w8a8_dyn_run, matmul_w8a8_dyn_access,
            {.prologue = matmul_w8a8_dyn_prologue}),
+    kernel("matmul.w4", SK_KERNEL_CUBE, matmul_w4_run, matmul_w4_access, {.prologue = matmul_w4_prologue}),
+    kernel("matmul.w4a8_dyn", SK_KERNEL_CUBE, matmul_w4a8_dyn_run, matmul_w4a8_dyn_access,
+           {.prologue = matmul_w4a8_dyn_prologue}),
     // Tiling sinks: the tiling reads `counts` (see grouped_matmul.cc).
     kernel("grouped_matmul.f32", SK_KERNEL_CUBE, grouped_matmul_f32_run, grouped_matmul_f32_access,
            {.flags = SK_TILING_SINK, .tiling = grouped_matmul_f32_tiling}),

@@ -7,17 +7,18 @@
 
 #include <sys/mman.h>
 
+#include "util/large_alloc.h"
+
 namespace sk {
 
 void AlignedBuffer::Free::operator()(uint8_t* p) const { std::free(p); }
 
 Expected<AlignedBuffer> AlignedBuffer::allocate(size_t bytes, const std::string& what) {
-  const size_t rounded = bytes > SIZE_MAX - 63 ? 0 : std::max<size_t>((bytes + 63) / 64 * 64, 64);
-  void* p = rounded == 0 ? nullptr : std::aligned_alloc(64, rounded);
+  // Large buffers (weights, the arena) get transparent huge pages where the system has them.
+  void* p = large_alloc(bytes);
   if (p == nullptr)
     return Status::failed_precondition("out of memory allocating " + std::to_string(bytes) + " bytes for " + what);
   AlignedBuffer b;
-  std::memset(p, 0, rounded);
   b.data.reset(static_cast<uint8_t*>(p));
   b.bytes = bytes;
   return b;

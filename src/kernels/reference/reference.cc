@@ -16,9 +16,12 @@ constexpr Reference kReferences[] = {
     {"prefetch", prefetch, 0.0, 0.0},
     // ---- matmul family ----
     {"matmul.bf16", matmul_bf16, 8e-2, 1e-4},
+    {"matmul.f16", matmul_f16, 1e-4, 1e-4},
     {"quantize.i8", quantize_i8, 0.0, 0.0},
     {"matmul.w8a8", matmul_w8a8, 0.0, 0.0},
     {"matmul.w8a8_dyn", matmul_w8a8_dyn, 0.0, 0.0},
+    {"matmul.w4", matmul_w4, 1e-4, 1e-4},
+    {"matmul.w4a8_dyn", matmul_w4a8_dyn, 0.0, 0.0},
     {"grouped_matmul.f32", grouped_matmul_f32, 1e-4, 1e-4},
     {"grouped_matmul.bf16", grouped_matmul_bf16, 8e-2, 1e-4},
     {"grouped_matmul.w8a8_dyn", grouped_matmul_w8a8_dyn, 0.0, 0.0},

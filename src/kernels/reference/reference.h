@@ -32,10 +32,15 @@
 //                                    (docs/kernels_matmul.md). Below avx512_bf16 the paths are
 //                                    matmul.f32 on the widened weights, bit for bit, and the direct
 //                                    tests hold them to matmul.f32's tolerance.
+//   matmul.f16     1e-4     1e-4     f16 weights are exact in f32: matmul.f32 on the widened
+//                                    weights at every level, bit for bit (direct tests)
 //   grouped_matmul.f32  1e-4 1e-4    as matmul.f32
 //   quantize.i8    0        0        every step is exact or one correctly rounded f32 operation
 //   matmul.w8a8    0        0        exact int32 sums, then the documented f32 expression
 //   matmul.w8a8_dyn, grouped_matmul.w8a8_dyn  0  0   quantize.i8, then as matmul.w8a8
+//   matmul.w4a8_dyn 0       0        quantize.i8, exact int32 group sums, then one f32 fused
+//                                    multiply-add per group in group order and one product
+//   matmul.w4      1e-4     1e-4     matmul.f32 on the dequantised weights fl(s * (q - z))
 //   ---- attention family ----
 //   layer_norm.f32        1e-5  1e-5  f32 mean and variance in 8-64 partial sums (two passes)
 //   rope.f32              1e-6  1e-5  two products and a sum per element (FMA on wide levels)
@@ -120,9 +125,12 @@ int32_t prefetch(const sk_kernel_args* args);
 // ---- matmul family ----
 // matmul_family.cc
 int32_t matmul_bf16(const sk_kernel_args* args);
+int32_t matmul_f16(const sk_kernel_args* args);
 int32_t quantize_i8(const sk_kernel_args* args);
 int32_t matmul_w8a8(const sk_kernel_args* args);
 int32_t matmul_w8a8_dyn(const sk_kernel_args* args);
+int32_t matmul_w4(const sk_kernel_args* args);
+int32_t matmul_w4a8_dyn(const sk_kernel_args* args);
 int32_t grouped_matmul_f32(const sk_kernel_args* args);
 int32_t grouped_matmul_bf16(const sk_kernel_args* args);
 int32_t grouped_matmul_w8a8_dyn(const sk_kernel_args* args);
