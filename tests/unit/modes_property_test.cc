@@ -9,8 +9,8 @@ namespace sk {
 namespace {
 
 testing::RunResult run_compiled(Executable& exe, const testing::RandomGraph& rg) {
-  for (const auto& [name, data] : rg.inputs) {
-    Status s = exe.set_input(name, data);
+  for (const testing::InputBytes& in : rg.inputs) {
+    Status s = exe.set_input(in.name, in.bytes.data(), in.bytes.size());
     if (!s) throw std::runtime_error(s.to_string());
   }
   Status s = exe.run();
