@@ -9,8 +9,9 @@
 //   - a graph that fails verify() fails every compile with an error Status;
 //   - eager and graph mode agree on whether the graph compiles (superkernel mode may reject more:
 //     host ops inside scopes, scope options, strict-scope-check=abort, core limits);
-//   - every executable that compiles runs (no deadlock: the watchdog turns one into an error),
-//     and every mode and core count gives bit-identical outputs.
+//   - every executable that compiles runs twice (no deadlock: the watchdog turns one into an
+//     error), and every mode and core count gives bit-identical outputs after each run (the
+//     second run starts from the variables the first one left).
 // Shapes stay small and write_into targets whole tensors (partial overlaps and huge shapes are
 // resource and aliasing questions the graph builder decides, tested elsewhere). Index operands
 // are generated valid: the kernels' own error paths are tested by tests/kernels.
@@ -46,7 +47,7 @@ struct FuzzGraph {
   std::vector<sk::testing::InputBytes> inputs;
   sk::CompileOptions options;  // the mode is set per compile
   std::vector<std::string> option_labels;
-  int isa_level = -1;    // index into the CPU's levels, reduced modulo their count
+  int isa_level = 0;     // how many levels below the CPU's highest (modulo their count)
   int second_cores = 3;  // the core count compared with 1 core
   std::vector<int> families = std::vector<int>(sk::testing::kNumFamilies, 0);
 };
@@ -227,15 +228,16 @@ FuzzGraph decode_graph(FuzzInput& in) {
     if (!g.tensor(t).is_output && in.flag()) g.output(t, "side" + std::to_string(side++));
   out.families = ops.built();
 
+  // Options: a zero byte (also what an exhausted input reads) keeps each one's default.
   sk::CompileOptions& o = out.options;
   sk::SuperKernelOptimizeOptions& so = o.super_kernel_optimize_options;
   sk::SuperKernelDebugOptions& dbg = o.super_kernel_debug_options;
   auto label = [&](const char* key, const std::string& value) { out.option_labels.push_back(key + ("=" + value)); };
   so.split_mode = in.pick(0, 3);
   label("split_mode", std::to_string(so.split_mode));
-  dbg.debug_sync_all = in.pick(0, 7) == 0;
+  dbg.debug_sync_all = in.pick(0, 7) == 7;
   label("debug_sync_all", std::to_string(dbg.debug_sync_all));
-  dbg.debug_op_exec_trace = in.pick(0, 7) == 0;
+  dbg.debug_op_exec_trace = in.pick(0, 7) == 7;
   label("exec_trace", std::to_string(dbg.debug_op_exec_trace));
   dbg.debug_per_op_max_core_num = in.pick(0, 2);
   label("per_op_max_cores", std::to_string(dbg.debug_per_op_max_core_num));
@@ -251,15 +253,15 @@ FuzzGraph decode_graph(FuzzInput& in) {
   label("sync_choice", sk::sync_choice_name(so.sync_choice));
   so.preload_code = static_cast<sk::PreloadCode>(in.pick(0, 2));
   label("preload_code", sk::preload_code_name(so.preload_code));
-  so.kernel_replicas = in.pick(0, 7) == 0 ? in.pick(2, 3) : 0;
+  so.kernel_replicas = in.pick(0, 7) == 7 ? in.pick(2, 3) : 0;
   label("kernel_replicas", std::to_string(so.kernel_replicas));
-  so.tiling_sink = in.pick(0, 3) != 0;
+  so.tiling_sink = in.pick(0, 3) != 3;
   label("tiling_sink", std::to_string(so.tiling_sink));
   so.func_align = in.one_of(kFuncAligns);
   label("func_align", std::to_string(so.func_align));
-  o.prefetch = in.pick(0, 3) != 0;
+  o.prefetch = in.pick(0, 3) != 3;
   label("prefetch", std::to_string(o.prefetch));
-  dbg.debug_cross_core_sync_check = in.pick(0, 7) == 0;
+  dbg.debug_cross_core_sync_check = in.pick(0, 7) == 7;
   label("access_check", std::to_string(dbg.debug_cross_core_sync_check));
   out.isa_level = in.pick(0, 4);
   out.second_cores = in.flag() ? 2 : 3;
@@ -329,7 +331,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ++counters.graphs;
   const sk::Status verified = fg.graph->verify();
   Machine& m = machine();
-  const int level = m.levels.empty() ? -1 : m.levels[static_cast<size_t>(fg.isa_level) % m.levels.size()];
+  const int level =
+      m.levels.empty() ? -1 : m.levels[m.levels.size() - 1 - static_cast<size_t>(fg.isa_level) % m.levels.size()];
 
   std::optional<sk::testing::RunResult> reference;
   std::string reference_what;
@@ -368,12 +371,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const sk::Status s = (*exe)->set_input(input.name, input.bytes.data(), input.bytes.size());
         SK_FUZZ_CHECK(s.is_ok(), what + ": set_input('" + input.name + "'): " + s.message());
       }
-      const sk::Status ran = (*exe)->run();
-      SK_FUZZ_CHECK(ran.is_ok(), what + ": run failed after a successful compile: " + ran.message());
+      // Two steps: the second starts from the variables the first left and relaunches everything.
+      sk::testing::RunResult result;
+      for (int step = 0; step < 2; ++step) {
+        const sk::Status ran = (*exe)->run();
+        SK_FUZZ_CHECK(ran.is_ok(),
+                      what + ": run " + std::to_string(step) + " failed after a successful compile: " + ran.message());
+        sk::testing::RunResult outputs = sk::testing::collect_outputs(**exe);
+        for (size_t i = 0; i < outputs.names.size(); ++i) {
+          result.names.push_back(outputs.names[i] + " after step " + std::to_string(step));
+          result.bytes.push_back(std::move(outputs.bytes[i]));
+        }
+      }
       ++counters.runs;
       ++runs;
       ++counters.isa_runs[sk::testing::isa_name(level)];
-      sk::testing::RunResult result = sk::testing::collect_outputs(**exe);
       if (!reference) {
         reference = std::move(result);
         reference_what = what;
