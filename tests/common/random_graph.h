@@ -21,8 +21,9 @@
 namespace sk::testing {
 
 struct RandomGraphOptions {
+  // Family instances (each one to a dozen ops) and host ops per graph.
   int min_ops = 4;
-  int max_ops = 30;
+  int max_ops = 16;
   bool scopes = false;         // wrap random runs of ops in random fusion scopes
   bool scope_options = false;  // give each scope random (valid) scope options
   bool host_ops = false;       // insert host ops (never fusible)
