@@ -7,7 +7,8 @@
 // the CPU has, after each of two runs, and never deadlock (the
 // watchdog turns a hang into an error).
 //
-// The number of graphs is SK_PROPERTY_GRAPHS (default 96; the sanitizer test presets set fewer).
+// 96 graphs, scaled by SK_PROPERTY_SCALE (tests/common/random_graph.h; the sanitizer test presets
+// run a third).
 // The test prints how many graphs of each family ran, how many runs each option value had, and
 // fails when a built-in kernel never ran, so that a new kernel gets a family here.
 #include <gtest/gtest.h>
@@ -25,11 +26,6 @@
 
 namespace sk {
 namespace {
-
-int graphs_to_run() {
-  const char* env = std::getenv("SK_PROPERTY_GRAPHS");
-  return env != nullptr && std::atoi(env) > 0 ? std::atoi(env) : 96;
-}
 
 // One compile configuration, drawn at random, and its "key=value" labels (counted per value).
 struct Draw {
@@ -101,7 +97,7 @@ TEST(FamiliesProperty, EveryFamilyOptionAndIsaLevelIsBitIdenticalAcrossModesAndC
                                          {testing::make_runtime(3, 20.0, 1), "3 cores (1 cube, 2 vector)"}};
   const std::vector<int> levels = testing::isa_levels();
   ASSERT_FALSE(levels.empty()) << "the built-in package's ISA level cannot be forced";
-  const int graphs = graphs_to_run();
+  const int graphs = static_cast<int>(testing::property_seeds(96));
 
   std::vector<int> family_graphs(testing::kNumFamilies, 0), family_instances(testing::kNumFamilies, 0);
   std::map<std::string, int> kernel_graphs, option_runs, level_graphs;

@@ -69,7 +69,7 @@ TEST(ModesProperty, RandomGraphsAreBitIdenticalAcrossModesAndCoreCounts) {
   std::vector<std::shared_ptr<Runtime>> runtimes = {testing::make_runtime(1), testing::make_runtime(2),
                                                     testing::make_runtime(3)};
   std::vector<int> recomputed(runtimes.size(), 0);
-  const uint32_t seeds = 90;
+  const uint32_t seeds = testing::property_seeds(90);
   int all_zero_graphs = 0;
   for (uint32_t seed = 1; seed <= seeds; ++seed) {
     testing::RandomGraphOptions opt;
@@ -104,7 +104,7 @@ TEST(ModesProperty, RandomGraphsAreBitIdenticalAcrossModesAndCoreCounts) {
       }
     }
   }
-  EXPECT_LT(all_zero_graphs, static_cast<int>(seeds) / 10);
+  EXPECT_LT(all_zero_graphs, static_cast<int>(seeds) / 10 + 1);
   // Guard against a vacuous property: recompute rewrote some plans on more than one core.
   EXPECT_EQ(recomputed[0], 0);
   EXPECT_GT(recomputed[1], 0);
@@ -120,7 +120,7 @@ TEST(ModesProperty, RandomMoeGraphsAreBitIdenticalWithTilingSinkOnAndOff) {
   std::vector<std::shared_ptr<Runtime>> runtimes = {testing::make_runtime(1, 20.0), testing::make_runtime(2, 20.0),
                                                     testing::make_runtime(3, 20.0)};
   int fused_sinks = 0, cut_sinks = 0;
-  for (uint32_t seed = 1; seed <= 40; ++seed) {
+  for (uint32_t seed = 1, seeds = testing::property_seeds(40); seed <= seeds; ++seed) {
     testing::RandomGraphOptions opt;
     opt.moe = true;
     opt.max_ops = 16;
@@ -175,7 +175,7 @@ TEST(ModesProperty, RandomGraphsWithEachOptimisationAreBitIdentical) {
   };
   std::vector<std::shared_ptr<Runtime>> runtimes = {testing::make_runtime(1, 20.0), testing::make_runtime(2, 20.0),
                                                     testing::make_runtime(3, 20.0)};
-  for (uint32_t seed = 1; seed <= 40; ++seed) {
+  for (uint32_t seed = 1, seeds = testing::property_seeds(40); seed <= seeds; ++seed) {
     testing::RandomGraphOptions ro;
     ro.host_ops = seed % 3 == 0;
     ro.scopes = seed % 2 == 0;
@@ -208,7 +208,7 @@ TEST(ModesProperty, RandomMultiStreamGraphsFuseDeadlockFreeAndBitIdentical) {
   std::vector<std::shared_ptr<Runtime>> runtimes = {testing::make_runtime(1, 20.0), testing::make_runtime(2, 20.0),
                                                     testing::make_runtime(3, 20.0)};
   std::vector<int> fused_multi_stream(runtimes.size(), 0);
-  for (uint32_t seed = 1; seed <= 60; ++seed) {
+  for (uint32_t seed = 1, seeds = testing::property_seeds(60); seed <= seeds; ++seed) {
     testing::RandomGraphOptions opt;
     opt.streams = 2 + static_cast<int>(seed % 2);
     opt.core_limits = seed % 3 != 0;
