@@ -8,10 +8,12 @@
 // levels the CPU has. Invariants:
 //   - a graph that fails verify() fails every compile with an error Status;
 //   - eager and graph mode agree on whether the graph compiles (superkernel mode may reject more:
-//     host ops inside scopes, scope options, strict-scope-check=abort, core limits);
+//     host ops inside scopes, scope options, strict-scope-check=abort, core limits, stream
+//     fusion on a cube/vector core split);
 //   - every executable that compiles runs twice (no deadlock: the watchdog turns one into an
-//     error), and every mode and core count gives bit-identical outputs after each run (the
-//     second run starts from the variables the first one left).
+//     error), and every mode on 1 core and on 2, 3, or 3 split into cube and vector cores gives
+//     bit-identical outputs after each run (the second run starts from the variables the first
+//     one left).
 // Shapes stay small and write_into targets whole tensors (partial overlaps and huge shapes are
 // resource and aliasing questions the graph builder decides, tested elsewhere). Index operands
 // are generated valid: the kernels' own error paths are tested by tests/kernels.
@@ -47,8 +49,8 @@ struct FuzzGraph {
   std::vector<sk::testing::InputBytes> inputs;
   sk::CompileOptions options;  // the mode is set per compile
   std::vector<std::string> option_labels;
-  int isa_level = 0;     // how many levels below the CPU's highest (modulo their count)
-  int second_cores = 3;  // the core count compared with 1 core
+  int isa_level = 0;  // how many levels below the CPU's highest (modulo their count)
+  int second = 0;     // the machine compared with 1 core: 3 cores, 2, or 3 split into cube and vector
   std::vector<int> families = std::vector<int>(sk::testing::kNumFamilies, 0);
 };
 
@@ -264,7 +266,7 @@ FuzzGraph decode_graph(FuzzInput& in) {
   dbg.debug_cross_core_sync_check = in.pick(0, 7) == 7;
   label("access_check", std::to_string(dbg.debug_cross_core_sync_check));
   out.isa_level = in.pick(0, 4);
-  out.second_cores = in.flag() ? 2 : 3;
+  out.second = in.pick(0, 2);
   return out;
 }
 
@@ -305,10 +307,12 @@ void print_counters() {
 }
 
 struct Machine {
-  // 1 core (a serial baseline), and 2 or 3 (3 splits every dimension unevenly).
+  // 1 core (a serial baseline), and 2 or 3 (3 splits every dimension unevenly), or 3 split into a
+  // cube core and two vector cores (matmuls on the one, vector kernels on the others).
   std::shared_ptr<sk::Runtime> one = sk::testing::make_runtime(1, 30.0);
   std::shared_ptr<sk::Runtime> two = sk::testing::make_runtime(2, 30.0);
   std::shared_ptr<sk::Runtime> three = sk::testing::make_runtime(3, 30.0);
+  std::shared_ptr<sk::Runtime> split = sk::testing::make_runtime(3, 30.0, /*cube_cores=*/1);
   std::vector<int> levels = sk::testing::isa_levels();
 };
 
@@ -338,7 +342,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string reference_what;
   bool any_compiled = false, superkernel_rejected = false;
   long runs = 0;
-  for (sk::Runtime* rt : {m.one.get(), fg.second_cores == 2 ? m.two.get() : m.three.get()}) {
+  sk::Runtime* second = fg.second == 1 ? m.two.get() : fg.second == 2 ? m.split.get() : m.three.get();
+  for (sk::Runtime* rt : {m.one.get(), second}) {
     std::optional<bool> eager_compiled;
     for (sk::ExecutionMode mode :
          {sk::ExecutionMode::kEager, sk::ExecutionMode::kGraph, sk::ExecutionMode::kSuperKernel}) {
@@ -346,7 +351,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       options.static_kernel_compile = mode != sk::ExecutionMode::kEager;
       options.super_kernel_optimize = mode == sk::ExecutionMode::kSuperKernel;
       const std::string what = std::string(sk::execution_mode_name(mode)) + " on " + std::to_string(rt->num_cores()) +
-                               " cores at isa " + sk::testing::isa_name(level);
+                               (rt == m.split.get() ? " cores (1 cube, 2 vector)" : " cores") + " at isa " +
+                               sk::testing::isa_name(level);
       // The level is a variable of each loaded copy of the package: force it again once the
       // compile has loaded the copies kernel replication asks for.
       sk::testing::force_isa(level);
