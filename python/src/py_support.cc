@@ -116,14 +116,15 @@ struct HostCallable {
       callable->get()(inputs, outputs);
       return sk::Status::ok();
     } catch (nb::python_error& e) {
-      std::string text = e.what();
-      e.restore();
-      PyErr_Clear();
-      return sk::Status::kernel_error("host op '" + op_name + "': Python callback raised " + text);
+      // The exception's type and message (the runtime names the op); not its traceback.
+      std::string text = nb::borrow<nb::str>(nb::str(e.type().attr("__name__"))).c_str();
+      text += ": ";
+      text += nb::str(e.value()).c_str();
+      return sk::Status::kernel_error("Python callback raised " + text);
     } catch (const StatusError& e) {
-      return e.status().with_context("host op '" + op_name + "'");
+      return e.status();
     } catch (const std::exception& e) {
-      return sk::Status::kernel_error("host op '" + op_name + "': " + e.what());
+      return sk::Status::kernel_error(e.what());
     }
   }
 };

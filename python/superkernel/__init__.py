@@ -11,6 +11,7 @@ docs/PYTHON.md describes it all.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from . import _errors
@@ -68,6 +69,21 @@ def compile(graph: Graph, options: Any = None, runtime: Runtime | None = None) -
     return (runtime or _runtime_default.get()).compile(graph, compile_options(options))
 
 
+@contextlib.contextmanager
+def recording():
+    """``with superkernel.recording() as ran: model(x)``: `ran` lists (compiled graph, its
+    inputs) for every graph the superkernel backend ran inside the block, in order. A compiled
+    graph has ``explain()``, ``report``, ``host_steps`` and ``with_options(...)``."""
+    from ._compiled import _recorders
+
+    ran: list = []
+    _recorders.append(ran)
+    try:
+        yield ran
+    finally:
+        _recorders.pop()
+
+
 def explain(target: Any, *args, options: Any = None, runtime: Runtime | None = None, **kwargs) -> str:
     """What the compiler makes of a graph or of a compiled torch model, as text.
 
@@ -81,21 +97,15 @@ def explain(target: Any, *args, options: Any = None, runtime: Runtime | None = N
             raise InvalidArgumentError("explain(graph, options): takes the graph and its options only")
         opts = args[0] if args else options
         return (runtime or _runtime_default.get()).explain(target, compile_options(opts))
-    from ._compiled import _recorders
-
-    ran: list = []
-    _recorders.append(ran)
-    try:
+    with recording() as ran:
         target(*args, **kwargs)
-    finally:
-        _recorders.pop()
     if not ran:
         raise InvalidArgumentError(
             "explain: the call ran no graph compiled by the superkernel backend (was the model compiled with "
             "backend='superkernel'?)"
         )
     seen, texts = set(), []
-    for g in ran:
+    for g, _ in ran:
         if id(g) not in seen:
             seen.add(id(g))
             texts.append(g.explain())
@@ -105,7 +115,7 @@ def explain(target: Any, *args, options: Any = None, runtime: Runtime | None = N
 __all__ = [
     "Graph", "Tensor", "DType", "TensorKind", "OpKind", "Runtime", "Executable", "CompileOptions",
     "CompileReport", "SegmentReport", "ops", "nn", "compile", "compile_options", "explain", "runtime",
-    "configure_runtime", "set_runtime", "KERNEL_ABI_VERSION", "SuperkernelError", "InvalidArgumentError",
+    "configure_runtime", "set_runtime", "recording", "KERNEL_ABI_VERSION", "SuperkernelError", "InvalidArgumentError",
     "NotFoundError", "UnimplementedError", "FailedPreconditionError", "KernelError", "DeadlockError",
     "InternalError",
 ]

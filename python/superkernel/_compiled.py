@@ -387,6 +387,7 @@ class Lowerer(Ctx):
         if _is_copy_back(node):
             dst, src = node.args[0], node.args[1]
             var, value = self.value(dst), self.value(src)
+            self.env[node] = var  # copy_ returns its destination
             if isinstance(value, _sk.Tensor) and value.id == var.id:
                 return
             info = self.g.tensor(var)
@@ -472,9 +473,10 @@ except ImportError:  # pragma: no cover
 class CompiledGraph:
     """The callable torch runs for one forward graph."""
 
-    def __init__(self, lowerer: Lowerer, part, bindings: list[Binding], slots: list[OutputSlot]):
+    def __init__(self, lowerer: Lowerer, part, bindings: list[Binding], slots: list[OutputSlot], options=None):
+        self.lowerer = lowerer
         self.graph = lowerer.g
-        self.options = lowerer.options
+        self.options = options or lowerer.options
         self.runtime = lowerer.runtime
         self.partition = part
         self.rewrites = lowerer.rewrites
@@ -526,16 +528,18 @@ class CompiledGraph:
             if n in needed or n.op == "placeholder":
                 continue
             needed.add(n)
-            stack.extend(n.all_input_nodes)
+            # The executable already wrote the destination of a copy_ (a graph variable in the
+            # caller's memory): the output is that tensor, not a second write.
+            stack.extend([n.args[0]] if _is_copy_back(n) else n.all_input_nodes)
         for n in gm.graph.nodes:
             if n in needed:
-                env[n] = sub.node_copy(n, lambda a: env[a])
+                env[n] = env[n.args[0]] if _is_copy_back(n) else sub.node_copy(n, lambda a: env[a])
         sub.output(tuple(env[n] for n in outputs))
         return fx.GraphModule(gm, sub)
 
     def __call__(self, *args):
         if _recorders:
-            _recorders[-1].append(self)
+            _recorders[-1].append((self, args))
         index = self._index
         if self._contiguous:
             ptrs = [args[i].data_ptr() for i in index]
@@ -557,6 +561,14 @@ class CompiledGraph:
             else:
                 result.append(s.value)
         return result
+
+    def with_options(self, options) -> "CompiledGraph":
+        """The same lowered graph compiled with other options (a dict as the backend takes, e.g.
+        another execution mode), called the same way: to A/B modes on the same inputs."""
+        from ._options import backend_options
+
+        opts = backend_options({"frozen_parameter": self.options.frozen_parameter, **dict(options)})
+        return CompiledGraph(self.lowerer, self.partition, self.bindings, self.slots, opts)
 
     # ---- introspection ----
     @property
