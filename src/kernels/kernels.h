@@ -87,6 +87,38 @@ SK_DECLARE_KERNEL(argmax_f32);
 SK_DECLARE_KERNEL(sample_f32);
 uint64_t sample_f32_workspace(const sk_kernel_args* args);
 
+// ---- general tensor family (tensor.*, docs/kernels_tensor.md; tiling: the validated plan) ----
+// tensor_unary.cc
+SK_DECLARE_KERNEL(tensor_unary);
+int32_t tensor_unary_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+SK_DECLARE_KERNEL(tensor_cast);
+int32_t tensor_cast_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+// tensor_binary.cc
+SK_DECLARE_KERNEL(tensor_binary);
+int32_t tensor_binary_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+SK_DECLARE_KERNEL(tensor_binary_scalar);
+int32_t tensor_binary_scalar_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+SK_DECLARE_KERNEL(tensor_where);
+int32_t tensor_where_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+// tensor_reduce.cc
+SK_DECLARE_KERNEL(tensor_reduce);
+int32_t tensor_reduce_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+SK_DECLARE_KERNEL(tensor_cumsum);
+// tensor_index.cc
+SK_DECLARE_KERNEL(tensor_index_select);
+SK_DECLARE_KERNEL(tensor_gather);
+SK_DECLARE_KERNEL(tensor_index_copy);
+SK_DECLARE_KERNEL(tensor_index_put);
+// tensor_topk.cc
+SK_DECLARE_KERNEL(tensor_topk);
+uint64_t tensor_topk_workspace(const sk_kernel_args* args);
+// tensor_mm.cc
+SK_DECLARE_KERNEL(tensor_batched_mm);
+uint64_t tensor_batched_mm_workspace(const sk_kernel_args* args);
+// tensor_sdpa.cc
+SK_DECLARE_KERNEL(tensor_sdpa);
+uint64_t tensor_sdpa_workspace(const sk_kernel_args* args);
+
 }  // namespace sk::kernels
 
 #undef SK_DECLARE_KERNEL
