@@ -98,10 +98,7 @@ void bind_graph(nb::module_& m) {
       .value("i8", sk::DType::kI8)
       .value("i32", sk::DType::kI32)
       .value("i64", sk::DType::kI64)
-#ifdef SK_PY_HAS_BOOL
-      .value("bool", sk::DType::kBool)
-#endif
-      ;
+      .value("bool", sk::DType::kBool);
   m.def("dtype_size", &sk::dtype_size);
 
   nb::enum_<sk::TensorKind>(m, "TensorKind")
@@ -207,9 +204,7 @@ void bind_graph(nb::module_& m) {
       .def("transpose", &sk::Graph::transpose, nb::arg("tensor"), nb::arg("perm"), nb::arg("name") = "")
       .def("slice", &sk::Graph::slice, nb::arg("tensor"), nb::arg("dim"), nb::arg("begin"), nb::arg("end"),
            nb::arg("name") = "")
-#ifdef SK_PY_HAS_EXPAND
       .def("expand", &sk::Graph::expand, nb::arg("tensor"), nb::arg("shape"), nb::arg("name") = "")
-#endif
       // ---- ops ----
       .def(
           "add_op",

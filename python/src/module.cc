@@ -13,6 +13,7 @@ NB_MODULE(_superkernel, m) {
   skpy::register_status_translator();
   skpy::bind_graph(m);
   skpy::bind_ops(m);
+  skpy::bind_tensor_ops(m);
   skpy::bind_runtime(m);
   m.attr("KERNEL_ABI_VERSION") = SK_KERNEL_ABI_VERSION;
 }

@@ -34,10 +34,8 @@ nb::dlpack::dtype to_dlpack(sk::DType dtype) {
       return {static_cast<uint8_t>(dtype_code::Int), 32, 1};
     case sk::DType::kI64:
       return {static_cast<uint8_t>(dtype_code::Int), 64, 1};
-#ifdef SK_PY_HAS_BOOL
     case sk::DType::kBool:
       return {static_cast<uint8_t>(dtype_code::Bool), 8, 1};
-#endif
   }
   throw StatusError(sk::Status::internal("unknown sk::DType " + std::to_string(static_cast<int>(dtype))));
 }
@@ -52,13 +50,11 @@ sk::DType from_dlpack(nb::dlpack::dtype dtype, const char* what) {
     if (code == dtype_code::Int && dtype.bits == 8) return sk::DType::kI8;
     if (code == dtype_code::Int && dtype.bits == 32) return sk::DType::kI32;
     if (code == dtype_code::Int && dtype.bits == 64) return sk::DType::kI64;
-#ifdef SK_PY_HAS_BOOL
     if (code == dtype_code::Bool && dtype.bits == 8) return sk::DType::kBool;
-#endif
   }
-  throw StatusError(sk::Status::invalid_argument(std::string(what) + ": element type (DLPack code " +
-                                                 std::to_string(dtype.code) + ", " + std::to_string(dtype.bits) +
-                                                 " bits) has no superkernel dtype (f32, bf16, f16, i8, i32, i64)"));
+  throw StatusError(sk::Status::invalid_argument(
+      std::string(what) + ": element type (DLPack code " + std::to_string(dtype.code) + ", " +
+      std::to_string(dtype.bits) + " bits) has no superkernel dtype (f32, bf16, f16, i8, i32, i64, bool)"));
 }
 
 namespace {

@@ -335,7 +335,12 @@ class Lowerer(Ctx):
         accumulate = node.args[3] if len(node.args) > 3 else False
         dim = next(i for i, x in enumerate(indices) if x is not None)
         if not accumulate and sum(x is not None for x in indices) == 1:
-            T.index_copy(self.g, dst, dim, self.value(indices[dim]), self.value(values), self.name(node))
+            want = shape(src)
+            want[dim] = shape(indices[dim])[0]
+            v = self.value(values)
+            if shape(values) != want:  # values broadcast to the indexed slice (a view, no copy)
+                v = self.g.expand(v, want, self.name(node) + "_values")
+            T.index_copy(self.g, dst, dim, self.value(indices[dim]), v, self.name(node))
             return dst
         T.index_put(self.g, dst, [self.value(x) for x in indices], self.value(values), bool(accumulate),
                     self.name(node))

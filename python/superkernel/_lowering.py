@@ -287,7 +287,31 @@ _BINARY = {
     aten.mul.Scalar: "mul",
     aten.div.Scalar: "div",
 }
-_SCALAR_FIRST = {aten.rsub.Scalar: "sub"}
+# Bitwise ops of bool tensors are the logical ones.
+_BITWISE_BOOL = {aten.bitwise_and.Tensor: "logical_and", aten.bitwise_or.Tensor: "logical_or"}
+
+
+def _check_bitwise(node, caps):
+    if not all(isinstance(a, fx.Node) and dtype(a) == torch.bool for a in node.args[:2]):
+        return "bitwise op of non-bool tensors"
+    return None if caps.tensor("binary") else "no tensor.binary kernel in the loaded packages"
+
+
+def _lower_bitwise(ctx: Ctx, node: fx.Node):
+    T = ctx.caps.tensor_ops
+    op = getattr(T.BinaryOp, _BITWISE_BOOL[node.target])
+    return T.binary(ctx.g, ctx.value(node.args[0]), ctx.value(node.args[1]), op, ctx.name(node))
+
+
+def _check_bitwise_not(node, caps):
+    if dtype(node.args[0]) != torch.bool:
+        return "bitwise_not of a non-bool tensor"
+    return None if caps.tensor("unary") else "no tensor.unary kernel in the loaded packages"
+
+
+def _lower_bitwise_not(ctx: Ctx, node: fx.Node):
+    T = ctx.caps.tensor_ops
+    return T.unary(ctx.g, ctx.value(node.args[0]), T.UnaryOp.logical_not, ctx.name(node))
 
 
 def _alpha(node: fx.Node):
@@ -326,7 +350,9 @@ def _check_binary(node, caps):
     if caps.tensor("binary") and caps.tensor("binary_scalar"):
         a, b = node.args[0], node.args[1]
         if not isinstance(a, fx.Node):
-            return "scalar first operand"
+            a, b = b, a  # scalar first: op(scalar, tensor)
+            if not isinstance(a, fx.Node):
+                return "two scalar operands"
         if isinstance(b, fx.Node):
             return None
         if isinstance(b, bool) or not isinstance(b, (int, float)):
@@ -351,9 +377,11 @@ def _lower_binary(ctx: Ctx, node: fx.Node):
         return builder(ctx.g, x, y, ctx.name(node))
     T = ctx.caps.tensor_ops
     bop = getattr(T.BinaryOp, op)
-    if isinstance(b, fx.Node):
+    if isinstance(a, fx.Node) and isinstance(b, fx.Node):
         return T.binary(ctx.g, ctx.value(a), ctx.value(b), bop, ctx.name(node))
-    return T.binary_scalar(ctx.g, ctx.value(a), float(b), bop, False, ctx.name(node))
+    if isinstance(a, fx.Node):
+        return T.binary_scalar(ctx.g, ctx.value(a), float(b), bop, False, ctx.name(node))
+    return T.binary_scalar(ctx.g, ctx.value(b), float(a), bop, True, ctx.name(node))
 
 
 def _check_rsub(node, caps):
@@ -448,6 +476,33 @@ def _lower_reduce(ctx: Ctx, node: fx.Node):
     T = ctx.caps.tensor_ops
     op = getattr(T.ReduceOp, _REDUCE[node.target])
     return T.reduce(ctx.g, ctx.value(node.args[0]), op, _reduce_dims(node), _keepdim(node), ctx.name(node))
+
+
+def _check_var(node, caps):
+    if not (caps.tensor("reduce") and caps.tensor("binary") and caps.tensor("binary_scalar")):
+        return "no tensor.reduce / tensor.binary kernels in the loaded packages"
+    if not is_float(node.args[0]):
+        return "var of a non-float tensor"
+    return None
+
+
+def _lower_var(ctx: Ctx, node: fx.Node):
+    """var(x, dims, correction) = sum((x - mean(x))^2) / (n - correction), as torch defines it."""
+    T = ctx.caps.tensor_ops
+    x = node.args[0]
+    rank = len(shape(x))
+    dims = node.args[1] if len(node.args) > 1 and node.args[1] is not None else list(range(rank))
+    dims = [norm_dim(d, rank) for d in ([dims] if isinstance(dims, int) else dims)]
+    correction = node.kwargs.get("correction", 1)
+    correction = 1 if correction is None else correction
+    keep = node.kwargs.get("keepdim", False)
+    n = math.prod(shape(x)[d] for d in dims)
+    name = ctx.name(node)
+    mean = T.reduce(ctx.g, ctx.value(x), T.ReduceOp.mean, dims, True, name + "_mean")
+    d = T.binary(ctx.g, ctx.value(x), mean, T.BinaryOp.sub, name + "_centered")
+    sq = T.binary(ctx.g, d, d, T.BinaryOp.mul, name + "_squared")
+    total = T.reduce(ctx.g, sq, T.ReduceOp.sum, dims, bool(keep), name + "_sum")
+    return T.binary_scalar(ctx.g, total, float(max(0, n - correction)), T.BinaryOp.div, False, name)
 
 
 def _lower_arg_reduce(ctx: Ctx, node: fx.Node):
@@ -654,8 +709,12 @@ def _check_index_update(node, caps):
         d = present[0]
         want = shape(node.args[0])
         want[d] = shape(indices[d])[0]
-        if shape(node.args[2]) != want:
-            return "index_put whose values need broadcasting"
+        try:
+            torch.broadcast_shapes(shape(node.args[2]), want)
+        except RuntimeError:
+            return "index_put whose values do not broadcast to the indexed slice"
+        if torch.broadcast_shapes(shape(node.args[2]), want) != torch.Size(want):
+            return "index_put whose values do not broadcast to the indexed slice"
         return None if caps.tensor("index_copy") else "no tensor.index_copy kernel in the loaded packages"
     if present != list(range(len(present))):
         return "index_put with indices on other than the leading dims"
@@ -693,6 +752,10 @@ ATEN_LOWERINGS: dict[Any, Row] = {
     **_views,
     **_elementwise,
     **{op: Row(_check_reduce, _lower_reduce) for op in _REDUCE},
+    aten.var.correction: Row(_check_var, _lower_var),
+    aten.bitwise_and.Tensor: Row(_check_bitwise, _lower_bitwise),
+    aten.bitwise_or.Tensor: Row(_check_bitwise, _lower_bitwise),
+    aten.bitwise_not.default: Row(_check_bitwise_not, _lower_bitwise_not),
     aten.argmax.default: Row(_needs("reduce"), _lower_arg_reduce),
     aten.argmin.default: Row(_needs("reduce"), _lower_arg_reduce),
     aten.max.dim: Row(_needs("reduce"), _lower_max_dim),

@@ -2,7 +2,7 @@
 a call of that kernel's op (``torch.ops.superkernel.*``), which then lowers like any kernel op.
 
 - linear: ``mm(x, permute(w, [1, 0]))`` with w a dense f32 [N, K] graph input or parameter
-  -> ``matmul(x, w)`` (the weight-streaming GEMV/GEMM; ``addmm`` adds its bias after).
+  -> ``matmul(x, w)`` (the weight-streaming GEMV/GEMM); ``addmm`` -> ``matmul`` then the bias add.
 - RMS norm: ``w * (x * rsqrt(mean(x^2, -1, keepdim) + eps))`` in f32 -> ``rms_norm(x, w, eps)``.
 - SwiGLU: ``(g * sigmoid(g)) * up`` (silu as core ATen decomposes it) or ``silu(g) * up`` ->
   ``silu_mul(g, up)``.
@@ -100,13 +100,25 @@ def _match_linear(node: fx.Node, weights: set):
     """mm(x, permute(w, [1, 0])) with w a dense f32 [N, K] input -> (x, w)."""
     if not _is(node, aten.mm.default):
         return None
-    x, wt = node.args
+    return _match_linear_operands(node.args[0], node.args[1], weights)
+
+
+def _match_linear_operands(x, wt, weights: set):
     if not _is(wt, aten.permute.default) or list(wt.args[1]) != [1, 0]:
         return None
     w = wt.args[0]
     if not _is_weight(w, weights) or dtype(w) != torch.float32 or dtype(x) != torch.float32:
         return None
     return x, w
+
+
+def _match_addmm(node: fx.Node, weights: set):
+    """addmm(bias, x, permute(w, [1, 0])) -> (x, w, bias): matmul then a bias add."""
+    if not _is(node, aten.addmm.default) or node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
+        return None
+    bias, x, wt = node.args[:3]
+    m = _match_linear_operands(x, wt, weights)
+    return (m[0], m[1], bias) if m else None
 
 
 def _match_repeat_kv(node) -> fx.Node | None:
@@ -149,6 +161,14 @@ def rewrite(gm: fx.GraphModule, caps: Capabilities, dense_weights: set) -> list[
             m = _match_linear(node, dense_weights)
             if m:
                 _replace(graph, node, sk_ops.matmul.default, (m[0], m[1]))
+                counts["matmul"] += 1
+                continue
+            m = _match_addmm(node, dense_weights)
+            if m:
+                with graph.inserting_before(node):
+                    mm = graph.call_function(sk_ops.matmul.default, (m[0], m[1]))
+                mm.meta = dict(node.meta)
+                _replace(graph, node, aten.add.Tensor, (mm, m[2]))
                 counts["matmul"] += 1
                 continue
         if caps.kernel("rms_norm.f32"):
