@@ -21,7 +21,7 @@ import torch
 import torch.fx as fx
 
 from . import _superkernel
-from ._errors import SuperkernelError, UnimplementedError
+from ._errors import InvalidArgumentError, SuperkernelError, UnimplementedError
 from ._kernel_ops import bind_node_args, signature_of
 from ._lowering import ATEN_LOWERINGS, Capabilities, Ctx, is_dense, norm_dim, shape, tensors_of, val
 from ._markers import marker_targets
@@ -119,6 +119,7 @@ class Lowerer(Ctx):
         self.streams = {"default": self.g.current_stream()}
         self.stream_stack: list = []
         self.limit_stack: list = []
+        self.scope_stack: list = []
         self.events: dict = {}
         self.rewrites: list[str] = []
         self.notes: list[str] = []
@@ -239,9 +240,16 @@ class Lowerer(Ctx):
         if name == "scope_begin":
             scope, options, fuse = a
             g.push_scope(scope if fuse else "", options)
+            self.scope_stack.append(scope if fuse else None)
         elif name == "scope_end":
             scope, fuse = a
+            if not self.scope_stack:
+                raise InvalidArgumentError(
+                    f"graph break inside scope '{scope}': this compiled graph starts inside the scope (dynamo split "
+                    "the model there, e.g. at data-dependent control flow): move the break out of the scope"
+                )
             g.pop_scope(scope if fuse else "")
+            self.scope_stack.pop()
         elif name == "limit_core_num_begin":
             self.limit_stack.append(g.core_limit())
             g.set_core_limit(int(a[0]), int(a[1]))
@@ -462,6 +470,13 @@ class Lowerer(Ctx):
             except SuperkernelError as e:
                 what = item.name if isinstance(item, HostStep) else f"node '{item.name}' ({item.target})"
                 raise type(e)(f"{what}: {e}") from e
+        if self.scope_stack:
+            name = self.scope_stack[-1] if self.scope_stack[-1] is not None else "<do not fuse>"
+            raise InvalidArgumentError(
+                f"graph break inside scope '{name}': this compiled graph ends inside the scope (dynamo split the model "
+                "there, e.g. at data-dependent control flow; with fullgraph=True dynamo reports the break itself): "
+                "move the break out of the scope"
+            )
         slots = self.lower_outputs()
         return CompiledGraph(self, part, bindings, slots)
 
