@@ -23,7 +23,7 @@ import torch.fx as fx
 from . import _superkernel
 from ._errors import InvalidArgumentError, SuperkernelError, UnimplementedError
 from ._kernel_ops import bind_node_args, signature_of
-from ._lowering import ATEN_LOWERINGS, Capabilities, Ctx, is_dense, norm_dim, shape, tensors_of, val
+from ._lowering import ATEN_LOWERINGS, AUTO_FUNCTIONALIZED, Capabilities, Ctx, is_dense, norm_dim, shape, tensors_of, val
 from ._markers import marker_targets
 from ._options import BackendOptions
 from ._partition import BARRIER, HOST, KERNEL, HostStep, partition
@@ -324,10 +324,17 @@ class Lowerer(Ctx):
         for n in sig.mutates:
             targets[n] = self._write_target(args[n], node)
         outs = self.lower_kernel_op(node, sig, args, targets)
-        n_new = len(outs) - len(sig.mutates)
-        new = outs[:n_new]
-        result = None if n_new == 0 else (new[0] if n_new == 1 else tuple(new))
-        return (result, *[targets[n] for n in sig.mutates])
+        new = list(outs[: len(outs) - len(sig.mutates)])
+        # As the functionalisation op returns: the op's outputs (a tuple flattened, one output or
+        # None as one element), then the new value of each written base (v2) or argument (v1).
+        if bases is not None:
+            written = [None] * len(bases)
+            for n in sig.mutates:
+                written[node.kwargs[f"_{n}_base_index"]] = targets[n]
+        else:
+            written = [targets[n] for n in sig.mutates]
+        head = new if len(new) > 1 else [new[0] if new else None]
+        return (*head, *written)
 
     # ---- index updates of written inputs (static KV caches) ----
     def lower_index_update(self, node: fx.Node):
@@ -411,7 +418,7 @@ class Lowerer(Ctx):
         if node.op == "call_function" and node.target is operator.getitem:
             self.env[node] = self.value(node.args[0])[node.args[1]]
             return
-        if node.op == "call_function" and node.target in _AUTO_FUNCTIONALIZED:
+        if node.op == "call_function" and node.target in AUTO_FUNCTIONALIZED:
             self.env[node] = self.lower_auto_functionalized(node)
             return
         sig = signature_of(node.target)
@@ -481,13 +488,6 @@ class Lowerer(Ctx):
         return CompiledGraph(self, part, bindings, slots)
 
 
-_AUTO_FUNCTIONALIZED = set()
-try:
-    from torch._higher_order_ops.auto_functionalize import auto_functionalized, auto_functionalized_v2
-
-    _AUTO_FUNCTIONALIZED = {auto_functionalized, auto_functionalized_v2}
-except ImportError:  # pragma: no cover
-    pass
 
 
 class CompiledGraph:
@@ -503,7 +503,8 @@ class CompiledGraph:
         self.notes = lowerer.notes
         self.input_names = [i.name for i in lowerer.inputs]
         self.host_steps = [
-            (s.name, [(n.name, str(n.target), part.reasons.get(n, "")) for n in s.nodes]) for s in part.steps
+            (s.name, [(n.name, str(n.target), part.reasons.get(n, "")) for n in s.nodes if n.target is not operator.getitem])
+            for s in part.steps
         ]
         try:
             self.executable = self.runtime.compile(self.graph, self.options.compile)

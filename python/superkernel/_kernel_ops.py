@@ -295,7 +295,7 @@ def run_kernel_eagerly(sig: KernelSignature, args: dict):
 
     kernel = sig.kernel_name(args)
     names = sig.input_names(args)
-    tensors = []
+    tensors, spans = [], []
     for n in names:
         t = args[n]
         if not isinstance(t, torch.Tensor):
@@ -304,7 +304,15 @@ def run_kernel_eagerly(sig: KernelSignature, args: dict):
             raise InvalidArgumentError(
                 f"torch.ops.superkernel.{sig.name}: '{n}' is written in place and must be contiguous"
             )
-        tensors.append(t if t.is_contiguous() else t.contiguous())
+        t = t if t.is_contiguous() else t.contiguous()
+        # Operands bound to the executable may not share bytes: a second view of memory already
+        # bound (e.g. the same tensor passed twice) is read from a copy.
+        lo, hi = t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
+        if n not in sig.mutates and any(lo < b and a < hi for a, b in spans):
+            t = t.clone()
+            lo, hi = t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()
+        spans.append((lo, hi))
+        tensors.append(t)
     attrs = sig.attr_bytes(args)
     out_specs = sig.outputs(args)
     key = _key(kernel, tensors, attrs, len(sig.mutates))

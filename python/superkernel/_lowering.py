@@ -26,6 +26,13 @@ from ._torch_types import has_sk_dtype, to_sk
 aten = torch.ops.aten
 _sk = _superkernel
 
+try:
+    from torch._higher_order_ops.auto_functionalize import auto_functionalized, auto_functionalized_v2
+
+    AUTO_FUNCTIONALIZED = (auto_functionalized, auto_functionalized_v2)
+except ImportError:  # pragma: no cover - older torch
+    AUTO_FUNCTIONALIZED = ()
+
 
 class NoKernel(Exception):
     """Raised by a row's lower() when it finds late that no kernel fits (the check should have)."""
@@ -222,6 +229,21 @@ def _lower_select(ctx: Ctx, node: fx.Node):
 
 def _reshape_view(ctx: Ctx, t: _sk.Tensor, new_shape: list[int], name: str) -> _sk.Tensor:
     return ctx.g.reshape(ctx.dense(t, name), new_shape, name)
+
+
+def _lower_split(ctx: Ctx, node: fx.Node):
+    """split / split_with_sizes: one slice view per piece."""
+    src = shape(node.args[0])
+    dim = norm_dim(node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0), len(src))
+    sizes = node.args[1]
+    if isinstance(sizes, int):
+        sizes = [min(sizes, src[dim] - b) for b in range(0, src[dim], sizes)]
+    x = ctx.value(node.args[0])
+    pieces, begin = [], 0
+    for i, n in enumerate(sizes):
+        pieces.append(ctx.g.slice(x, dim, begin, begin + n, f"{ctx.name(node)}_{i}"))
+        begin += n
+    return tuple(pieces)
 
 
 def _check_expand(node, caps):
@@ -739,6 +761,8 @@ _views = {
     aten.permute.default: Row(_ok, _lower_permute),
     aten.slice.Tensor: Row(_check_slice, _lower_slice),
     aten.select.int: Row(_ok, _lower_select),
+    aten.split_with_sizes.default: Row(_ok, _lower_split),
+    aten.split.Tensor: Row(_ok, _lower_split),
     aten.expand.default: Row(_check_expand, _lower_expand),
     aten.clone.default: Row(_ok, _lower_clone),
     aten._to_copy.default: Row(_check_to_copy, _lower_to_copy),
@@ -787,6 +811,11 @@ def kernel_reason(node: fx.Node, caps: Capabilities) -> str | None:
     sig = signature_of(node.target)
     if sig is not None:
         return None  # kernel ops check their operands when the graph is built
+    if node.target in AUTO_FUNCTIONALIZED:
+        # A kernel op writing some of its operands in place, as functionalisation wraps it.
+        if signature_of(node.args[0]) is not None:
+            return None
+        return f"{node.args[0]} writes its operands in place and is not a superkernel kernel op"
     row = row_of(node)
     if row is None:
         return f"no lowering for {node.target}"
