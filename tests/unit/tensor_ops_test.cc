@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -242,10 +243,9 @@ TEST(TensorOpsBuilders, IndexingShapesAndErrors) {
   Tensor cache = g.variable("cache", DType::kF32, {1, 2, 16, 8});
   index_copy(g, cache, 2, idx, g.input("kv", DType::kF32, {1, 2, 3, 8}));
   EXPECT_EQ(g.op(g.num_ops() - 1).outputs[0], cache.id);
-  EXPECT_EQ(index_put(g, g.variable("table", DType::kF32, {10, 4}), {g.input("rows", DType::kI32, {5})},
-                      g.input("vals", DType::kF32, {4}), true)
-                .id,
-            g.find_tensor("table"));
+  Tensor table = g.variable("table", DType::kF32, {10, 4});
+  EXPECT_EQ(index_put(g, table, {g.input("rows", DType::kI32, {5})}, g.input("vals", DType::kF32, {4}), true).id,
+            table.id);
   EXPECT_TRUE(g.verify().is_ok()) << g.verify().to_string();
 
   const auto fails = [](auto&& build, std::vector<std::string> parts) {
@@ -443,7 +443,7 @@ TEST(TensorOpsGraph, ElementwiseOverViewsFusesAndMatches) {
   Tensor x = g.input("x", DType::kF32, {kCols, kRows});      // used transposed: [rows, cols]
   Tensor bias = g.input("bias", DType::kF32, {1, kCols});    // expanded over rows
   Tensor scale = g.input("scale", DType::kF32, {kRows, 1});  // broadcast over cols by the op
-  SuperKernelScope scope(g, "block");
+  auto scope = std::make_unique<SuperKernelScope>(g, "block");
   Tensor xt = g.transpose(x, {1, 0});
   Tensor h = binary(g, xt, g.expand(bias, {kRows, kCols}), BinaryOp::kAdd, "add_bias");
   h = binary(g, h, scale, BinaryOp::kMul, "scale");
@@ -455,6 +455,7 @@ TEST(TensorOpsGraph, ElementwiseOverViewsFusesAndMatches) {
   Tensor y = where(g, pos, unary(g, n, UnaryOp::kSilu), g.expand(scale, {kRows, kCols}), "select");
   g.output(y, "y");
   g.output(reduce(g, y, ReduceOp::kArgmax, {1}, false, "best"), "best");
+  scope.reset();
   ASSERT_TRUE(g.verify().is_ok()) << g.verify().to_string();
 
   const std::vector<float> xv = testing::random_floats(kCols * kRows, 1);
@@ -507,7 +508,7 @@ TEST(TensorOpsGraph, StaticCacheAttentionAcrossRuns) {
   Tensor v_cache = g.variable("v_cache", DType::kF32, {1, kKvHeads, kSlots, kDim});
   std::vector<float> wv = testing::random_floats(kHeads * kDim * kHeads * kDim, 7, -0.2f, 0.2f);
   Tensor w = g.constant_f32("wq", {kHeads * kDim, kHeads * kDim}, wv);
-  SuperKernelScope scope(g, "attention");
+  auto scope = std::make_unique<SuperKernelScope>(g, "attention");
   Tensor q = batched_mm(g, x, g.transpose(w, {1, 0}), "q_proj");
   q = g.transpose(g.reshape(q, {1, 1, kHeads, kDim}), {0, 2, 1, 3});  // [1, H, 1, D]
   index_copy(g, k_cache, 2, position, g.reshape(g.slice(kv_new, 0, 0, 1), {1, kKvHeads, 1, kDim}), "k_update");
@@ -517,6 +518,7 @@ TEST(TensorOpsGraph, StaticCacheAttentionAcrossRuns) {
   TopK best = topk(g, flat, 3, -1, true, true, "top3");
   g.output(cat(g, {flat, best.values}, 1, "joined"), "joined");
   g.output(best.indices, "top_idx");
+  scope.reset();
   ASSERT_TRUE(g.verify().is_ok()) << g.verify().to_string();
 
   // Three decode steps: positions 0, 1, 2 with the mask allowing the filled slots.
@@ -566,6 +568,64 @@ TEST(TensorOpsGraph, StaticCacheAttentionAcrossRuns) {
   for (int j = 0; j < 3; ++j) EXPECT_EQ(joined[kHeads * kDim + j], joined[idx[j]]);
   EXPECT_GE(joined[idx[0]], joined[idx[1]]);
   EXPECT_GE(joined[idx[1]], joined[idx[2]]);
+}
+
+// The access callbacks let the scheduler sync point to point: in a chain of element-wise ops and
+// reductions over the last dim, every core consumes only what it produced, so the super kernel
+// needs no wait and no barrier; an op reading across rows (a reduction over dim 0) makes cores
+// wait for exactly the producers of what they read.
+TEST(TensorOpsGraph, AccessRangesLetTheScheduleSyncPointToPoint) {
+  const auto schedule_of = [](bool across_rows) {
+    Graph g;
+    Tensor x = g.input("x", DType::kF32, {48, 64});
+    Tensor h = unary(g, binary_scalar(g, x, 3.0, BinaryOp::kMul), UnaryOp::kTanh);
+    h = binary(g, h, reduce(g, h, ReduceOp::kMax, {1}, true), BinaryOp::kSub);
+    if (across_rows) h = binary(g, h, reduce(g, h, ReduceOp::kMean, {0}, true), BinaryOp::kAdd);
+    // (The chain ends at full size: a small result placed by the memory plan in a big freed
+    // buffer would meet other cores' earlier writes there, a wait the access ranges cannot avoid.)
+    g.output(h, "h");
+    auto rt = testing::make_runtime(3);
+    CompileOptions o = CompileOptions::for_mode(ExecutionMode::kSuperKernel);
+    o.super_kernel_optimize_options.sync_choice = SyncChoice::kPointToPoint;
+    auto exe = rt->compile(g, o);
+    EXPECT_TRUE(exe) << exe.status().to_string();
+    return exe ? (*exe)->report().segments.at(0).schedule : std::string();
+  };
+  const std::string local = schedule_of(false);
+  EXPECT_NE(local.find(": 0 waits, 0 signals, 0 barriers"), std::string::npos) << local;
+  const std::string across = schedule_of(true);
+  EXPECT_EQ(across.find(": 0 waits"), std::string::npos) << across;
+  EXPECT_NE(across.find(" 0 barriers"), std::string::npos) << across;
+}
+
+// A stride-0 view as an op's input at run time: one row of a variable copied into the four rows
+// after it, in every mode and under the access checker.
+TEST(TensorOpsGraph, ExpandedRowSpreadsIntoTheSameVariable) {
+  Graph g;
+  Tensor v = g.variable("v", DType::kF32, {5, 8});
+  Tensor row = g.input("row", DType::kF32, {1, 8});
+  OpSpec first;
+  first.kind = OpKind::kCopy;
+  first.inputs = {row};
+  first.write_into = {g.slice(v, 0, 0, 1)};
+  g.add_op(first);
+  OpSpec spread;
+  spread.kind = OpKind::kCopy;
+  spread.inputs = {g.expand(g.slice(v, 0, 0, 1), {4, 8})};
+  spread.write_into = {g.slice(v, 0, 1, 5)};
+  g.add_op(spread);
+  g.output(reduce(g, binary(g, v, g.expand(row, {5, 8}), BinaryOp::kSub), ReduceOp::kSum, {}, false), "diff");
+  ASSERT_TRUE(g.verify().is_ok()) << g.verify().to_string();
+  const std::vector<float> rv = testing::random_floats(8, 5);
+  const RunResult r = run_everywhere(g, [&](Executable& e) {
+    ASSERT_TRUE(e.set_input("row", rv).is_ok());
+    const Status s = e.run();
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    std::vector<float> got(40);
+    ASSERT_TRUE(e.read("v", got.data(), got.size() * 4).is_ok());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], rv[i % 8]) << i;
+  });
+  EXPECT_EQ(floats_of(r, "diff"), std::vector<float>{0.0f});
 }
 
 TEST(TensorOpsGraph, OutOfRangeIndexFailsTheRunNamingTheOp) {
