@@ -70,14 +70,15 @@ def compile(graph: Graph, options: Any = None, runtime: Runtime | None = None) -
 
 
 @contextlib.contextmanager
-def recording():
+def recording(snapshot: bool = False):
     """``with superkernel.recording() as ran: model(x)``: `ran` lists (compiled graph, its
-    inputs) for every graph the superkernel backend ran inside the block, in order. A compiled
+    inputs) for every graph the superkernel backend ran inside the block, in order; with
+    `snapshot`, copies of the inputs taken before the run wrote any (to replay a step). A compiled
     graph has ``explain()``, ``report``, ``host_steps`` and ``with_options(...)``."""
     from ._compiled import _recorders
 
     ran: list = []
-    _recorders.append(ran)
+    _recorders.append((ran, snapshot))
     try:
         yield ran
     finally:

@@ -560,7 +560,9 @@ class CompiledGraph:
 
     def __call__(self, *args):
         if _recorders:
-            _recorders[-1].append((self, args))
+            ran, snapshot = _recorders[-1]
+            # A snapshot copies the inputs before the run writes any of them (caches, counters).
+            ran.append((self, [a.clone() if isinstance(a, torch.Tensor) else a for a in args] if snapshot else args))
         index = self._index
         if self._contiguous:
             ptrs = [args[i].data_ptr() for i in index]
