@@ -15,5 +15,6 @@ NB_MODULE(_superkernel, m) {
   skpy::bind_ops(m);
   skpy::bind_tensor_ops(m);
   skpy::bind_runtime(m);
+  skpy::bind_models(m);
   m.attr("KERNEL_ABI_VERSION") = SK_KERNEL_ABI_VERSION;
 }

@@ -39,6 +39,7 @@ from ._superkernel import (
     TensorKind,
     nn,
 )
+from ._superkernel import models as cpp_models
 from . import ops
 from ._options import compile_options
 from . import _runtime_default
@@ -115,7 +116,7 @@ def explain(target: Any, *args, options: Any = None, runtime: Runtime | None = N
 
 __all__ = [
     "Graph", "Tensor", "DType", "TensorKind", "OpKind", "Runtime", "Executable", "CompileOptions",
-    "CompileReport", "SegmentReport", "ops", "nn", "compile", "compile_options", "explain", "runtime",
+    "CompileReport", "SegmentReport", "ops", "nn", "cpp_models", "compile", "compile_options", "explain", "runtime",
     "configure_runtime", "set_runtime", "recording", "KERNEL_ABI_VERSION", "SuperkernelError", "InvalidArgumentError",
     "NotFoundError", "UnimplementedError", "FailedPreconditionError", "KernelError", "DeadlockError",
     "InternalError",

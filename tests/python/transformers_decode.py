@@ -18,12 +18,12 @@ def greedy(model, config, record=False):
     cache = StaticCache(config=config, max_cache_len=CACHE_LEN)
     ids, logits_seen = [], []
     with torch.no_grad(), sk.recording(snapshot=record) as ran:
-        logits = model(torch.tensor(PROMPT), past_key_values=cache, use_cache=True).logits
+        logits = model(torch.tensor(PROMPT), cache=cache, use_cache=True).logits
         for _ in range(STEPS):
             nxt = logits[:, -1].argmax(-1, keepdim=True)
             ids.append(int(nxt))
             logits_seen.append(logits[:, -1])
-            logits = model(nxt, past_key_values=cache, use_cache=True).logits
+            logits = model(nxt, cache=cache, use_cache=True).logits
     return ids, logits_seen, ran
 
 
