@@ -145,7 +145,7 @@ def main() -> int:
         times = {label: med for label, med, *_ in rows if med is not None}
         refs = {"vs torch eager": "torch eager", "vs inductor": "torch inductor",
                 "vs C++ model": "C++ model superkernel"}
-        print(f"\n| model | config | cores | step ms | min | max | " + " | ".join(refs) + " |")
+        print("\n| model | config | cores | step ms | min | max | " + " | ".join(refs) + " |")
         print("|---|---|---|---|---|---|" + "---|" * len(refs))
         for label, med, lo, hi, err in rows:
             if med is None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from . import _errors
 from ._errors import (
     DeadlockError,
     FailedPreconditionError,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import operator
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -23,10 +23,10 @@ import torch.fx as fx
 from . import _superkernel
 from ._errors import InvalidArgumentError, SuperkernelError, UnimplementedError
 from ._kernel_ops import bind_node_args, signature_of
-from ._lowering import ATEN_LOWERINGS, AUTO_FUNCTIONALIZED, Capabilities, Ctx, is_dense, norm_dim, shape, tensors_of, val
+from ._lowering import ATEN_LOWERINGS, AUTO_FUNCTIONALIZED, Capabilities, Ctx, norm_dim, shape, val
 from ._markers import marker_targets
 from ._options import BackendOptions
-from ._partition import BARRIER, HOST, KERNEL, HostStep, partition
+from ._partition import BARRIER, HostStep, partition
 from ._patterns import rewrite
 from ._torch_types import has_sk_dtype, to_sk
 

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from . import _superkernel
-from ._errors import InvalidArgumentError, NotFoundError
+from ._errors import InvalidArgumentError
 from ._torch_types import to_sk, to_torch
 
 Spec = tuple[torch.dtype, Sequence[int]]

@@ -34,10 +34,6 @@ except ImportError:  # pragma: no cover - older torch
     AUTO_FUNCTIONALIZED = ()
 
 
-class NoKernel(Exception):
-    """Raised by a row's lower() when it finds late that no kernel fits (the check should have)."""
-
-
 # ---- what the loaded kernels and the extension offer --------------------------------------
 
 
@@ -224,11 +220,7 @@ def _lower_select(ctx: Ctx, node: fx.Node):
     dim = norm_dim(node.args[1], len(src))
     index = node.args[2] + src[dim] if node.args[2] < 0 else node.args[2]
     x = ctx.g.slice(ctx.value(node.args[0]), dim, index, index + 1, ctx.name(node) + "_slice")
-    return _reshape_view(ctx, x, shape(node), ctx.name(node))
-
-
-def _reshape_view(ctx: Ctx, t: _sk.Tensor, new_shape: list[int], name: str) -> _sk.Tensor:
-    return ctx.g.reshape(ctx.dense(t, name), new_shape, name)
+    return ctx.g.reshape(ctx.dense(x, ctx.name(node)), shape(node), ctx.name(node))
 
 
 def _lower_split(ctx: Ctx, node: fx.Node):
@@ -280,7 +272,7 @@ def _lower_to_copy(ctx: Ctx, node: fx.Node):
 
 # ---- element-wise ---------------------------------------------------------------------------
 
-# ATen overload -> (BinaryOp name, commutative)
+# ATen overload -> BinaryOp name
 _BINARY = {
     aten.add.Tensor: "add",
     aten.sub.Tensor: "sub",
@@ -338,11 +330,6 @@ def _lower_bitwise_not(ctx: Ctx, node: fx.Node):
 
 def _alpha(node: fx.Node):
     return node.kwargs.get("alpha", 1)
-
-
-def _binary_operands(node: fx.Node):
-    a, b = node.args[0], node.args[1]
-    return a, b
 
 
 def _legacy_binary_kernel(node: fx.Node) -> str | None:
@@ -563,10 +550,8 @@ def _lower_softmax(ctx: Ctx, node: fx.Node):
 def _check_cumsum(node, caps):
     if not caps.tensor("cumsum"):
         return "no tensor.cumsum kernel in the loaded packages"
-    src = dtype(node.args[0])
     if node.kwargs.get("dtype") is not None and not caps.tensor("cast"):
         return "cumsum with a dtype argument and no tensor.cast kernel"
-    del src
     return None
 
 

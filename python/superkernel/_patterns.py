@@ -33,10 +33,6 @@ def _replace(graph: fx.Graph, root: fx.Node, target, args: tuple) -> fx.Node:
     return new
 
 
-def _mul_operands(node: fx.Node):
-    return node.args[0], node.args[1]
-
-
 def _is_weight(node, placeholders_dense: set) -> bool:
     return isinstance(node, fx.Node) and node in placeholders_dense
 
