@@ -167,10 +167,15 @@ class Lowerer(Ctx):
             if node.op == "get_attr":
                 self.folded[node] = getattr(self.gm, node.target)
                 continue
-            args = torch.fx.node.map_arg(node.args, lambda n: self.folded[n])
-            kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: self.folded[n])
             if node.target in (aten.full_like.default, aten.zeros_like.default, aten.ones_like.default):
-                args = (torch.empty(shape(node.args[0]), dtype=val(node.args[0]).dtype),) + tuple(args[1:])
+                # Only the shape and dtype of the input matter: a stand-in tensor of both.
+                like = node.args[0]
+                stand_in = torch.empty(shape(like), dtype=val(like).dtype)
+                args = (stand_in,) + tuple(node.args[1:])
+                kwargs = dict(node.kwargs)
+            else:
+                args = torch.fx.node.map_arg(node.args, lambda n: self.folded[n])
+                kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: self.folded[n])
             with torch.no_grad():
                 self.folded[node] = node.target(*args, **kwargs)
 

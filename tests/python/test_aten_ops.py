@@ -47,6 +47,8 @@ CASES = [
      ["tensor.binary", "tensor.binary_scalar", "tensor.where"], 0),
     ("masked_fill", lambda x, m: x.masked_fill(m, float("-inf")).softmax(-1), (r(2, 8), torch.rand(2, 8) > 0.5),
      ["tensor.where", "softmax.f32"], 1e-6),
+    ("constants_folded", lambda x: x * torch.full_like(x, 2.0) + torch.arange(16.0), (r(4, 16),), ["tensor.binary"],
+     0),
     ("cast", lambda x: x.to(torch.bfloat16).to(torch.float32) + x.to(torch.int64).to(torch.float32), (r(16) * 4,),
      ["tensor.cast", "tensor.binary"], 0),
     # ---- norms and softmax ----
