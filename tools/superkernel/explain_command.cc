@@ -76,7 +76,8 @@ std::string program_summary(const std::string& program_text) {
 
 int explain_command(const ExplainArgs& args) {
   Progress progress(args.common.quiet);
-  auto opened = open_session(args.common, progress);
+  // explain compiles the decode step and runs nothing: no cache is ever written.
+  auto opened = open_session(args.common, progress, {}, /*cache_copies=*/0);
   if (auto* code = std::get_if<int>(&opened)) return *code;
   Session& s = *std::get<std::unique_ptr<Session>>(opened);
   const config::Config& cfg = s.cfg;
@@ -86,13 +87,15 @@ int explain_command(const ExplainArgs& args) {
   auto exe = s.runtime->compile(g, opts);
   if (!exe) {
     progress.done();
-    return fail(exe.status(), kExitBadConfig);
+    const Status st = locate_compile_error(cfg, g, exe.status());
+    return fail(st, failure_code(cfg, st));
   }
   const CompileReport& rep = (*exe)->report();
   progress.done();
 
   std::printf("model %s (%s): decode step, mode %s, %d cores, %zu ops, %zu launches per step\n", s.model->name.c_str(),
               cfg.file.c_str(), execution_mode_name(rep.mode), s.runtime->num_cores(), rep.num_ops, rep.num_launches);
+  std::printf("%s", memory_plan(*s.model, {{"decode", exe->get()}}).c_str());
   // Streams and the core limits their ops run under.
   std::map<int32_t, std::set<std::pair<int32_t, int32_t>>> limits;
   for (size_t i = 0; i < g.num_ops(); ++i) {
