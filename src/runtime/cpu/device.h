@@ -25,7 +25,7 @@ struct CpuDeviceOptions {
   bool pin_threads = true;
   bool pin_caller = true;            // also pin the launching thread to the first CPU
   bool allow_oversubscribe = false;  // tests only: more cores than CPUs
-  int64_t spin_us = 200;             // spin before sleeping, for idle workers and waits
+  int64_t spin_us = 200;             // longest spin before sleeping (wait policy: sync.h)
   double watchdog_seconds = 30.0;    // a wait longer than this is reported as a deadlock
 };
 
