@@ -167,8 +167,7 @@ def cmd_run(args, cfg) -> int:
     import torch
 
     if arch == "longcat_flash_afd":
-        step = torch.compile(model, backend="superkernel", fullgraph=True, dynamic=False,
-                             options=cfg.backend_options(mode))
+        step = lc.compile_step(model.forward, cfg.backend_options(mode))
         x = _afd_inputs(cfg, model)
         times = []
         with torch.inference_mode():
@@ -232,6 +231,8 @@ def _timed_session(cfg, model, mode):
 def cmd_bench(args, cfg) -> int:
     import torch
 
+    from .models import longcat_flash as lc
+
     if args.runs:
         cfg.runs = args.runs
     if cfg.new_tokens < 2:
@@ -244,8 +245,7 @@ def cmd_bench(args, cfg) -> int:
         _log(args, f"{mode}: building and compiling")
         _, model = build_model(cfg, mode, args.allow_unused_tensors)
         if arch == "longcat_flash_afd":
-            step = torch.compile(model, backend="superkernel", fullgraph=True, dynamic=False,
-                                 options=cfg.backend_options(mode))
+            step = lc.compile_step(model.forward, cfg.backend_options(mode))
             x = _afd_inputs(cfg, model)
             with torch.inference_mode():
                 out = step(x)
@@ -303,17 +303,15 @@ def cmd_explain(args, cfg) -> int:
     import superkernel
 
     mode = args.mode or cfg.exe_mode
+    from .models import longcat_flash as lc
+
     arch, model = build_model(cfg, mode, args.allow_unused_tensors)
     _report_skipped(args, model)
     if arch == "longcat_flash_afd":
-        fn = torch.compile(model, backend="superkernel", fullgraph=True, dynamic=False,
-                           options=cfg.backend_options(mode))
+        fn = lc.compile_step(model.forward, cfg.backend_options(mode))
         inputs = (_afd_inputs(cfg, model),)
     else:
-        from .models import longcat_flash as lc
-
-        fn = torch.compile(model.decode, backend="superkernel", fullgraph=True, dynamic=False,
-                           options=cfg.backend_options(mode))
+        fn = lc.compile_step(model.decode, cfg.backend_options(mode))
         layout = lc.PagedCacheLayout(model.options)
         s = layout.decode([0] * cfg.batch)
         inputs = (s.input_ids, s.positions, s.slot_mapping, s.block_tables, s.context_lens)

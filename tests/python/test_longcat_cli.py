@@ -70,13 +70,12 @@ def run_main(capsys, *argv):
 def test_generate_prints_transformers_greedy_text(checkpoint, capsys, mode):
     case, d, cfg = checkpoint
     prompt = " ".join(f"w{i}" for i in case.prompt)
-    code, out, err = run_main(capsys, "generate", cfg, "--prompt", prompt, "--max-new-tokens", "16", "--mode", mode,
-                              "-q")
+    code, out, err = run_main(capsys, "generate", cfg, "--prompt", prompt, "--max-new-tokens", "10", "--mode", mode)
     assert code == 0, err
-    want = case.ids["f32"]
-    if EOS_WORD in want:
-        want = want[: want.index(EOS_WORD)]
+    want = case.ids["f32"][:10]
+    assert EOS_WORD not in want
     assert out.split() == [f"w{i}" for i in want]
+    assert "10 new tokens, stopped at --max-new-tokens" in err
 
 
 def test_generate_stops_at_eos_and_takes_ids(checkpoint, capsys, tmp_path):
@@ -94,8 +93,6 @@ def test_generate_stops_at_eos_and_takes_ids(checkpoint, capsys, tmp_path):
     assert code == 0, err
     assert out.split() == [f"w{i}" for i in case.ids["f32"][:4]]
     assert "stopped at EOS" in err
-    code, out, err = run_main(capsys, "generate", cfg, "--prompt-ids", ids, "--max-new-tokens", "3", "-q")
-    assert code == 0 and out.split() == [f"w{i}" for i in case.ids["f32"][:3]]
 
 
 def test_generate_chat_template_and_sampling_flags(checkpoint, capsys):
@@ -106,11 +103,8 @@ def test_generate_chat_template_and_sampling_flags(checkpoint, capsys):
     code, first, err = run_main(capsys, *args)
     assert code == 0, err
     code, again, _ = run_main(capsys, *args)
-    assert first == again and len(first.split()) <= 6
-    code, other, _ = run_main(capsys, *args[:-1], "8")
-    assert code == 0
-    code, chat, err = run_main(capsys, "generate", cfg, "--prompt", prompt, "--chat-template", "--max-new-tokens",
-                               "4", "-q")
+    assert first == again and 1 <= len(first.split()) <= 6 and all(w.startswith("w") for w in first.split())
+    code, chat, err = run_main(capsys, *args, "--chat-template")
     assert code == 0, err
     assert chat.split() and all(w.startswith("w") for w in chat.split())
 
@@ -132,9 +126,11 @@ def test_run_explain_bench_on_a_config(checkpoint, capsys, tmp_path):
     for layer in range(2):
         for part in ("part1", "part2_moe", "part2_main"):
             assert f"scope_{layer}_{part}" in out
-    small = tmp_path / "bench.yaml"
-    small.write_text(open(cfg).read().replace("new_tokens: 16", "new_tokens: 3") + "bench:\n  warmup: 1\n  runs: 2\n")
-    code, out, err = run_main(capsys, "bench", str(small), "-q", "--json", str(tmp_path / "b.json"))
+    # bench on the FFN-only model of the same checkpoint (small graphs: cheap to compile thrice).
+    afd = tmp_path / "afd.yaml"
+    afd.write_text(open(cfg).read().replace("model:\n", "model:\n  architecture: longcat_flash_afd\n")
+                   .replace("new_tokens: 16", "new_tokens: 2") + "bench:\n  warmup: 1\n  runs: 2\n")
+    code, out, err = run_main(capsys, "bench", str(afd), "-q", "--json", str(tmp_path / "b.json"))
     assert code == 0, err
     assert "| superkernel |" in out and "bit-identical" in out
     assert set(json.loads((tmp_path / "b.json").read_text())["modes"]) == {"eager", "graph", "superkernel"}

@@ -163,8 +163,7 @@ def test_random_weights_bit_identical_to_the_cpp_model():
     layout = lc.PagedCacheLayout(opts)
     layout.lens = [2, 1]
     inputs = layout.decode([5, 6])
-    decode = torch.compile(model.decode, backend="superkernel", fullgraph=True, dynamic=False,
-                           options=lc.compile_options("graph"))
+    decode = lc.compile_step(model.decode, lc.compile_options("graph"))
     with torch.inference_mode():
         got = decode(inputs.input_ids, inputs.positions, inputs.slot_mapping, inputs.block_tables,
                      inputs.context_lens)
@@ -189,8 +188,7 @@ def test_explain_shows_three_scopes_per_layer():
     # With the MoE on its own stream (the command-line test explains the single-stream model).
     for streams in (1,):
         model = lc.LongcatFlash.from_checkpoint(case.dir, options(case, multi_streams=streams))
-        decode = torch.compile(model.decode, backend="superkernel", fullgraph=True, dynamic=False,
-                               options=lc.compile_options("superkernel"))
+        decode = lc.compile_step(model.decode, lc.compile_options("superkernel"))
         s = lc.PagedCacheLayout(model.options).decode([1])
         with torch.inference_mode():
             text = sk.explain(decode, s.input_ids, s.positions, s.slot_mapping, s.block_tables, s.context_lens)
@@ -288,8 +286,7 @@ def test_afd_ffn_model_matches_transformers_moe():
         opts = lc.BuildOptions(batch=3, enable_superkernel=mode == "superkernel", prefetch=prefetch,
                                multi_streams=2 if prefetch else 0)
         model = lc.LongcatFlashAfd.from_checkpoint(case.dir, opts)
-        step = torch.compile(model, backend="superkernel", fullgraph=True, dynamic=False,
-                             options=lc.compile_options(mode))
+        step = lc.compile_step(model.forward, lc.compile_options(mode))
         with sk.recording() as ran, torch.inference_mode():
             outs[(mode, prefetch)] = step(x)
         text = ran[0][0].explain()

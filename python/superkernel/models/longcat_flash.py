@@ -16,10 +16,7 @@ model's (src/models/longcat_flash.cc) op for op, so the logits are bit-identical
 
     from superkernel.models import longcat_flash as lc
     model = lc.LongcatFlash.from_checkpoint("ckpt/", lc.BuildOptions(max_context=64))
-    decode = torch.compile(model.decode, backend="superkernel", fullgraph=True, dynamic=False,
-                           options={"static_kernel_compile": True, "super_kernel_optimize": True,
-                                    "frozen_parameter": True})
-    session = lc.Session(model, prefill=..., decode=decode)      # paged-cache bookkeeping
+    session = lc.Session(model, lc.compile_options("superkernel"))  # compile_step(model.decode, ...)
     logits = session.prefill([prompt_ids]); logits = session.decode([next_id])
 
 ``LongcatFlashAfd`` is the attention-FFN disaggregated FFN model: per layer one scope
@@ -31,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import types
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -587,6 +585,23 @@ def compile_options(mode: str, extra: dict | None = None) -> dict:
     return dict(MODES[mode], frozen_parameter=True, **(extra or {}))
 
 
+def compile_step(method, options: dict):
+    """torch.compile(method, backend="superkernel", fullgraph=True, dynamic=False) for one model
+    instance's step (``model.decode``, ``model.prefill``, ``model.forward``).
+
+    With ``frozen_parameter`` the compiled graph holds this instance's weights as constants, but
+    dynamo caches compiled code per code object and guards parameters by shape only: a second
+    instance of the same class would be served the first one's graph (its weights). The method is
+    therefore compiled from a copy of its code object, whose cache belongs to this instance alone
+    (and many instances never reach dynamo's recompile limit)."""
+    func = method.__func__
+    own = types.FunctionType(func.__code__.replace(), func.__globals__, func.__name__, func.__defaults__,
+                             func.__closure__)
+    own.__kwdefaults__ = func.__kwdefaults__
+    return torch.compile(types.MethodType(own, method.__self__), backend="superkernel", fullgraph=True,
+                         dynamic=False, options=options)
+
+
 class Session:
     """Prefill then decode on a LongcatFlash with its paged-cache bookkeeping. ``compile`` is None
     (plain torch: every kernel op runs on its own) or backend options (``compile_options(mode)``):
@@ -601,9 +616,8 @@ class Session:
         else:
             # torch.compile compiles on the first call: a session that never prefills compiles
             # only the decode graph.
-            kw = dict(backend="superkernel", fullgraph=True, dynamic=False, options=compile)
-            self._decode = torch.compile(model.decode, **kw)
-            self._prefill = torch.compile(model.prefill, **kw)
+            self._decode = compile_step(model.decode, compile)
+            self._prefill = compile_step(model.prefill, compile)
 
     def reset(self) -> None:
         self.layout.reset()
