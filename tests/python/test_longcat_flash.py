@@ -289,9 +289,10 @@ def test_afd_ffn_model_matches_transformers_moe():
         step = lc.compile_step(model.forward, lc.compile_options(mode))
         with sk.recording() as ran, torch.inference_mode():
             outs[(mode, prefetch)] = step(x)
-        text = ran[0][0].explain()
-        for i in range(model.config.num_layers):
-            assert f"scope_{i}_moe" in text
+        if mode == "superkernel":
+            text = ran[0][0].explain()
+            for i in range(model.config.num_layers):
+                assert f"scope_{i}_moe" in text
         graph = ran[0][0].graph
         kernels = [graph.op(i).kernel for i in range(graph.num_ops)]
         # Each layer but the last warms the next one's router and gate/up weights.
