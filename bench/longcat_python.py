@@ -87,7 +87,8 @@ class HFStep:
     def __call__(self):
         with torch.inference_mode():
             out = self.forward(input_ids=self.tokens, past_key_values=self.cache, use_cache=True)
-        self.cache.crop(self.length)
+        # Back to the timed position (transformers' crop takes the number of tokens to drop, negated).
+        self.cache.crop(self.length - self.cache.get_seq_length())
         return out.logits
 
 
@@ -97,15 +98,15 @@ class SampleStep:
     def __init__(self, cfg, mode, prompts, ids=None):
         self.model = lc.LongcatFlash.random(dict(cfg.model_keys), cfg.build_options(mode), cfg.seed)
         self.session = lc.Session(self.model, cfg.backend_options(mode))
-        logits = [self.session.prefill(prompts)]
-        if ids is None:
-            ids = [logits[-1].argmax(-1).tolist()]
+        if ids is None:  # greedy ids: the prefill's, then new_tokens - 2 decode steps'
+            ids = [self.session.prefill(prompts).argmax(-1).tolist()]
             for _ in range(cfg.new_tokens - 2):
-                logits.append(self.session.decode(ids[-1]))
-                ids.append(logits[-1].argmax(-1).tolist())
-        else:
-            for step in ids[:-2]:
-                self.session.decode(step)
+                ids.append(self.session.decode(ids[-1]).argmax(-1).tolist())
+            self.session.reset()
+        # Replay up to the last decode step, which is the one timed (it decodes ids[-2]).
+        self.session.prefill(prompts)
+        for step in ids[:-2]:
+            self.session.decode(step)
         self.ids = ids
         self.inputs = self.session.layout.decode(ids[-2])
         self.logits = self()

@@ -330,6 +330,11 @@ class DecoderLayer(torch.nn.Module):
         c = m.config
         p = f"model.layers.{layer}."
         self.layer, self.options, self.eps = layer, m.options, float(c.rms_norm_eps)
+        # Scope names and options, resolved once here rather than traced in every compile.
+        o = m.options
+        self.scopes = {"part1": (f"scope_{layer}_part1", o.scope(f"scope_{layer}_part1"))}
+        for part in ("part2_moe", "part2_main"):
+            self.scopes[part] = (f"scope_{layer}_{part}", o.stream_fused_scope(f"scope_{layer}_{part}"))
         self.input_layernorm = torch.nn.ParameterList(
             [_param(w.norm(f"{p}input_layernorm.{j}.weight", c.hidden_size)) for j in range(2)])
         self.post_attention_layernorm = torch.nn.ParameterList(
@@ -345,7 +350,7 @@ class DecoderLayer(torch.nn.Module):
     def multi_stream_forward(self, x, s: "StepInputs", cos_sin):
         o, i, eps = self.options, self.layer, self.eps
         fuse = o.enable_superkernel
-        with sk.superkernel_scope(fuse, f"scope_{i}_part1", o.scope(f"scope_{i}_part1")):
+        with sk.superkernel_scope(fuse, *self.scopes["part1"]):
             x = ops.add(x, self.self_attn[0](ops.rms_norm(x, self.input_layernorm[0], eps), s, cos_sin))
             n = ops.rms_norm(x, self.post_attention_layernorm[0], eps)
         # With multi-streams the shortcut MoE runs on its own stream beside the main branch, inside
@@ -355,7 +360,7 @@ class DecoderLayer(torch.nn.Module):
         moe_done = sk.Event(f"model.layers.{i}.moe_done")
         if branch:
             n_ready.record()
-        with sk.superkernel_scope(fuse, f"scope_{i}_part2_moe", o.stream_fused_scope(f"scope_{i}_part2_moe")):
+        with sk.superkernel_scope(fuse, *self.scopes["part2_moe"]):
             with (sk.stream("moe") if branch else contextlib.nullcontext()), \
                     sk.limit_core_num(o.moe_core_limit, o.moe_core_limit):
                 if branch:
@@ -363,7 +368,7 @@ class DecoderLayer(torch.nn.Module):
                 moe_out = self.mlp(n)
                 if branch:
                     moe_done.record()
-        with sk.superkernel_scope(fuse, f"scope_{i}_part2_main", o.stream_fused_scope(f"scope_{i}_part2_main")):
+        with sk.superkernel_scope(fuse, *self.scopes["part2_main"]):
             x = ops.add(x, self.mlps[0](n))
             x = ops.add(x, self.self_attn[1](ops.rms_norm(x, self.input_layernorm[1], eps), s, cos_sin))
             x = ops.add(x, self.mlps[1](ops.rms_norm(x, self.post_attention_layernorm[1], eps)))
@@ -421,6 +426,7 @@ class LongcatFlash(torch.nn.Module):
                              persistent=False)
         self.skipped_tensors = _check_unread(source, options.allow_unused_tensors)
         self.source = source.describe()
+        self.scopes = {name: (name, options.scope(name)) for name in ("scope_embed", "scope_lm_head")}
 
     @classmethod
     def from_checkpoint(cls, directory: str, options: BuildOptions | None = None) -> "LongcatFlash":
@@ -442,11 +448,11 @@ class LongcatFlash(torch.nn.Module):
 
     def _forward(self, s: StepInputs, cos_sin):
         o = self.options
-        with sk.superkernel_scope(o.enable_superkernel, "scope_embed", o.scope("scope_embed")):
+        with sk.superkernel_scope(o.enable_superkernel, *self.scopes["scope_embed"]):
             x = ops.embedding(s.input_ids, self.embed_tokens)
         for layer in self.layers:
             x = layer(x, s, cos_sin)
-        with sk.superkernel_scope(o.enable_superkernel, "scope_lm_head", o.scope("scope_lm_head")):
+        with sk.superkernel_scope(o.enable_superkernel, *self.scopes["scope_lm_head"]):
             x = ops.rms_norm(x, self.norm, float(self.config.rms_norm_eps))
             return ops.matmul(x, self.lm_head)
 
@@ -476,6 +482,10 @@ class LongcatFlashAfd(torch.nn.Module):
         # Reads only the FFN side of a LongCat checkpoint: every other tensor is expected.
         self.skipped_tensors = _check_unread(source, True)
         self.source = source.describe()
+        self.scopes = []
+        for i in range(config.num_layers):
+            name = f"scope_{i}_moe"
+            self.scopes.append((name, options.stream_fused_scope(name) if options.prefetch else options.scope(name)))
 
     @classmethod
     def from_checkpoint(cls, directory: str, options: BuildOptions | None = None) -> "LongcatFlashAfd":
@@ -490,9 +500,7 @@ class LongcatFlashAfd(torch.nn.Module):
         o = self.options
         x = hidden_states
         for i, moe in enumerate(self.layers):
-            name = f"scope_{i}_moe"
-            options = o.stream_fused_scope(name) if o.prefetch else o.scope(name)
-            with sk.superkernel_scope(o.enable_superkernel, name, options):
+            with sk.superkernel_scope(o.enable_superkernel, *self.scopes[i]):
                 if o.prefetch and i + 1 < len(self.layers):
                     nxt = self.layers[i + 1]
                     with sk.stream("prefetch"), sk.limit_core_num(o.prefetch_core_limit, o.prefetch_core_limit):
