@@ -176,8 +176,8 @@ def bench_config(path, args):
     for key, step in steps.items():
         if not torch.equal(step.logits.view(torch.int32), ref.view(torch.int32)):
             raise SystemExit(f"{path}: {key[0]} in {key[1]} mode: logits differ from the C++ model's eager mode")
-    model = hf_model(cfg, config)
-    for label, compiled in (("eager", False), ("inductor", True)):
+    model = hf_model(cfg, config) if not args.skip_transformers else None
+    for label, compiled in (() if args.skip_transformers else (("eager", False), ("inductor", True))):
         print(f"== {path}: transformers {label}", file=sys.stderr, flush=True)
         try:
             steps[("transformers", label)] = HFStep(model, prompts, ids, compiled)
@@ -220,6 +220,7 @@ def main():
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: the superkernel runtime's cores)")
+    p.add_argument("--skip-transformers", action="store_true", help="the sample and the C++ model only")
     p.add_argument("--json")
     args = p.parse_args()
     torch.set_num_threads(args.threads or sk.runtime().num_cores)

@@ -36,7 +36,7 @@ import torch
 
 from .. import _markers as sk
 from .._errors import InvalidArgumentError, UnimplementedError
-from ._weights import CheckpointWeights, RandomWeights, WeightSource, skipped_by_published_definition
+from ._weights import CheckpointWeights, RandomWeights, WeightSource, large_pages, skipped_by_published_definition
 
 ops = torch.ops.superkernel
 
@@ -202,7 +202,7 @@ class _Loader:
                                            f"per-expert '{missing[0]}'")
             rows = out // len(names)
             parts.extend(self.source.get(n, self.weight_dtype, [rows, k], "linear") for n in names)
-        return torch.cat(parts).reshape(shape).contiguous()
+        return large_pages(torch.cat(parts).reshape(shape))
 
 
 def _param(t: torch.Tensor) -> torch.nn.Parameter:
