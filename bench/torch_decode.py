@@ -55,6 +55,9 @@ def torch_configs(size: dict, args):
 
     def stepper(forward):
         """Prefill once, then each call is one decode step (the cache grows by one token)."""
+        # Each configuration compiles prefill and decode afresh: without a reset, the compiles of
+        # earlier configurations and sizes count against dynamo's recompile limit.
+        torch._dynamo.reset()
         cache = StaticCache(config=config, max_cache_len=CACHE_LEN)
         token = torch.tensor([[1]])
         with torch.no_grad():
