@@ -123,6 +123,8 @@ class Lowerer(Ctx):
         self.events: dict = {}
         self.rewrites: list[str] = []
         self.notes: list[str] = []
+        # (input index, data pointer, name) of every parameter bound as an external constant.
+        self.frozen: list[tuple[int, int, str]] = []
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         if len(self.placeholders) != len(inputs):
             raise UnimplementedError(
@@ -230,6 +232,7 @@ class Lowerer(Ctx):
                 self.env[ph] = self.g._constant_external_ptr(
                     info.name, dt, shp, real.data_ptr(), nbytes, real
                 )
+                self.frozen.append((i, real.data_ptr(), info.name))
                 continue
             self.env[ph] = self.g.input(info.name, dt, shp)
             contiguous = v.is_contiguous()
@@ -531,6 +534,11 @@ class CompiledGraph:
         self._contiguous = all(b.contiguous for b in bindings)
         self._out_specs = [(s.shape, s.dtype) for s in self._sk_slots]
         self._only_sk_outputs = len(self._sk_slots) == len(slots)  # the result is the list of new tensors
+        # dynamo guards parameters by shape and dtype only, so it can call this graph with another
+        # module instance's parameters (or a parameter replaced rather than updated in place);
+        # the executable reads the storage it was compiled with, so that call must fail.
+        self._frozen_index = [i for i, _, _ in lowerer.frozen]
+        self._frozen_ptrs = [p for _, p, _ in lowerer.frozen]
 
     def _with_host_steps(self, message: str) -> str:
         for name, nodes in self.host_steps:
@@ -569,6 +577,8 @@ class CompiledGraph:
             ran, snapshot = _recorders[-1]
             # A snapshot copies the inputs before the run writes any of them (caches, counters).
             ran.append((self, [a.clone() if isinstance(a, torch.Tensor) else a for a in args] if snapshot else args))
+        if self._frozen_index and [args[i].data_ptr() for i in self._frozen_index] != self._frozen_ptrs:
+            self._frozen_moved(args)
         index = self._index
         if self._contiguous:
             ptrs = [args[i].data_ptr() for i in index]
@@ -592,6 +602,16 @@ class CompiledGraph:
             else:
                 result.append(s.value)
         return result
+
+    def _frozen_moved(self, args) -> None:
+        for i, ptr, name in self.lowerer.frozen:
+            if args[i].data_ptr() != ptr:
+                raise InvalidArgumentError(
+                    f"frozen_parameter: parameter '{name}' is not the tensor this graph was compiled with (another "
+                    "instance of the same module class, whose parameters dynamo guards by shape only, or a parameter "
+                    "replaced instead of updated in place): compile each instance with its own code object "
+                    "(docs/PYTHON.md, Limits), or use frozen_parameter=False"
+                )
 
     def with_options(self, options) -> "CompiledGraph":
         """The same lowered graph compiled with other options (a dict as the backend takes, e.g.

@@ -77,6 +77,27 @@ def test_parameters_share_torch_storage(frozen):
         torch.testing.assert_close(compiled(x), m(x))
 
 
+def test_a_frozen_graph_never_runs_another_instances_weights():
+    # One compiled function called with two instances of the same class: dynamo may reuse the
+    # first graph (it guards parameters by shape); the backend must then refuse, not run the
+    # first instance's weights.
+    torch._dynamo.reset()
+    first, second = Small(), Small()
+    with torch.no_grad():
+        second.lin.weight.add_(1.0)  # other weights than the first instance's
+    x = torch.randn(2, 16)
+    step = torch.compile(lambda mod, t: mod(t), backend=sk.backend({**MODES["graph"], "frozen_parameter": True}),
+                         fullgraph=True, dynamic=False)
+    with torch.no_grad():
+        torch.testing.assert_close(step(first, x), first(x))
+        try:
+            out = step(second, x)
+        except sk.InvalidArgumentError as e:
+            assert "frozen_parameter" in str(e) and "lin." in str(e)
+        else:
+            torch.testing.assert_close(out, second(x))
+
+
 def test_training_graphs_are_refused():
     m = Small()
     with pytest.raises(Exception, match="inference"):
