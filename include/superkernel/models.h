@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "superkernel/comm.h"
 #include "superkernel/graph.h"
 #include "superkernel/status.h"
 
@@ -113,6 +114,18 @@ struct BuildOptions {
   int32_t prefetch_core_limit = 0;  // cores of the prefetch stream (LimitCoreNum); 0 = no limit
   // Options string for a scope ("key=value:key=value", docs/OPTIONS.md), from its name.
   std::function<std::string(std::string_view scope)> scope_options;
+  // LongCat-Flash across processes (docs/MODELS.md, "Parallel LongCat-Flash"): `tp` ranks split
+  // the attention heads and the dense MLPs' hidden units (an all-reduce after o_proj and
+  // down_proj), `ep` ranks split the routed experts (tokens dispatched and combined by
+  // all-to-all-v; zero experts stay on the token's rank). Each of tp and ep is 1 or
+  // ranks.size; `ranks` is this process in the communicator (sk::comm::Communicator::group()).
+  // The graph then holds only this rank's shard of each split weight.
+  struct Parallel {
+    int32_t tp = 1;
+    int32_t ep = 1;
+    comm::Group ranks;
+  };
+  Parallel parallel;
 
   Status validate() const;
 };

@@ -30,6 +30,8 @@ const char* plain_words(CutReason reason) {
       return "split-mode divides the segment here";
     case CutReason::kTilingSink:
       return "the next op is a tiling-sink kernel and tiling-sink is off: it runs unfused, tiled in its own launch";
+    case CutReason::kCommunication:
+      return "the next op is communication that does not fuse (only the four collectives do): it runs in its own launch";
   }
   return "?";
 }

@@ -7,6 +7,9 @@
 // Results go to stdout; progress and errors to stderr; the exit code says what failed.
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
+#include <string>
+
 #include "commands.h"
 
 namespace {
@@ -80,9 +83,15 @@ int main(int argc, char** argv) {
     // --help prints on stdout and succeeds; every other parse error is a usage error.
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
-  if (run_cmd->parsed()) return run_command(run);
-  if (bench_cmd->parsed()) return bench_command(bench);
-  if (trace_cmd->parsed()) return trace_command(trace);
-  if (report_cmd->parsed()) return report_command(report);
-  return explain_command(explain);
+  // Under mpirun only rank 0 shows progress (every rank still prints its errors).
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+    if (const char* rank = std::getenv(var); rank && std::string(rank) != "0") {
+      for (CommonArgs* c : {&run.common, &bench.common, &explain.common, &trace.common, &report.common}) c->quiet = true;
+    }
+  }
+  if (run_cmd->parsed()) return finish(run_command(run));
+  if (bench_cmd->parsed()) return finish(bench_command(bench));
+  if (trace_cmd->parsed()) return finish(trace_command(trace));
+  if (report_cmd->parsed()) return finish(report_command(report));
+  return finish(explain_command(explain));
 }

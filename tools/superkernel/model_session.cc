@@ -85,10 +85,11 @@ std::string key_of_build_error(const config::Config& cfg, const Status& s) {
   if (cfg.custom.enable_multi_streams && m.find("stream") != std::string::npos) {
     return "model_config.custom_params.enable_multi_streams";
   }
+  if (cfg.parallel.set && m.find("'parallel") != std::string::npos) return "parallel";
   return "model";
 }
 
-Expected<models::BuildOptions> build_options(const config::Config& cfg) {
+Expected<models::BuildOptions> build_options(const config::Config& cfg, const comm::Group& ranks) {
   models::BuildOptions b;
   std::string dtype = cfg.model.w8a8 ? "w8a8" : cfg.model.dtype;
   auto wd = models::parse_weight_dtype(dtype);
@@ -114,6 +115,7 @@ Expected<models::BuildOptions> build_options(const config::Config& cfg) {
   const config::StreamCoreLimit prefetch = cfg.core_limit("prefetch");
   b.prefetch_core_limit = std::max(prefetch.cube, prefetch.vector);
   b.scope_options = [&cfg](std::string_view scope) { return cfg.scope_options_for(scope); };
+  b.parallel = {cfg.parallel.tp, cfg.parallel.ep, ranks};
   if (Status s = b.validate(); !s) return at_key(cfg, key_of_build_error(cfg, s), s);
   return b;
 }
@@ -177,7 +179,7 @@ Expected<std::shared_ptr<Runtime>> create_runtime(const config::Config& cfg) {
   return rt;
 }
 
-Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress& progress) {
+Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress& progress, const comm::Group& ranks) {
   auto m = std::make_unique<Model>();
   std::shared_ptr<Checkpoint> ckpt;
   m->name = cfg.model.architecture;
@@ -205,7 +207,7 @@ Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress
     return Status::invalid_argument(where + ": expected one of " + architecture_list() + ", got '" + m->name + "'");
   }
   m->arch = found->arch;
-  auto b = build_options(cfg);
+  auto b = build_options(cfg, ranks);
   if (!b) return b.status();
   m->build = std::move(*b);
   std::unique_ptr<WeightSource> weights = ckpt ? checkpoint_weights(ckpt) : random_weights(cfg.model.seed);

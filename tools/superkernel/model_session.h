@@ -37,7 +37,9 @@ struct Model {
 };
 
 Expected<std::shared_ptr<Runtime>> create_runtime(const config::Config& cfg);
-Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress& progress);
+// `ranks`: this process among those of a `parallel` config (BuildOptions::parallel).
+Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress& progress,
+                                             const comm::Group& ranks = {});
 
 // The prompts of every sequence: `ids` (the same for each) or, when empty, decode.prompt_tokens
 // ids derived from decode.sampling.seed.
