@@ -302,6 +302,10 @@ Status finalize(bool failed) {
   const int rc = MPI_Finalize();
   done.store(true);
   if (guard.joinable()) guard.join();
+  // Every rank is past the fence, its error written. A launcher such as mpirun ends the whole job
+  // at the first non-zero exit, dropping what it has not forwarded yet: leave it a moment to
+  // forward every rank's last words first.
+  if (failed) std::this_thread::sleep_for(std::chrono::milliseconds(250));
   if (rc != MPI_SUCCESS) return Status::internal("MPI_Finalize failed: " + mpi_error(rc));
   return Status::ok();
 }

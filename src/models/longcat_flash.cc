@@ -50,16 +50,16 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
   const LongCatFlashConfig& c = m.cfg;
   Graph& g = m.g;
   const std::string p = layer_prefix(layer) + "self_attn." + std::to_string(sublayer) + ".";
-  // H: this rank's heads; `heads`: every rank's, the weights' whole shapes.
+  // H: this rank's heads; all_heads: every rank's, the weights' whole shapes.
   const int64_t T = m.in.tokens, D = c.hidden_size, H = m.par.heads(), R = c.kv_lora_rank;
-  const int64_t heads = c.num_attention_heads;
+  const int64_t all_heads = c.num_attention_heads;
   const int64_t nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim, v = c.v_head_dim;
   const sk_rope_attrs interleaved{static_cast<int32_t>(rope), static_cast<int32_t>(rope), 0};
 
   // Query: low-rank down, norm, up; per head [nope | rope].
   Tensor q_a = nn::linear(g, x, m.w.linear(p + "q_a_proj.weight", {c.q_lora_rank, D}), p + "q_a_proj");
   q_a = rms_norm(g, q_a, m.w.norm(p + "q_a_layernorm.weight", c.q_lora_rank), m.eps(), p + "q_a_layernorm");
-  Tensor q = nn::linear(g, q_a, m.par.rows(p + "q_b_proj.weight", {heads * (nope + rope), c.q_lora_rank}, heads),
+  Tensor q = nn::linear(g, q_a, m.par.rows(p + "q_b_proj.weight", {all_heads * (nope + rope), c.q_lora_rank}, all_heads),
                         p + "q_b_proj");
   Tensor q3 = g.reshape(q, {T, H, nope + rope});
   Tensor q_nope = g.slice(q3, 2, 0, nope);
@@ -78,7 +78,7 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
   nn::mla_cache_append(g, c_kv, k_pe, m.in.slot_mapping, cache, p + "cache_append");
 
   // Absorbed projections: W_UK folds k_nope's expansion into the query, W_UV v's into the output.
-  Tensor kv_b = m.par.f32_rows(p + "kv_b_proj.weight", {heads * (nope + v), R}, heads);
+  Tensor kv_b = m.par.f32_rows(p + "kv_b_proj.weight", {all_heads * (nope + v), R}, all_heads);
   if (!m.w.status()) return Tensor{};
   Tensor w_uk = absorbed_w_uk(g, kv_b, H, nope, v, R, p + "kv_b_proj.w_uk");
   Tensor w_uv = g.slice(g.reshape(kv_b, {H, nope + v, R}), 1, nope, nope + v);  // [H, v, R]
@@ -95,7 +95,7 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
                                                   m.in.positions, float(scale), p + "attention");
   Tensor heads = nn::batched_matmul(g, g.transpose(latent, {1, 0, 2}), w_uv, p + "w_uv");  // [H, T, v]
   Tensor o = g.reshape(copy(g, g.transpose(heads, {1, 0, 2}), p + "heads"), {T, H * v});
-  return m.par.reduce(nn::linear(g, o, m.par.columns(p + "o_proj.weight", {D, heads * v}, heads), p + "o_proj"),
+  return m.par.reduce(nn::linear(g, o, m.par.columns(p + "o_proj.weight", {D, all_heads * v}, all_heads), p + "o_proj"),
                       p + "o_proj.all_reduce");
 }
 
