@@ -137,9 +137,9 @@ struct AllToAllV {
   Tensor recv_counts;   // i32 [size * groups]: rows of (source rank s, group j) at s * groups + j
   Tensor group_counts;  // i32 [groups]: rows of each group, summed over the source ranks
 };
-AllToAllV all_to_all_v(Graph& g, const Group& group, Tensor x, Tensor send_counts, int64_t out_rows,
-                       int32_t groups = 1, int32_t in_layout = SK_COMM_RANK_MAJOR,
-                       int32_t out_layout = SK_COMM_RANK_MAJOR, std::string name = "");
+AllToAllV all_to_all_v(Graph& g, const Group& group, Tensor x, Tensor send_counts, int64_t out_rows, int32_t groups = 1,
+                       int32_t in_layout = SK_COMM_RANK_MAJOR, int32_t out_layout = SK_COMM_RANK_MAJOR,
+                       std::string name = "");
 
 // Rank `root`'s x to every rank. Not fusible: it runs in a launch of its own (COMMUNICATION).
 Tensor broadcast(Graph& g, const Group& group, Tensor x, int32_t root, std::string name = "");

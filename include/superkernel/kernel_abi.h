@@ -68,7 +68,7 @@ enum {
   SK_OK = 0,
   SK_ERR_INVALID_ARGUMENT = 1, /* shapes, dtypes or attributes the kernel cannot handle */
   SK_ERR_INTERNAL = 2,
-  SK_ERR_ABORTED = 3, /* sync_all returned because another core failed; pass it on */
+  SK_ERR_ABORTED = 3,  /* sync_all returned because another core failed; pass it on */
   SK_ERR_CAPACITY = 4, /* an output buffer given to a callback is too small */
   SK_ERR_TIMEOUT = 5   /* poll: a wait outside the launch saw no progress for the watchdog's time */
 };

@@ -21,7 +21,8 @@ bool dense(const TensorInfo& t) {
 
 // The op's name as call_kernel will give it, for messages recorded before the op exists.
 std::string op_label(const Graph& g, const std::string& name, const char* kernel) {
-  return "op '" + (name.empty() ? std::string(kernel) + "_" + std::to_string(g.num_ops()) : name) + "' (" + kernel + ")";
+  return "op '" + (name.empty() ? std::string(kernel) + "_" + std::to_string(g.num_ops()) : name) + "' (" + kernel +
+         ")";
 }
 
 // Checks the group and the operand; records an error (naming the op) and returns false when bad.
@@ -99,7 +100,9 @@ Shape scaled_rows(Graph& g, Tensor x, int64_t num, int64_t den, const std::strin
   return shape;
 }
 
-DType dtype_of(const Graph& g, Tensor x) { return x.valid() && x.graph_uid == g.uid() ? g.tensor(x).dtype : DType::kF32; }
+DType dtype_of(const Graph& g, Tensor x) {
+  return x.valid() && x.graph_uid == g.uid() ? g.tensor(x).dtype : DType::kF32;
+}
 Shape shape_of(const Graph& g, Tensor x) { return x.valid() && x.graph_uid == g.uid() ? g.tensor(x).shape : Shape{1}; }
 
 Tensor one_output(std::vector<Tensor> out) { return out.empty() ? Tensor{} : out[0]; }
@@ -117,14 +120,15 @@ Tensor reduce_scatter(Graph& g, const Group& group, Tensor x, std::string name) 
   const std::string kernel = reduction_kernel(g, "reduce_scatter", x, name);
   if (kernel.empty() || !check(g, group, x, name, kernel.c_str())) return Tensor{};
   const Shape shape = scaled_rows(g, x, 1, group.size, name, kernel.c_str());
-  return one_output(call_kernel(g, kernel, {x}, {TensorSpec(dtype_of(g, x), shape)}, attrs_blob(g, group), std::move(name)));
+  return one_output(
+      call_kernel(g, kernel, {x}, {TensorSpec(dtype_of(g, x), shape)}, attrs_blob(g, group), std::move(name)));
 }
 
 Tensor all_gather(Graph& g, const Group& group, Tensor x, std::string name) {
   if (!check(g, group, x, name, "comm.all_gather")) return Tensor{};
   const Shape shape = scaled_rows(g, x, group.size, 1, name, "comm.all_gather");
-  return one_output(
-      call_kernel(g, "comm.all_gather", {x}, {TensorSpec(dtype_of(g, x), shape)}, attrs_blob(g, group), std::move(name)));
+  return one_output(call_kernel(g, "comm.all_gather", {x}, {TensorSpec(dtype_of(g, x), shape)}, attrs_blob(g, group),
+                                std::move(name)));
 }
 
 Tensor all_to_all(Graph& g, const Group& group, Tensor x, std::string name) {
@@ -134,8 +138,8 @@ Tensor all_to_all(Graph& g, const Group& group, Tensor x, std::string name) {
     g.record_error(Status::invalid_argument(op_label(g, name, "comm.all_to_all") + ": dimension 0 (" +
                                             std::to_string(shape[0]) + ") is not a multiple of the " +
                                             std::to_string(group.size) + " ranks"));
-  return one_output(
-      call_kernel(g, "comm.all_to_all", {x}, {TensorSpec(dtype_of(g, x), shape)}, attrs_blob(g, group), std::move(name)));
+  return one_output(call_kernel(g, "comm.all_to_all", {x}, {TensorSpec(dtype_of(g, x), shape)}, attrs_blob(g, group),
+                                std::move(name)));
 }
 
 AllToAllV all_to_all_v(Graph& g, const Group& group, Tensor x, Tensor send_counts, int64_t out_rows, int32_t groups,
@@ -161,11 +165,11 @@ AllToAllV all_to_all_v(Graph& g, const Group& group, Tensor x, Tensor send_count
   Shape y_shape = shape_of(g, x);
   if (y_shape.empty()) return bad("operand is a scalar; it needs rows");
   y_shape[0] = out_rows;
-  std::vector<Tensor> out = call_kernel(g, kernel, {x, send_counts},
-                                        {TensorSpec(dtype_of(g, x), y_shape),
-                                         TensorSpec(DType::kI32, {static_cast<int64_t>(group.size) * groups}),
-                                         TensorSpec(DType::kI32, {groups})},
-                                        attrs_blob(g, group, groups, in_layout, out_layout), std::move(name));
+  std::vector<Tensor> out = call_kernel(
+      g, kernel, {x, send_counts},
+      {TensorSpec(dtype_of(g, x), y_shape), TensorSpec(DType::kI32, {static_cast<int64_t>(group.size) * groups}),
+       TensorSpec(DType::kI32, {groups})},
+      attrs_blob(g, group, groups, in_layout, out_layout), std::move(name));
   if (out.size() != 3) return {};
   return {out[0], out[1], out[2]};
 }

@@ -341,9 +341,9 @@ int32_t all_to_all_v_run(const sk_kernel_args* a, const sk_core_ctx* core) {
   block_offsets(recv_counts, n, groups, attrs.out_layout, out_off);
   uint8_t* tail = static_cast<uint8_t*>(a->workspace) + request_bytes(2 * n) + offsets_bytes(attrs);
   uint8_t* pack = attrs.in_layout == SK_COMM_GROUP_MAJOR ? tail : nullptr;
-  uint8_t* unpack =
-      attrs.out_layout == SK_COMM_GROUP_MAJOR ? tail + (pack ? round_up_64(static_cast<uint64_t>(bytes_of(in))) : 0)
-                                              : nullptr;
+  uint8_t* unpack = attrs.out_layout == SK_COMM_GROUP_MAJOR
+                        ? tail + (pack ? round_up_64(static_cast<uint64_t>(bytes_of(in))) : 0)
+                        : nullptr;
   auto rows_to = [&](const int32_t* counts, int32_t r) {
     int64_t rows = 0;
     for (int32_t g = 0; g < groups; ++g) rows += counts[r * groups + g];
@@ -418,9 +418,11 @@ int32_t broadcast_run(const sk_kernel_args* a, const sk_core_ctx* core) {
   return x.wait_all();
 }
 
-#define SK_COMM_REDUCTION(op, suffix, dtype)                                                                  \
-  {SK_KERNEL_ABI_VERSION, "comm." #op "." #suffix, SK_KERNEL_VECTOR, SK_FUSIBLE, op##_run<dtype>, nullptr, \
-   nullptr, op##_workspace, collective_access, 0}
+#define SK_COMM_REDUCTION(op, suffix, dtype)                                                                         \
+  {                                                                                                                  \
+    SK_KERNEL_ABI_VERSION, "comm." #op "." #suffix, SK_KERNEL_VECTOR, SK_FUSIBLE, op##_run<dtype>, nullptr, nullptr, \
+        op##_workspace, collective_access, 0                                                                         \
+  }
 
 const sk_kernel_desc kKernels[] = {
     SK_COMM_REDUCTION(all_reduce, f32, SK_DTYPE_F32),

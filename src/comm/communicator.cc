@@ -259,8 +259,8 @@ Expected<int> Communicator::share_cpus_between_local_ranks() {
   if (disjoint || local_size == 1) return static_cast<int>(cpus.size());
   const size_t n = cpus.size();
   if (n < static_cast<size_t>(local_size))
-    return Status::failed_precondition(std::to_string(local_size) + " ranks share this machine's " +
-                                       std::to_string(n) + " CPU(s): fewer CPUs than ranks");
+    return Status::failed_precondition(std::to_string(local_size) + " ranks share this machine's " + std::to_string(n) +
+                                       " CPU(s): fewer CPUs than ranks");
   const size_t begin = n * static_cast<size_t>(local_rank) / static_cast<size_t>(local_size);
   const size_t end = n * static_cast<size_t>(local_rank + 1) / static_cast<size_t>(local_size);
   cpu_set_t share;

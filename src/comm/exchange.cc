@@ -45,7 +45,8 @@ Exchange::Exchange(const char* kernel, const sk_kernel_args* args, const sk_core
     : kernel_(kernel), args_(args), core_(core) {
   auto* base = static_cast<uint8_t*>(workspace);
   reqs_.req = reinterpret_cast<MPI_Request*>(base);
-  reqs_.peer = reinterpret_cast<int32_t*>(base + round_up_64(static_cast<uint64_t>(max_requests) * sizeof(MPI_Request)));
+  reqs_.peer =
+      reinterpret_cast<int32_t*>(base + round_up_64(static_cast<uint64_t>(max_requests) * sizeof(MPI_Request)));
   reqs_.capacity = workspace ? max_requests : 0;
 }
 
@@ -99,7 +100,8 @@ int32_t Exchange::mpi_failed(int rc, const char* what, int32_t peer) {
 
 int32_t Exchange::recv(void* data, int64_t bytes, int32_t from, int32_t phase) {
   if (bytes == 0) return SK_OK;
-  if (bytes > INT32_MAX) return fail(SK_ERR_INVALID_ARGUMENT, "a message of %lld bytes exceeds 2 GiB", (long long)bytes);
+  if (bytes > INT32_MAX)
+    return fail(SK_ERR_INVALID_ARGUMENT, "a message of %lld bytes exceeds 2 GiB", (long long)bytes);
   if (reqs_.count == reqs_.capacity) return fail(SK_ERR_INTERNAL, "more requests than planned");
   const int32_t i = reqs_.count;
   if (int rc = MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, from, tag(phase), comm_->data, &reqs_.req[i]);
@@ -112,7 +114,8 @@ int32_t Exchange::recv(void* data, int64_t bytes, int32_t from, int32_t phase) {
 
 int32_t Exchange::send(const void* data, int64_t bytes, int32_t to, int32_t phase) {
   if (bytes == 0) return SK_OK;
-  if (bytes > INT32_MAX) return fail(SK_ERR_INVALID_ARGUMENT, "a message of %lld bytes exceeds 2 GiB", (long long)bytes);
+  if (bytes > INT32_MAX)
+    return fail(SK_ERR_INVALID_ARGUMENT, "a message of %lld bytes exceeds 2 GiB", (long long)bytes);
   if (reqs_.count == reqs_.capacity) return fail(SK_ERR_INTERNAL, "more requests than planned");
   const int32_t i = reqs_.count;
   if (int rc = MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, to, tag(phase), comm_->data, &reqs_.req[i]);
@@ -180,8 +183,9 @@ int32_t Exchange::wait_all() {
         if (reqs_.req[i] == MPI_REQUEST_NULL) continue;
         const bool is_recv = reqs_.peer[i] >= 0;
         const int32_t peer = is_recv ? reqs_.peer[i] : -1 - reqs_.peer[i];
-        used += static_cast<size_t>(std::snprintf(who + used, sizeof(who) - used, "%srank %d (%s)",
-                                                  listed++ ? ", " : "", peer, is_recv ? "no message yet" : "has not received"));
+        used +=
+            static_cast<size_t>(std::snprintf(who + used, sizeof(who) - used, "%srank %d (%s)", listed++ ? ", " : "",
+                                              peer, is_recv ? "no message yet" : "has not received"));
       }
       abandon();
       return fail(SK_ERR_TIMEOUT, "rank %d waits for %s; that rank stopped, hangs or never reached this op", rank(),

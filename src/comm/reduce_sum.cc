@@ -43,7 +43,8 @@ void reduce_i32(const void* const* src, int32_t n, void* out, int64_t count) {
 void reduce_sum(int32_t dtype, const void* const* src, int32_t n, void* out, int64_t count) {
   switch (dtype) {
     case SK_DTYPE_F32:
-      reduce_blocks<float>(src, n, out, count, [](float v) { return v; }, [](float v) { return v; });
+      reduce_blocks<float>(
+          src, n, out, count, [](float v) { return v; }, [](float v) { return v; });
       break;
     case SK_DTYPE_BF16:
       reduce_blocks<uint16_t>(src, n, out, count, bf16_to_f32, f32_to_bf16);

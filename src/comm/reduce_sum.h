@@ -25,7 +25,7 @@ inline uint16_t f32_to_bf16(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, 4);
   if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);  // quiet NaN
-  bits += 0x7fffu + ((bits >> 16) & 1u);                                                     // nearest even
+  bits += 0x7fffu + ((bits >> 16) & 1u);                                                      // nearest even
   return static_cast<uint16_t>(bits >> 16);
 }
 
@@ -61,7 +61,7 @@ inline uint16_t f32_to_f16(float f) {
   std::memcpy(&bits, &f, 4);
   const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   const uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // quiet NaN
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // quiet NaN
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to infinity
   if (abs < 0x38800000u) {                                               // subnormal or zero in f16
     if (abs < 0x33000000u) return sign;                                  // below half the smallest subnormal

@@ -20,8 +20,8 @@ struct LongCat {
   Graph& g;
   ModelWeights& w;
   StepTensors in;
-  Tensor cos_sin;     // rope table [max_context, qk_rope_head_dim]
-  Stream moe_stream;  // the MoE branch's stream: "moe" with multi_streams, else the main stream
+  Tensor cos_sin;        // rope table [max_context, qk_rope_head_dim]
+  Stream moe_stream;     // the MoE branch's stream: "moe" with multi_streams, else the main stream
   LongCatParallel& par;  // this rank's share across processes (everything with tp = ep = 1)
   float eps() const { return static_cast<float>(cfg.rms_norm_eps); }
 };
@@ -59,8 +59,8 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
   // Query: low-rank down, norm, up; per head [nope | rope].
   Tensor q_a = nn::linear(g, x, m.w.linear(p + "q_a_proj.weight", {c.q_lora_rank, D}), p + "q_a_proj");
   q_a = rms_norm(g, q_a, m.w.norm(p + "q_a_layernorm.weight", c.q_lora_rank), m.eps(), p + "q_a_layernorm");
-  Tensor q = nn::linear(g, q_a, m.par.rows(p + "q_b_proj.weight", {all_heads * (nope + rope), c.q_lora_rank}, all_heads),
-                        p + "q_b_proj");
+  Tensor q = nn::linear(
+      g, q_a, m.par.rows(p + "q_b_proj.weight", {all_heads * (nope + rope), c.q_lora_rank}, all_heads), p + "q_b_proj");
   Tensor q3 = g.reshape(q, {T, H, nope + rope});
   Tensor q_nope = g.slice(q3, 2, 0, nope);
   Tensor q_pe = nn::rope(g, g.slice(q3, 2, nope, nope + rope), m.in.positions, m.cos_sin, interleaved, p + "q_rope");
@@ -158,7 +158,8 @@ Tensor moe(LongCat& m, Tensor x, int64_t layer, const MoeWeights& mw) {
     Tensor h = silu_mul(g, g.slice(gate_up, 1, 0, F), g.slice(gate_up, 1, F, 2 * F), p + "experts.act");
     return nn::grouped_matmul(g, h, counts, mw.down, p + "experts.down_proj");
   };
-  Tensor y = m.par.expert_parallel() ? m.par.dispatch_combine(sorted, experts, p) : experts(sorted.x_sorted, sorted.counts);
+  Tensor y =
+      m.par.expert_parallel() ? m.par.dispatch_combine(sorted, experts, p) : experts(sorted.x_sorted, sorted.counts);
   Tensor out = nn::moe_combine(g, y, sorted.row_map, route.topk_weights, x, p + "combine");
   return m.par.expert_parallel() ? m.par.gather_tokens(out, m.in.tokens, p) : out;
 }

@@ -66,25 +66,16 @@ Tensor LongCatParallel::reduce(Tensor partial, const std::string& name) {
 }
 
 Tensor LongCatParallel::local_tokens(Tensor x, int64_t tokens, const std::string& prefix) {
-  const int64_t slice = (tokens + ep_ - 1) / ep_, padded = slice * ep_, d = cfg_.hidden_size;
-  if (padded == tokens) return g_.slice(x, 0, slice * rank_, slice * (rank_ + 1), prefix + "local_tokens");
-  // The token count does not divide: lay the tokens out in a buffer of ep slices whose tail rows
-  // are zeros (padding tokens: routed like any token, their results dropped by gather_tokens).
-  Tensor all = g_.declare(prefix + "padded_tokens", DType::kF32, {padded, d});
-  OpSpec copy_tokens;
-  copy_tokens.kind = OpKind::kCopy;
-  copy_tokens.name = prefix + "pad_tokens";
-  copy_tokens.inputs = {x};
-  copy_tokens.write_into = {g_.slice(all, 0, 0, tokens)};
-  g_.add_op(std::move(copy_tokens));
-  const std::vector<float> zeros(static_cast<size_t>((padded - tokens) * d), 0.0f);
-  OpSpec zero_tail;
-  zero_tail.kind = OpKind::kCopy;
-  zero_tail.name = prefix + "pad_zeros";
-  zero_tail.inputs = {g_.constant_f32(prefix + "padding", {padded - tokens, d}, zeros)};
-  zero_tail.write_into = {g_.slice(all, 0, tokens, padded)};
-  g_.add_op(std::move(zero_tail));
-  return g_.slice(all, 0, slice * rank_, slice * (rank_ + 1), prefix + "local_tokens");
+  const int64_t slice = (tokens + ep_ - 1) / ep_;
+  if (slice * ep_ == tokens) return g_.slice(x, 0, slice * rank_, slice * (rank_ + 1), prefix + "local_tokens");
+  // The token count does not divide: every rank takes ceil(T/ep) rows, the slices past the last
+  // token padded with copies of it (routed like any token; gather_tokens drops their results).
+  std::vector<int32_t> rows(static_cast<size_t>(slice));
+  for (int64_t i = 0; i < slice; ++i)
+    rows[static_cast<size_t>(i)] = static_cast<int32_t>(std::min(slice * rank_ + i, tokens - 1));
+  Tensor ids =
+      g_.constant(prefix + "local_token_rows", DType::kI32, {slice}, rows.data(), rows.size() * sizeof(int32_t));
+  return embedding(g_, ids, x, prefix + "local_tokens");
 }
 
 Tensor LongCatParallel::dispatch_combine(const nn::DispatchOutput& sorted,
@@ -93,9 +84,9 @@ Tensor LongCatParallel::dispatch_combine(const nn::DispatchOutput& sorted,
   const int64_t rows = g_.tensor(sorted.x_sorted).shape[0];  // this rank's (token, slot) rows
   // Experts are numbered rank by rank, so rows grouped by expert are grouped by destination rank,
   // and the per-expert counts are the send counts of (rank, local expert) blocks.
-  comm::AllToAllV in = comm::all_to_all_v(g_, group_, sorted.x_sorted, sorted.counts, rows * ep_,
-                                          static_cast<int32_t>(local_experts), SK_COMM_RANK_MAJOR,
-                                          SK_COMM_GROUP_MAJOR, prefix + "dispatch.all_to_all");
+  comm::AllToAllV in =
+      comm::all_to_all_v(g_, group_, sorted.x_sorted, sorted.counts, rows * ep_, static_cast<int32_t>(local_experts),
+                         SK_COMM_RANK_MAJOR, SK_COMM_GROUP_MAJOR, prefix + "dispatch.all_to_all");
   Tensor y = ffn(in.y, in.group_counts);
   // Back to the ranks the rows came from, in the order they were sent.
   comm::AllToAllV back = comm::all_to_all_v(g_, group_, y, in.recv_counts, rows, static_cast<int32_t>(local_experts),

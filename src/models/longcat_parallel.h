@@ -8,7 +8,7 @@
 // o_proj / down_proj output is a partial sum that an all-reduce completes, so the residual
 // stream stays whole and identical on every rank. The latent KV cache (shared by all heads) is
 // replicated. Expert parallelism (ep ranks): rank r holds routed experts [r E/ep, (r+1) E/ep) and
-// routes its slice of the tokens (ceil(T/ep) rows, zero rows padding the last slices): dispatch
+// routes its slice of the tokens (ceil(T/ep) rows, the last token repeated as padding): dispatch
 // sends each (token, slot) row to the rank of its expert (all-to-all-v, arriving grouped by local
 // expert), the experts run, a second all-to-all-v brings the rows back in dispatch order,
 // moe_combine adds them (and the zero experts' weight * x, computed locally), and an all-gather
@@ -47,7 +47,7 @@ class LongCatParallel {
   Tensor reduce(Tensor partial, const std::string& name);
 
   // Expert parallelism, in the order the MoE uses them:
-  // the rows [T, D] -> this rank's token slice [ceil(T/ep), D] (zero rows past T);
+  // the rows [T, D] -> this rank's token slice [ceil(T/ep), D] (the last token repeated past T);
   Tensor local_tokens(Tensor x, int64_t tokens, const std::string& prefix);
   // rows grouped by (global) expert -> rows back in the same order, the experts applied where
   // they live: `ffn(rows, counts)` runs this rank's experts over what arrives, grouped by local

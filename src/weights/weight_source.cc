@@ -86,8 +86,8 @@ std::pair<int64_t, int64_t> outer_inner(const Shape& shape, int dim) {
 }
 
 Status check_shard(const std::string& name, const Shape& shape, const Shard& shard) {
-  if (shard.dim < 0 || static_cast<size_t>(shard.dim) >= shape.size() || shard.begin < 0 ||
-      shard.end <= shard.begin || shard.end > shape[static_cast<size_t>(shard.dim)])
+  if (shard.dim < 0 || static_cast<size_t>(shard.dim) >= shape.size() || shard.begin < 0 || shard.end <= shard.begin ||
+      shard.end > shape[static_cast<size_t>(shard.dim)])
     return Status::invalid_argument("weight '" + name + "': shard [" + std::to_string(shard.begin) + ", " +
                                     std::to_string(shard.end) + ") of dimension " + std::to_string(shard.dim) +
                                     " does not fit its shape " + shape_to_string(shape));
@@ -96,15 +96,16 @@ Status check_shard(const std::string& name, const Shape& shape, const Shard& sha
 
 // The shard of a dense tensor `src` of `shape`, read run by run (only the shard's bytes) and
 // converted between float dtypes where `from` and `to` differ.
-std::shared_ptr<uint8_t> gather_shard(DType from, const uint8_t* src, DType to, const Shape& shape, const Shard& shard) {
+std::shared_ptr<uint8_t> gather_shard(DType from, const uint8_t* src, DType to, const Shape& shape,
+                                      const Shard& shard) {
   const auto [outer, inner] = outer_inner(shape, shard.dim);
   const int64_t dim = shape[static_cast<size_t>(shard.dim)], run = (shard.end - shard.begin) * inner;
   auto out = allocate_shared_bytes(static_cast<size_t>(outer * run) * dtype_size(to));
   for (int64_t o = 0; o < outer; ++o) {
     const int64_t first = (o * dim + shard.begin) * inner;
     if (from == to) {
-      std::memcpy(out.get() + static_cast<size_t>(o * run) * dtype_size(to), src + static_cast<size_t>(first) * dtype_size(from),
-                  static_cast<size_t>(run) * dtype_size(to));
+      std::memcpy(out.get() + static_cast<size_t>(o * run) * dtype_size(to),
+                  src + static_cast<size_t>(first) * dtype_size(from), static_cast<size_t>(run) * dtype_size(to));
     } else {
       for (int64_t i = 0; i < run; ++i) store_float(to, out.get(), o * run + i, load_float(from, src, first + i));
     }
@@ -326,12 +327,13 @@ Expected<QuantizedWeight> WeightSource::get_w8a8(Graph& g, const std::string& na
 }
 
 Expected<WeightSource::Loaded> WeightSource::load_shard(const std::string& name, DType dtype, const Shape& shape,
-                                                       const Shard& shard, WeightInit init) {
+                                                        const Shard& shard, WeightInit init) {
   auto whole = load(name, dtype, shape, init);
   if (!whole) return whole.status();
   const auto [outer, inner] = outer_inner(shape, shard.dim);
   if (outer == 1) {
-    const auto* first = static_cast<const uint8_t*>(whole->data) + static_cast<size_t>(shard.begin * inner) * dtype_size(dtype);
+    const auto* first =
+        static_cast<const uint8_t*>(whole->data) + static_cast<size_t>(shard.begin * inner) * dtype_size(dtype);
     return Loaded{first, std::shared_ptr<const void>(whole->owner, first)};
   }
   auto bytes = gather_shard(dtype, static_cast<const uint8_t*>(whole->data), dtype, shape, shard);

@@ -36,7 +36,8 @@ uint16_t to_bf16(float v) {
   std::memcpy(&b, &v, 4);
   if (std::isnan(v)) return static_cast<uint16_t>((b >> 16) | 0x40);
   const uint32_t lo = b & 0xffff0000u, hi = lo + 0x10000u;
-  const double dlo = std::fabs(double(v) - double(bits_to_f32(lo))), dhi = std::fabs(double(bits_to_f32(hi)) - double(v));
+  const double dlo = std::fabs(double(v) - double(bits_to_f32(lo))),
+               dhi = std::fabs(double(bits_to_f32(hi)) - double(v));
   if (dlo < dhi || (dlo == dhi && ((lo >> 16) & 1u) == 0)) return static_cast<uint16_t>(lo >> 16);
   return static_cast<uint16_t>(hi >> 16);
 }
@@ -162,8 +163,8 @@ struct SizeCase {
 };
 
 const std::vector<SizeCase> kReductionCases = {
-    {DType::kF32, {1}},      {DType::kF32, {17}},       {DType::kF32, {3, 333}}, {DType::kF32, {4099}},
-    {DType::kBF16, {1000}},  {DType::kF16, {4, 129}},   {DType::kI32, {513}},    {DType::kF32, {2, 4, 16}},
+    {DType::kF32, {1}},     {DType::kF32, {17}},     {DType::kF32, {3, 333}}, {DType::kF32, {4099}},
+    {DType::kBF16, {1000}}, {DType::kF16, {4, 129}}, {DType::kI32, {513}},    {DType::kF32, {2, 4, 16}},
 };
 
 TEST(Collectives, AllReduceMatchesTheRankOrderSum) {
@@ -282,8 +283,8 @@ std::vector<float> a2av_rows(const std::vector<int32_t>& counts, int32_t n, int3
   auto emit = [&](int32_t r, int32_t g) {
     for (int32_t i = 0; i < counts[static_cast<size_t>(r * groups + g)]; ++i, ++at)
       for (int64_t col = 0; col < d; ++col)
-        out[static_cast<size_t>(at * d + col)] =
-            as_sender ? a2av_value(me, r, g, i, static_cast<int32_t>(col)) : a2av_value(r, me, g, i, static_cast<int32_t>(col));
+        out[static_cast<size_t>(at * d + col)] = as_sender ? a2av_value(me, r, g, i, static_cast<int32_t>(col))
+                                                           : a2av_value(r, me, g, i, static_cast<int32_t>(col));
   };
   if (layout == SK_COMM_RANK_MAJOR) {
     for (int32_t r = 0; r < n; ++r)

@@ -80,7 +80,8 @@ std::vector<RunMode> run_modes() {
 }
 
 Expected<testing::DriveResult> drive_model(const models::LongCatFlashConfig& cfg, const models::BuildOptions& opts,
-                                           const CompileOptions& compile, const std::vector<std::vector<int32_t>>& prompts,
+                                           const CompileOptions& compile,
+                                           const std::vector<std::vector<int32_t>>& prompts,
                                            const std::vector<std::vector<int32_t>>& steps) {
   auto weights = random_weights(11);
   auto build = [&](models::Phase phase) { return models::build_longcat_flash(cfg, opts, phase, *weights); };
@@ -149,12 +150,12 @@ TEST_P(ParallelModel, AgreesWithTheOneRankModelInEveryMode) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, ParallelModel,
-                         ::testing::Values(Layout{"tp=ranks ep=ranks", 0, 0}, Layout{"tp=1 ep=ranks", 1, 0},
-                                           Layout{"tp=ranks ep=1", 0, 1}),
-                         [](const auto& param_info) {
-                           return std::string(param_info.param.tp == 1 ? "EP" : param_info.param.ep == 1 ? "TP" : "TPxEP");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, ParallelModel,
+    ::testing::Values(Layout{"tp=ranks ep=ranks", 0, 0}, Layout{"tp=1 ep=ranks", 1, 0}, Layout{"tp=ranks ep=1", 0, 1}),
+    [](const auto& param_info) {
+      return std::string(param_info.param.tp == 1 ? "EP" : param_info.param.ep == 1 ? "TP" : "TPxEP");
+    });
 
 // The collectives sit inside the layers' super kernels, and explain names each with its core.
 TEST(ParallelModelExplain, CollectivesAreInsideTheLayersSegments) {

@@ -55,8 +55,8 @@ static int32_t poll_until_stopped_access(const sk_kernel_args* a, int32_t core_i
 }
 
 static const sk_kernel_desc kKernels[] = {
-    {SK_KERNEL_ABI_VERSION, "test.poll_until_stopped", SK_KERNEL_VECTOR, SK_FUSIBLE, poll_until_stopped_run, NULL,
-     NULL, NULL, poll_until_stopped_access, 0},
+    {SK_KERNEL_ABI_VERSION, "test.poll_until_stopped", SK_KERNEL_VECTOR, SK_FUSIBLE, poll_until_stopped_run, NULL, NULL,
+     NULL, poll_until_stopped_access, 0},
 };
 static const sk_kernel_package kPackage = {SK_KERNEL_ABI_VERSION, "test_poll", 1, kKernels};
 

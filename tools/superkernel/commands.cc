@@ -19,7 +19,8 @@ Expected<std::shared_ptr<comm::Communicator>> start_mpi(const config::Config& cf
   auto world = comm::Communicator::world({defaults.watchdog_seconds});
   if (!world) return world.status().with_context(cfg.where("parallel").to_string() + ": key 'parallel'");
   const int32_t ranks = (*world)->size();
-  for (const auto& [key, value] : {std::pair<const char*, int>{"parallel.tp", cfg.parallel.tp}, {"parallel.ep", cfg.parallel.ep}}) {
+  for (const auto& [key, value] :
+       {std::pair<const char*, int>{"parallel.tp", cfg.parallel.tp}, {"parallel.ep", cfg.parallel.ep}}) {
     if (value != 1 && value != ranks)
       return Status::invalid_argument(cfg.where(key).to_string() + ": key '" + key + "': " + std::to_string(value) +
                                       " ranks, but " + std::to_string(ranks) +

@@ -86,7 +86,8 @@ int main(int argc, char** argv) {
   // Under mpirun only rank 0 shows progress (every rank still prints its errors).
   for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
     if (const char* rank = std::getenv(var); rank && std::string(rank) != "0") {
-      for (CommonArgs* c : {&run.common, &bench.common, &explain.common, &trace.common, &report.common}) c->quiet = true;
+      for (CommonArgs* c : {&run.common, &bench.common, &explain.common, &trace.common, &report.common})
+        c->quiet = true;
     }
   }
   if (run_cmd->parsed()) return finish(run_command(run));
