@@ -6,21 +6,25 @@
 //
 //   auto world = sk::comm::Communicator::world();   // MPI_Init_thread(MPI_THREAD_MULTIPLE), checked
 //   if (!world) { std::cerr << world.status().to_string() << "\n"; return 1; }
-//   auto rt = sk::Runtime::create();
-//   if (sk::Status s = (*world)->load_kernels(**rt); !s) ...
-//   sk::Graph g("row_parallel");
-//   sk::Tensor x = g.input("x", sk::DType::kF32, {1, 512});      // this rank's slice of the input
+//   std::shared_ptr<sk::comm::Communicator> comm = *world;
+//   sk::Status s;
 //   {
-//     sk::SuperKernelScope scope(g, "block");
-//     sk::Tensor partial = sk::matmul(g, x, w_shard);             // this rank's share of the sum
-//     g.output(sk::comm::all_reduce(g, (*world)->group(), partial), "y");   // one super kernel
+//     auto rt = sk::Runtime::create();
+//     s = comm->load_kernels(**rt);                    // libsk_kernels_comm.so
+//     sk::Graph g("row_parallel");
+//     sk::Tensor x = g.input("x", sk::DType::kF32, {1, 512});
+//     {
+//       sk::SuperKernelScope scope(g, "block");
+//       sk::Tensor partial = sk::matmul(g, x, w_shard);            // this rank's share of the sum
+//       g.output(sk::comm::all_reduce(g, comm->group(), partial), "y");   // one super kernel
+//     }
+//     auto exe = (*rt)->compile(g, sk::CompileOptions::for_mode(sk::ExecutionMode::kSuperKernel));
+//     if (s) s = (*exe)->set_input("x", x_slice);
+//     if (s) s = (*exe)->run();
 //   }
-//   auto exe = (*rt)->compile(g, sk::CompileOptions::for_mode(sk::ExecutionMode::kSuperKernel));
-//   (*exe)->set_input("x", x_slice);
-//   sk::Status s = (*exe)->run();
-//   if (!s) s = (*world)->fail(s);       // stops the other ranks' collectives with an error naming this rank
-//   world->reset();
-//   sk::comm::finalize(!s);              // MPI_Finalize, bounded when a rank failed
+//   if (!s) s = comm->fail(s);   // stops the other ranks' collectives with an error naming this rank
+//   comm.reset();
+//   sk::comm::finalize(!s);      // MPI_Finalize, bounded when a rank failed
 //
 // Every rank must build the same graph (the same ops in the same order; shapes may differ where
 // the op allows it, e.g. all_to_all_v's counts): each collective op's messages are told apart by
@@ -115,7 +119,8 @@ Status finalize(bool failed = false);
 std::string kernel_package_path();
 
 // ---- Graph builders (docs/COMM.md has each kernel's contract) ---------------------------------
-// Each appends one op; bad operands are recorded as graph errors naming the op. Operands must be
+// Part of libsuperkernel, not libsuperkernel_comm: they use no MPI, so a graph with collectives can
+// be built, compiled and explained in any process. Each appends one op; bad operands are recorded as graph errors naming the op. Operands must be
 // dense (copy a strided view first). Reductions: f32, bf16, f16 (summed in f32, rounded once) and
 // i32 (wrapping); the other collectives move bytes of any dtype.
 
