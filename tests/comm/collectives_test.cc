@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -390,6 +391,97 @@ TEST(Collectives, FuseBetweenComputeOpsInOneSuperKernel) {
       EXPECT_EQ(report->segments[0].collectives.size(), 2u);
     }
   }
+}
+
+// The lines of core `core`'s instructions in the printed program of one launch.
+std::vector<std::string> core_program(const std::string& program, int core) {
+  std::vector<std::string> lines;
+  std::istringstream in(program);
+  std::string line;
+  bool mine = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("  core ", 0) == 0) {
+      mine = line == "  core " + std::to_string(core) + ":";
+    } else if (mine && line.rfind("    ", 0) == 0) {
+      lines.push_back(line);
+    }
+  }
+  return lines;
+}
+
+size_t first_line_with(const std::vector<std::string>& lines, const std::string& text) {
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].find(text) != std::string::npos) return i;
+  return lines.size();
+}
+
+// Two cores per rank, the collective on a stream of its own with one core (LimitCoreNum 1), the
+// main stream's work beside it: the collective runs on its partition's core; core 0 computes
+// what does not depend on it without waiting for that core, and waits for it (like for any
+// producer) only where it consumes the result.
+TEST(Collectives, RunOnTheirPartitionsCoreWhileTheOtherCoresCompute) {
+  const int32_t n = g_comm->size(), me = g_comm->rank();
+  RuntimeOptions ro;
+  ro.num_cores = 2;
+  ro.allow_oversubscribe = true;  // two ranks x two cores on a 2-CPU machine: correct, only slower
+  ro.pin_threads = false;
+  ro.spin_us = 20;
+  ro.watchdog_seconds = 20.0;
+  auto rt = Runtime::create(ro);
+  ASSERT_TRUE(rt) << rt.status().to_string();
+  ASSERT_TRUE(g_comm->load_kernels(**rt));
+  const int64_t cols = 64;
+  Graph g("overlap");
+  Tensor x = g.input("x", DType::kF32, {4, cols});
+  Stream side = g.create_stream("comm");
+  Event ready = g.create_event("ready"), reduced = g.create_event("reduced");
+  Tensor sum, busy;
+  {
+    SuperKernelScope scope(g, "block", "stream-fusion=1");
+    Tensor h = add(g, x, x, "h");
+    g.record(ready);
+    {
+      StreamScope on(g, side);
+      LimitCoreNum limit(g, 1, 1);
+      g.wait(ready);
+      sum = comm::all_reduce(g, g_comm->group(), h, "sum");
+      g.record(reduced);
+    }
+    busy = mul(g, h, h, "independent");
+    g.wait(reduced);
+    g.output(add(g, busy, sum, "join"), "y");
+  }
+  auto exe = (*rt)->compile(g, CompileOptions::for_mode(ExecutionMode::kSuperKernel));
+  ASSERT_TRUE(exe) << exe.status().to_string();
+  const CompileReport& r = (*exe)->report();
+  ASSERT_EQ(r.segments.size(), 1u);
+  ASSERT_EQ(r.segments[0].collectives.size(), 1u);
+  EXPECT_NE(r.segments[0].collectives[0].find("on core 1 (stream 'comm')"), std::string::npos)
+      << r.segments[0].collectives[0];
+  const std::vector<std::string> core0 = core_program(r.program_text, 0);
+  const size_t independent = first_line_with(core0, "# independent"), join = first_line_with(core0, "# join");
+  const size_t wait_for_1 = first_line_with(core0, "WAIT core 1");
+  ASSERT_LT(independent, core0.size()) << r.program_text;
+  EXPECT_LT(independent, wait_for_1) << "core 0 waited for the collective's core before independent work\n"
+                                     << r.program_text;
+  EXPECT_LT(wait_for_1, join) << "core 0 did not wait for the collective before its consumer\n" << r.program_text;
+  const std::vector<std::string> core1 = core_program(r.program_text, 1);
+  EXPECT_LT(first_line_with(core1, "# sum"), core1.size()) << r.program_text;
+  // And it computes the reference: (2x)^2 + sum over ranks of 2x_r, in rank order.
+  const auto mine = rank_data(DType::kF32, 4 * cols, me, 21);
+  ASSERT_TRUE((*exe)->set_input("x", mine.data(), mine.size()));
+  Status s = (*exe)->run();
+  ASSERT_TRUE(s) << s.to_string();
+  std::vector<std::vector<float>> xs(static_cast<size_t>(n), std::vector<float>(static_cast<size_t>(4 * cols)));
+  for (int32_t q = 0; q < n; ++q) std::memcpy(xs[q].data(), rank_data(DType::kF32, 4 * cols, q, 21).data(), 16 * cols);
+  std::vector<float> want(static_cast<size_t>(4 * cols));
+  for (size_t i = 0; i < want.size(); ++i) {
+    float acc = 0;
+    for (int32_t q = 0; q < n; ++q) acc = q == 0 ? xs[q][i] + xs[q][i] : acc + (xs[q][i] + xs[q][i]);
+    const float h = xs[me][i] + xs[me][i];
+    want[i] = h * h + acc;
+  }
+  EXPECT_TRUE((*exe)->output_f32("y") == want);
 }
 
 // Broadcast is communication that does not fuse: it cuts the segment (COMMUNICATION) and runs in
