@@ -83,12 +83,19 @@ int main(int argc, char** argv) {
     // --help prints on stdout and succeeds; every other parse error is a usage error.
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
-  // Under mpirun only rank 0 shows progress (every rank still prints its errors).
+  // Under mpirun only rank 0 shows progress (every rank still prints its errors), and the files
+  // the other ranks write get their rank in the name (file.json -> file.rank1.json).
   for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
-    if (const char* rank = std::getenv(var); rank && std::string(rank) != "0") {
-      for (CommonArgs* c : {&run.common, &bench.common, &explain.common, &trace.common, &report.common})
-        c->quiet = true;
+    const char* rank = std::getenv(var);
+    if (!rank || std::string(rank) == "0") continue;
+    for (CommonArgs* c : {&run.common, &bench.common, &explain.common, &trace.common, &report.common}) c->quiet = true;
+    for (std::string* path : {&bench.json, &trace.output, &report.output}) {
+      if (path->empty()) continue;
+      const size_t slash = path->rfind('/'), dot = path->rfind('.');
+      const size_t at = dot != std::string::npos && (slash == std::string::npos || dot > slash) ? dot : path->size();
+      path->insert(at, std::string(".rank") + rank);
     }
+    break;
   }
   if (run_cmd->parsed()) return finish(run_command(run));
   if (bench_cmd->parsed()) return finish(bench_command(bench));
