@@ -4,7 +4,7 @@
 // there and only matter when the compile options enable super kernels.
 //
 //   sk::models::LongCatFlashConfig cfg;                      // the published defaults
-//   for (auto& e : checkpoint->config_entries()) (void)cfg.set(e.key, e.value);
+//   if (sk::Status s = sk::models::load_config_json(*checkpoint, cfg); !s) ...  // every key or an error
 //   sk::models::BuildOptions opts;
 //   opts.batch = 2; opts.block_size = 16; opts.max_context = 256; opts.prefill_tokens = 8;
 //   auto weights = sk::random_weights(42);
@@ -23,24 +23,45 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "superkernel/comm.h"
 #include "superkernel/graph.h"
+#include "superkernel/nn.h"
 #include "superkernel/status.h"
 
 namespace sk {
+class Checkpoint;
 class WeightSource;
 class Executable;
 }  // namespace sk
 
 namespace sk::models {
 
-// Keys are the published config.json names. set() parses one value ("6144", "1e-5", "true");
-// an unknown key is StatusCode::kNotFound (callers reading a whole config.json skip those), a
-// malformed or out-of-range value is kInvalidArgument naming the key.
+// The RoPE keys of config.json as written, set through the dotted keys "rope_parameters.<field>"
+// (current transformers) or "rope_scaling.<field>" (the older form, beside a top-level
+// `rope_theta`; `type` is the older spelling of `rope_type`). A config's rope_scaling() turns them
+// into what transformers computes, or an error naming the key it cannot honour.
+struct RopeKeys {
+  std::string object;     // "rope_parameters" or "rope_scaling"; empty: neither was given
+  std::string rope_type;  // `rope_type`
+  std::string type;       // `type`, used when rope_type is empty
+  std::optional<double> rope_theta, factor, attention_factor, beta_fast, beta_slow, mscale, mscale_all_dim,
+      low_freq_factor, high_freq_factor, partial_rotary_factor;
+  std::optional<int64_t> original_max_position_embeddings;
+  std::optional<bool> truncate;
+  std::vector<std::string> fields;  // every field given, in order (unknown ones too: refused later)
+};
+
+// Keys are the published config.json names (and "rope_parameters.<field>" for the RoPE object).
+// set() parses one value ("6144", "1e-5", "true", "yarn"); a key the published definition does not
+// read is StatusCode::kNotFound (load_config_json lists those as ignored); a key it reads that
+// this implementation does not honour is kUnimplemented, a malformed or out-of-range value
+// kInvalidArgument, both naming the key. validate() checks ranges and relations.
 struct LongCatFlashConfig {
   int64_t vocab_size = 131072;
   int64_t hidden_size = 6144;
@@ -59,12 +80,23 @@ struct LongCatFlashConfig {
   double routed_scaling_factor = 6.0;
   double rms_norm_eps = 1e-5;
   double rope_theta = 1e7;
-  bool mla_scale_q_lora = true;   // q_nope, q_rope *= sqrt(hidden / q_lora_rank)
-  bool mla_scale_kv_lora = true;  // kv *= sqrt(hidden / kv_lora_rank)
+  bool mla_scale_q_lora = true;              // q_nope, q_rope *= sqrt(hidden / q_lora_rank)
+  bool mla_scale_kv_lora = true;             // kv *= sqrt(hidden / kv_lora_rank)
+  int64_t max_position_embeddings = 131072;  // RoPE scaling (dynamic, yarn's default context)
+  bool attention_bias = false;               // q_a_proj, kv_a_proj_with_mqa, o_proj biases
+  bool tie_word_embeddings = false;          // the LM head is model.embed_tokens.weight
+  // Keys the published code reads that admit one value only (0: absent, the value it implies):
+  int64_t num_key_value_heads = 0;  // = num_attention_heads (MLA expands every head from the latent)
+  int64_t qk_head_dim = 0;          // = qk_nope_head_dim + qk_rope_head_dim
+  int64_t head_dim = 0;             // = qk_rope_head_dim (transformers' rotary embedding reads head_dim)
+  int64_t num_hidden_layers = 0;    // = 2 * num_layers (transformers counts the attention sublayers)
+  RopeKeys rope;
 
   Status set(std::string_view key, std::string_view value);
   Status validate() const;
   static std::vector<std::string> keys();
+  // The RoPE scaling of rope, rope_theta and max_position_embeddings, or an error naming the key.
+  Expected<nn::RopeScaling> rope_scaling() const;
 };
 
 struct LlamaConfig {
@@ -73,17 +105,56 @@ struct LlamaConfig {
   int64_t intermediate_size = 11008;
   int64_t num_hidden_layers = 32;
   int64_t num_attention_heads = 32;
-  int64_t num_key_value_heads = 32;
-  int64_t head_dim = 0;  // 0: hidden_size / num_attention_heads
+  int64_t num_key_value_heads = 0;  // 0: num_attention_heads (the published default)
+  int64_t head_dim = 0;             // 0: hidden_size / num_attention_heads
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   bool tie_word_embeddings = false;
+  int64_t max_position_embeddings = 2048;  // RoPE scaling (dynamic, yarn's default context)
+  bool attention_bias = false;             // q_proj, k_proj, v_proj, o_proj biases
+  bool mlp_bias = false;                   // gate_proj, up_proj, down_proj biases
+  RopeKeys rope;
 
   Status set(std::string_view key, std::string_view value);
   Status validate() const;
   static std::vector<std::string> keys();
+  // The RoPE scaling of rope, rope_theta and max_position_embeddings, or an error naming the key.
+  Expected<nn::RopeScaling> rope_scaling() const;
   int64_t resolved_head_dim() const { return head_dim > 0 ? head_dim : hidden_size / num_attention_heads; }
+  int64_t resolved_kv_heads() const { return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads; }
 };
+
+// A config.json key load_config_json() did not apply, with why (`superkernel -v` lists them).
+struct IgnoredKey {
+  std::string key;
+  int line = 0;
+  std::string why;
+};
+
+// Sets `config` from every key of a checkpoint's config.json (Checkpoint::config_tree()), then
+// validates it. Each key the published definition (transformers' LongcatFlashConfig /
+// LlamaConfig and their modules) reads is applied or refused; errors read
+// "DIR/config.json:LINE: key 'k': ...". Keys that do not change the logits (model_type,
+// torch_dtype, token ids, ...) and keys the published definition does not read are appended to
+// *ignored. Aliases transformers maps onto a key (LongCat's num_experts_per_tok, ...) set it; an
+// alias disagreeing with its key is an error.
+Status load_config_json(const Checkpoint& checkpoint, LongCatFlashConfig& config,
+                        std::vector<IgnoredKey>* ignored = nullptr);
+Status load_config_json(const Checkpoint& checkpoint, LlamaConfig& config, std::vector<IgnoredKey>* ignored = nullptr);
+
+// After every graph of a model is built from `weights`: the checkpoint tensors no graph read are
+// an error listing them (the published model reads every tensor it has, so an unread tensor means
+// the config and the checkpoint disagree: more layers than num_layers, biases the config turns
+// off, an LM head stored beside tie_word_embeddings, ...). Tensors the published definition itself
+// skips (LongCat-Flash's multi-token-prediction layer `model.mtp.*`, stored
+// `rotary_emb.inv_freq` buffers) are not errors; they, and with allow_unread every unread tensor,
+// are appended to *skipped. With `ep_rank` = {rank, ep} (expert parallelism, ep > 1) the per-expert
+// tensors of the other ranks' experts (`...mlp.experts.{e}.*`) are not errors either: another
+// process reads them.
+Status check_unread_tensors(const LongCatFlashConfig& config, const WeightSource& weights, bool allow_unread = false,
+                            std::vector<std::string>* skipped = nullptr, std::pair<int32_t, int32_t> ep_rank = {0, 1});
+Status check_unread_tensors(const LlamaConfig& config, const WeightSource& weights, bool allow_unread = false,
+                            std::vector<std::string>* skipped = nullptr);
 
 // How Linear weights are stored and multiplied: f32, bf16 (matmul.bf16), or int8 weights with
 // per-channel scales and per-token dynamic activation quantisation (matmul.w8a8_dyn).

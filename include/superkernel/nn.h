@@ -15,7 +15,9 @@
 #ifndef SUPERKERNEL_NN_H_
 #define SUPERKERNEL_NN_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "superkernel/attrs_attention.h"
 #include "superkernel/attrs_moe.h"
@@ -33,12 +35,55 @@ struct Linear {
 
 // x [..., in] -> [..., out] with matmul.{f32,bf16,w8a8_dyn} chosen by the weight dtype.
 Tensor linear(Graph& g, Tensor x, const Linear& w, std::string name = "");
+// The same plus a bias f32 [out] (an `add` named name + ".bias").
+Tensor linear(Graph& g, Tensor x, const Linear& w, Tensor bias, std::string name = "");
 
 // rope.f32: x [T, H, Dh] or [T, H*Dh], positions i32 [T], cos_sin [max_pos, rotary_dim].
 Tensor rope(Graph& g, Tensor x, Tensor positions, Tensor cos_sin, const sk_rope_attrs& attrs, std::string name = "");
 // The cos/sin table rope.f32 reads: row p holds cos(p * f_i) for i < rotary_dim / 2, then the
 // sines, with f_i = theta^(-2i / rotary_dim); computed in double, stored as f32.
 Tensor rope_cos_sin_table(Graph& g, std::string name, int64_t max_positions, int64_t rotary_dim, double theta);
+
+// The RoPE types of transformers' modeling_rope_utils.py that Llama and LongCat-Flash
+// checkpoints use, with their parameters (the defaults are transformers').
+//
+//   sk::nn::RopeScaling yarn;
+//   yarn.type = sk::nn::RopeScaling::Type::kYarn;
+//   yarn.theta = 1e4; yarn.factor = 4; yarn.original_max_position_embeddings = 4096;
+//   sk::Tensor cos_sin = sk::nn::rope_cos_sin_table(g, "rope_cos_sin", max_context, head_dim, yarn);
+struct RopeScaling {
+  enum class Type { kDefault, kLinear, kDynamic, kYarn, kLlama3 };
+  Type type = Type::kDefault;
+  double theta = 10000.0;
+  double factor = 1.0;  // linear, dynamic, yarn, llama3
+  // yarn, llama3: the pre-training context length. dynamic: the model's max_position_embeddings,
+  // past which the base grows with the sequence length.
+  int64_t original_max_position_embeddings = 0;
+  double attention_factor = 0.0;  // yarn: cos and sin are multiplied by it; 0 = derived from factor
+  double beta_fast = 32.0;        // yarn
+  double beta_slow = 1.0;         // yarn
+  double mscale = 0.0;            // yarn: with mscale_all_dim, derives attention_factor
+  double mscale_all_dim = 0.0;    // yarn
+  bool truncate = true;           // yarn: round the correction range to whole dims
+  double low_freq_factor = 1.0;   // llama3
+  double high_freq_factor = 4.0;  // llama3
+};
+const char* rope_type_name(RopeScaling::Type type);  // "default", "linear", "dynamic", "yarn", "llama3"
+
+// The inverse frequencies f_i, i < rotary_dim / 2, for a sequence of `seq_len` tokens (only
+// dynamic depends on it), in double.
+std::vector<double> rope_inv_freq(const RopeScaling& rope, int64_t rotary_dim, int64_t seq_len);
+// What cos and sin are multiplied by: yarn's attention factor (given or derived); 1 otherwise.
+double rope_attention_scaling(const RopeScaling& rope);
+// yarn's get_mscale: 1 for scale <= 1, else 0.1 * mscale * ln(scale) + 1.
+double yarn_mscale(double scale, double mscale);
+// The scaled table: row p holds cos(p * f_i) * s, then sin(p * f_i) * s, with
+// s = rope_attention_scaling(rope) and f = rope_inv_freq(rope, rotary_dim, n(p)). n(p) is
+// max(p + 1, original_max_position_embeddings) for dynamic (the frequencies transformers uses
+// for a token decoded at position p, since its dynamic update grows the base to the sequence
+// length of each forward call) and irrelevant otherwise. Computed in double, stored as f32.
+Tensor rope_cos_sin_table(Graph& g, std::string name, int64_t max_positions, int64_t rotary_dim,
+                          const RopeScaling& rope);
 
 // kv_append.<cache dtype>: writes k_new, v_new [T, Hkv, Dh] at slot_mapping [T] into the caches
 // (graph variables [num_blocks, block_size, Hkv, Dh]) in place.

@@ -90,12 +90,15 @@ Status write_safetensors(const std::string& path, const std::vector<SafetensorsE
 
 // ---- checkpoint directories ----------------------------------------------------------------
 
-// A top-level scalar of config.json: the value as text (strings unquoted, numbers as written,
-// true/false/null) and its 1-based line, for "config.json:LINE: key 'k': ..." errors.
+// A key of config.json: the value as text (strings unquoted, numbers as written, true/false/null;
+// objects and arrays as compact JSON) and its 1-based line, for "config.json:LINE: key 'k': ..."
+// errors. In config_tree(), a member of an object is the entry "object.member".
 struct ConfigEntry {
+  enum class Kind { kScalar, kObject, kArray };
   std::string key;
   std::string value;
   int line = 0;
+  Kind kind = Kind::kScalar;
 };
 
 // A tensor found in a checkpoint, with the file that holds it (and keeps its mapping alive).
@@ -115,6 +118,10 @@ class Checkpoint {
   std::string config_path() const { return dir_ + "/config.json"; }
   // Top-level scalar keys of config.json in file order (arrays and objects are skipped).
   const std::vector<ConfigEntry>& config_entries() const { return config_; }
+  // Every key of config.json in file order, objects included and flattened: an object's entry
+  // (kind kObject) is followed by its members' ("rope_parameters.rope_type", ...); an array is one
+  // entry (kind kArray). For loaders that must account for every key (models::load_config_json).
+  const std::vector<ConfigEntry>& config_tree() const { return tree_; }
   // Looks a tensor up by its published name; NOT_FOUND names the directory and the tensor.
   Expected<CheckpointTensor> find(std::string_view name) const;
   // Every tensor name, sorted.
@@ -124,6 +131,7 @@ class Checkpoint {
  private:
   std::string dir_;
   std::vector<ConfigEntry> config_;
+  std::vector<ConfigEntry> tree_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
   std::vector<std::pair<std::string, std::pair<size_t, size_t>>> index_;  // name -> (file, tensor), sorted
 };
@@ -184,6 +192,9 @@ class WeightSource {
 
   // "checkpoint DIR" or "random weights (seed N)", for messages.
   virtual std::string describe() const = 0;
+  // The stored tensors no get() or get_w8a8() has asked for yet, sorted (a checkpoint's tensors
+  // that the graphs built so far do not read; random sources store none).
+  virtual std::vector<std::string> unread_tensors() const { return {}; }
 
  protected:
   WeightSource();

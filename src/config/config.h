@@ -68,6 +68,7 @@ struct ModelSection {
   bool w8a8 = false;                   // quantise the linear weights to int8 at load
   std::string kv_cache_dtype = "f32";  // KV / latent cache storage: "f32" or "bf16"
   uint64_t seed = 1;                   // random weights
+  bool allow_unused_tensors = false;   // `--allow-unused-tensors`: checkpoint tensors no graph reads are no error
   std::vector<ModelKey> keys;
 };
 

@@ -1,6 +1,9 @@
-// Model configs (published config.json keys), weight dtypes and build options.
+// Model configs (published config.json keys), their RoPE scaling, weight dtypes and build options.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <variant>
@@ -20,9 +23,10 @@ struct KeyField {
   Field<Config> field;
 };
 
+std::string quoted(std::string_view key) { return "config key '" + std::string(key) + "'"; }
+
 Status bad_value(std::string_view key, std::string_view value, const char* expected) {
-  return Status::invalid_argument("config key '" + std::string(key) + "': '" + std::string(value) + "' is not " +
-                                  expected);
+  return Status::invalid_argument(quoted(key) + ": '" + std::string(value) + "' is not " + expected);
 }
 
 Status parse_into(std::string_view key, std::string_view value, int64_t& out) {
@@ -53,14 +57,23 @@ Status parse_into(std::string_view key, std::string_view value, bool& out) {
   return Status::ok();
 }
 
-template <typename Config, size_t N>
-Status set_field(Config& config, const KeyField<Config> (&table)[N], const char* model, std::string_view key,
-                 std::string_view value) {
-  for (const KeyField<Config>& row : table) {
-    if (key != row.key) continue;
-    return std::visit([&](auto member) { return parse_into(key, value, config.*member); }, row.field);
+template <typename T>
+Status parse_into(std::string_view key, std::string_view value, std::optional<T>& out) {
+  if (value == "null") {
+    out.reset();
+    return Status::ok();
   }
-  return Status::not_found(std::string(model) + " config has no key '" + std::string(key) + "'");
+  T v{};
+  SK_RETURN_IF_ERROR(parse_into(key, value, v));
+  out = v;
+  return Status::ok();
+}
+
+template <typename Config, size_t N>
+const KeyField<Config>* find_key(const KeyField<Config> (&table)[N], std::string_view key) {
+  for (const KeyField<Config>& row : table)
+    if (key == row.key) return &row;
+  return nullptr;
 }
 
 template <typename Config, size_t N>
@@ -69,6 +82,194 @@ std::vector<std::string> table_keys(const KeyField<Config> (&table)[N]) {
   for (const KeyField<Config>& row : table) keys.emplace_back(row.key);
   return keys;
 }
+
+// ---- keys the published definitions read that admit only the value this implementation runs ----
+
+bool is_null(std::string_view v) { return v == "null"; }
+bool numeric_one(std::string_view v) {
+  double d = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+  return ec == std::errc() && end == v.data() + v.size() && d == 1.0;
+}
+
+struct Restricted {
+  const char* key;
+  bool (*accepts)(std::string_view value);
+  const char* why;
+};
+
+const Restricted kRestrictedCommon[] = {
+    {"hidden_act", [](std::string_view v) { return v == "silu" || v == "swish" || is_null(v); },
+     "only silu (swish) is implemented: the MLPs and experts run silu_mul"},
+    {"quantization_config", is_null,
+     "quantised checkpoints are not implemented (store f32, bf16 or f16 weights; model.w8a8 quantises at load)"},
+    {"is_causal", [](std::string_view v) { return v == "true" || is_null(v); }, "only causal attention is implemented"},
+    {"pruned_heads", [](std::string_view v) { return v == "{}" || is_null(v); }, "pruned heads are not implemented"},
+    {"partial_rotary_factor", [](std::string_view v) { return numeric_one(v) || is_null(v); },
+     "only a rotary embedding over the whole rotary head is implemented"},
+    {"original_max_position_embeddings", is_null,
+     "give it inside rope_parameters (transformers treats the top-level key differently by RoPE type)"},
+};
+
+const Restricted kRestrictedLongCat[] = {
+    {"norm_topk_prob", [](std::string_view v) { return v == "false" || is_null(v); },
+     "the published router does not renormalise the top-k weights"},
+    {"zero_expert_type", [](std::string_view v) { return v == "identity" || is_null(v); },
+     "only identity zero-computation experts are implemented"},
+    {"topk_method", is_null, "only the published top-k routing (no topk_method) is implemented"},
+    {"attention_method", [](std::string_view v) { return v == "MLA" || is_null(v); },
+     "only MLA attention is implemented"},
+    // transformers builds router.classifier with this bias but its forward multiplies by the
+    // weight alone, while the original code adds the bias: which one a checkpoint expects is unclear.
+    {"router_bias", [](std::string_view v) { return v == "false" || is_null(v); },
+     "transformers' LongcatFlashTopkRouter ignores the classifier bias that the original code adds"},
+};
+
+Status check_restricted(std::span<const Restricted> table, std::string_view key, std::string_view value,
+                        bool* handled) {
+  for (const Restricted& r : table) {
+    if (key != r.key) continue;
+    *handled = true;
+    if (r.accepts(value)) return Status::ok();
+    return Status::unimplemented(quoted(key) + ": '" + std::string(value) + "' is not implemented: " + r.why);
+  }
+  return Status::ok();
+}
+
+// ---- RoPE ------------------------------------------------------------------------------------
+
+Status set_rope_key(RopeKeys& rope, std::string_view key, std::string_view value) {
+  const size_t dot = key.find('.');
+  const std::string_view object = key.substr(0, dot);
+  if (dot == std::string_view::npos) {
+    // The object itself: null means absent (its members arrive as dotted keys).
+    if (is_null(value) || value == "{}") return Status::ok();
+    return bad_value(key, value, "an object of RoPE fields");
+  }
+  if (!rope.object.empty() && rope.object != object)
+    return Status::invalid_argument(
+        quoted(key) +
+        ": config.json sets both 'rope_parameters' and 'rope_scaling' (transformers then uses "
+        "rope_scaling alone and drops rope_parameters, rope_theta included); keep one");
+  rope.object = std::string(object);
+  const std::string_view field = key.substr(dot + 1);
+  rope.fields.emplace_back(field);
+  if (field == "rope_type" || field == "type") {
+    std::string& out = field == "rope_type" ? rope.rope_type : rope.type;
+    out = is_null(value) ? std::string() : std::string(value);
+    return Status::ok();
+  }
+  const std::pair<const char*, std::optional<double> RopeKeys::*> numbers[] = {
+      {"rope_theta", &RopeKeys::rope_theta},
+      {"factor", &RopeKeys::factor},
+      {"attention_factor", &RopeKeys::attention_factor},
+      {"beta_fast", &RopeKeys::beta_fast},
+      {"beta_slow", &RopeKeys::beta_slow},
+      {"mscale", &RopeKeys::mscale},
+      {"mscale_all_dim", &RopeKeys::mscale_all_dim},
+      {"low_freq_factor", &RopeKeys::low_freq_factor},
+      {"high_freq_factor", &RopeKeys::high_freq_factor},
+      {"partial_rotary_factor", &RopeKeys::partial_rotary_factor},
+  };
+  for (const auto& [name, member] : numbers)
+    if (field == name) return parse_into(key, value, rope.*member);
+  if (field == "original_max_position_embeddings") return parse_into(key, value, rope.original_max_position_embeddings);
+  if (field == "truncate") return parse_into(key, value, rope.truncate);
+  return Status::ok();  // any other field: kept in `fields`, refused by resolve_rope with the type
+}
+
+// What transformers' RoPE initialisers compute from these keys; errors name the key.
+Expected<nn::RopeScaling> resolve_rope(const RopeKeys& k, double rope_theta, int64_t max_position_embeddings,
+                                       int64_t rotary_dim) {
+  using Type = nn::RopeScaling::Type;
+  const std::string object = k.object.empty() ? "rope_parameters" : k.object;
+  auto key = [&](const char* field) { return quoted(object + "." + field); };
+  const std::string type_name = !k.rope_type.empty() ? k.rope_type : !k.type.empty() ? k.type : "default";
+  const char* type_key = !k.rope_type.empty() ? "rope_type" : "type";
+  struct TypeRule {
+    const char* name;
+    Type type;
+    std::vector<std::string> required, optional;
+  };
+  const TypeRule rules[] = {
+      {"default", Type::kDefault, {}, {}},
+      {"linear", Type::kLinear, {"factor"}, {}},
+      {"dynamic", Type::kDynamic, {"factor"}, {}},
+      {"yarn",
+       Type::kYarn,
+       {"factor"},
+       {"original_max_position_embeddings", "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
+        "truncate"}},
+      // transformers fills llama3's original_max_position_embeddings from max_position_embeddings.
+      {"llama3",
+       Type::kLlama3,
+       {"factor", "low_freq_factor", "high_freq_factor"},
+       {"original_max_position_embeddings"}},
+  };
+  const TypeRule* rule = nullptr;
+  for (const TypeRule& r : rules)
+    if (type_name == r.name) rule = &r;
+  if (!rule)
+    return Status::unimplemented(key(type_key) + ": '" + type_name +
+                                 "' is not implemented (RoPE types: default, linear, dynamic, yarn, llama3)");
+  for (const std::string& field : k.fields) {
+    const bool common =
+        field == "rope_type" || field == "type" || field == "rope_theta" || field == "partial_rotary_factor";
+    const auto in = [&](const std::vector<std::string>& list) {
+      return std::find(list.begin(), list.end(), field) != list.end();
+    };
+    if (!common && !in(rule->required) && !in(rule->optional))
+      return Status::unimplemented(key(field.c_str()) + ": not a field of rope_type '" + type_name +
+                                   "' (transformers would ignore it; remove it or fix the type)");
+  }
+  const auto given = [&](const std::string& field) {
+    return std::find(k.fields.begin(), k.fields.end(), field) != k.fields.end();
+  };
+  for (const std::string& field : rule->required)
+    if (!given(field)) return Status::invalid_argument(key(field.c_str()) + ": rope_type '" + type_name + "' needs it");
+  if (k.partial_rotary_factor && *k.partial_rotary_factor != 1.0)
+    return Status::unimplemented(key("partial_rotary_factor") +
+                                 ": only a rotary embedding over the whole rotary head is implemented");
+
+  nn::RopeScaling r;
+  r.type = rule->type;
+  r.theta = k.rope_theta.value_or(rope_theta);
+  if (!(r.theta > 0)) return Status::invalid_argument(key("rope_theta") + " (or 'rope_theta') must be positive");
+  if (rule->type == Type::kDefault) return r;
+  if (!k.factor || !(*k.factor > 0)) return Status::invalid_argument(key("factor") + ": must be a positive number");
+  r.factor = *k.factor;
+  r.original_max_position_embeddings = k.original_max_position_embeddings.value_or(max_position_embeddings);
+  if (rule->type == Type::kDynamic) {
+    r.original_max_position_embeddings = max_position_embeddings;
+    if (rotary_dim <= 2)
+      return Status::invalid_argument(key("rope_type") + ": 'dynamic' needs a rotary dimension above 2, got " +
+                                      std::to_string(rotary_dim));
+  }
+  if (r.original_max_position_embeddings <= 0)
+    return Status::invalid_argument(key("original_max_position_embeddings") +
+                                    " (or 'max_position_embeddings'): must be positive, got " +
+                                    std::to_string(r.original_max_position_embeddings));
+  if (rule->type == Type::kYarn) {
+    if (k.attention_factor) {
+      if (!(*k.attention_factor > 0)) return Status::invalid_argument(key("attention_factor") + ": must be positive");
+      r.attention_factor = *k.attention_factor;
+    }
+    r.beta_fast = k.beta_fast.value_or(0.0);  // 0: transformers' `or 32`
+    r.beta_slow = k.beta_slow.value_or(0.0);
+    r.mscale = k.mscale.value_or(0.0);
+    r.mscale_all_dim = k.mscale_all_dim.value_or(0.0);
+    r.truncate = k.truncate.value_or(true);
+  }
+  if (rule->type == Type::kLlama3) {
+    r.low_freq_factor = *k.low_freq_factor;
+    r.high_freq_factor = *k.high_freq_factor;
+    if (!(r.low_freq_factor > 0) || !(r.high_freq_factor > r.low_freq_factor))
+      return Status::invalid_argument(key("high_freq_factor") + ": must exceed low_freq_factor (> 0)");
+  }
+  return r;
+}
+
+// ---- tables ------------------------------------------------------------------------------------
 
 using L = LongCatFlashConfig;
 const KeyField<L> kLongCatKeys[] = {
@@ -91,7 +292,22 @@ const KeyField<L> kLongCatKeys[] = {
     {"rope_theta", &L::rope_theta},
     {"mla_scale_q_lora", &L::mla_scale_q_lora},
     {"mla_scale_kv_lora", &L::mla_scale_kv_lora},
+    {"max_position_embeddings", &L::max_position_embeddings},
+    {"attention_bias", &L::attention_bias},
+    {"tie_word_embeddings", &L::tie_word_embeddings},
+    {"num_key_value_heads", &L::num_key_value_heads},
+    {"qk_head_dim", &L::qk_head_dim},
+    {"head_dim", &L::head_dim},
+    {"num_hidden_layers", &L::num_hidden_layers},
+    // transformers' attribute_map: these names set the keys above.
+    {"num_local_experts", &L::n_routed_experts},
+    {"num_experts_per_tok", &L::moe_topk},
+    {"intermediate_size", &L::ffn_hidden_size},
+    {"moe_intermediate_size", &L::expert_ffn_hidden_size},
 };
+// Keys that may be null in config.json, meaning their default (0: derived from other keys).
+const char* const kLongCatNullable[] = {"num_key_value_heads", "qk_head_dim", "head_dim", "zero_expert_num",
+                                        "num_hidden_layers"};
 
 using Ll = LlamaConfig;
 const KeyField<Ll> kLlamaKeys[] = {
@@ -105,20 +321,61 @@ const KeyField<Ll> kLlamaKeys[] = {
     {"rms_norm_eps", &Ll::rms_norm_eps},
     {"rope_theta", &Ll::rope_theta},
     {"tie_word_embeddings", &Ll::tie_word_embeddings},
+    {"max_position_embeddings", &Ll::max_position_embeddings},
+    {"attention_bias", &Ll::attention_bias},
+    {"mlp_bias", &Ll::mlp_bias},
 };
+const char* const kLlamaNullable[] = {"num_key_value_heads", "head_dim"};
+
+template <typename Config, size_t N, size_t M>
+Status set_key(Config& config, const KeyField<Config> (&table)[N], const char* const (&nullable)[M],
+               std::span<const Restricted> restricted, const char* model, std::string_view key,
+               std::string_view value) {
+  if (key.rfind("rope_parameters", 0) == 0 || key.rfind("rope_scaling", 0) == 0) {
+    const std::string_view object = key.substr(0, key.find('.'));
+    if (object == "rope_parameters" || object == "rope_scaling") return set_rope_key(config.rope, key, value);
+  }
+  bool handled = false;
+  SK_RETURN_IF_ERROR(check_restricted(kRestrictedCommon, key, value, &handled));
+  SK_RETURN_IF_ERROR(check_restricted(restricted, key, value, &handled));
+  if (handled) return Status::ok();
+  const KeyField<Config>* row = find_key(table, key);
+  if (!row) return Status::not_found(std::string(model) + " config has no key '" + std::string(key) + "'");
+  if (is_null(value)) {
+    for (const char* k : nullable) {
+      if (key != k) continue;
+      config.*std::get<int64_t Config::*>(row->field) = 0;
+      return Status::ok();
+    }
+  }
+  return std::visit([&](auto member) { return parse_into(key, value, config.*member); }, row->field);
+}
 
 Status need_positive(const char* key, int64_t value) {
   if (value > 0) return Status::ok();
-  return Status::invalid_argument("config key '" + std::string(key) + "' must be positive, got " +
-                                  std::to_string(value));
+  return Status::invalid_argument(quoted(key) + " must be positive, got " + std::to_string(value));
+}
+
+// The only value of a key the published code runs (0: absent).
+Status need_derived(const char* key, int64_t value, int64_t derived, const std::string& why) {
+  if (value == 0 || value == derived) return Status::ok();
+  return Status::unimplemented(quoted(key) + " = " + std::to_string(value) + " is not implemented: " + why);
 }
 
 }  // namespace
 
 Status LongCatFlashConfig::set(std::string_view key, std::string_view value) {
-  return set_field(*this, kLongCatKeys, "LongCat-Flash", key, value);
+  return set_key(*this, kLongCatKeys, kLongCatNullable, kRestrictedLongCat, "LongCat-Flash", key, value);
 }
-std::vector<std::string> LongCatFlashConfig::keys() { return table_keys(kLongCatKeys); }
+std::vector<std::string> LongCatFlashConfig::keys() {
+  std::vector<std::string> keys = table_keys(kLongCatKeys);
+  keys.insert(keys.end(), {"rope_parameters.<field>", "rope_scaling.<field>"});
+  return keys;
+}
+
+Expected<nn::RopeScaling> LongCatFlashConfig::rope_scaling() const {
+  return resolve_rope(rope, rope_theta, max_position_embeddings, qk_rope_head_dim);
+}
 
 Status LongCatFlashConfig::validate() const {
   const std::pair<const char*, int64_t> positive[] = {
@@ -149,13 +406,36 @@ Status LongCatFlashConfig::validate() const {
                                     std::to_string(qk_rope_head_dim));
   if (!(rms_norm_eps >= 0) || !(rope_theta > 0))
     return Status::invalid_argument("config keys 'rms_norm_eps' (>= 0) and 'rope_theta' (> 0) are out of range");
-  return Status::ok();
+  SK_RETURN_IF_ERROR(need_derived("num_key_value_heads", num_key_value_heads, num_attention_heads,
+                                  "MLA expands every attention head from the shared latent"));
+  SK_RETURN_IF_ERROR(need_derived("qk_head_dim", qk_head_dim, qk_nope_head_dim + qk_rope_head_dim,
+                                  "the query splits into qk_nope_head_dim + qk_rope_head_dim"));
+  SK_RETURN_IF_ERROR(need_derived("head_dim", head_dim, qk_rope_head_dim,
+                                  "the published rotary embedding rotates head_dim dims of qk_rope_head_dim"));
+  if (num_hidden_layers != 0 && num_hidden_layers != 2 * num_layers)
+    return Status::unimplemented(
+        "config key 'num_hidden_layers' = " + std::to_string(num_hidden_layers) +
+        " is not 2 * num_layers = " + std::to_string(2 * num_layers) +
+        ": transformers counts the two attention sublayers of each layer (num_layers = num_hidden_layers / 2) while "
+        "the original code counts layers; give num_layers");
+  if (!(max_position_embeddings > 0))
+    return Status::invalid_argument("config key 'max_position_embeddings' must be positive");
+  auto rope_ok = rope_scaling();
+  return rope_ok ? Status::ok() : rope_ok.status();
 }
 
 Status LlamaConfig::set(std::string_view key, std::string_view value) {
-  return set_field(*this, kLlamaKeys, "Llama", key, value);
+  return set_key(*this, kLlamaKeys, kLlamaNullable, {}, "Llama", key, value);
 }
-std::vector<std::string> LlamaConfig::keys() { return table_keys(kLlamaKeys); }
+std::vector<std::string> LlamaConfig::keys() {
+  std::vector<std::string> keys = table_keys(kLlamaKeys);
+  keys.insert(keys.end(), {"rope_parameters.<field>", "rope_scaling.<field>"});
+  return keys;
+}
+
+Expected<nn::RopeScaling> LlamaConfig::rope_scaling() const {
+  return resolve_rope(rope, rope_theta, max_position_embeddings, resolved_head_dim());
+}
 
 Status LlamaConfig::validate() const {
   const std::pair<const char*, int64_t> positive[] = {
@@ -164,13 +444,13 @@ Status LlamaConfig::validate() const {
       {"intermediate_size", intermediate_size},
       {"num_hidden_layers", num_hidden_layers},
       {"num_attention_heads", num_attention_heads},
-      {"num_key_value_heads", num_key_value_heads},
   };
   for (auto [key, value] : positive) SK_RETURN_IF_ERROR(need_positive(key, value));
-  if (num_attention_heads % num_key_value_heads != 0)
+  if (num_key_value_heads < 0) return need_positive("num_key_value_heads", num_key_value_heads);
+  if (num_attention_heads % resolved_kv_heads() != 0)
     return Status::invalid_argument(
         "config key 'num_attention_heads' = " + std::to_string(num_attention_heads) +
-        " is not a multiple of 'num_key_value_heads' = " + std::to_string(num_key_value_heads));
+        " is not a multiple of 'num_key_value_heads' = " + std::to_string(resolved_kv_heads()));
   if (head_dim < 0 || (head_dim == 0 && hidden_size % num_attention_heads != 0))
     return Status::invalid_argument("config key 'head_dim' is missing and hidden_size " + std::to_string(hidden_size) +
                                     " is not a multiple of num_attention_heads " + std::to_string(num_attention_heads));
@@ -179,7 +459,10 @@ Status LlamaConfig::validate() const {
                                     std::to_string(resolved_head_dim()));
   if (!(rms_norm_eps >= 0) || !(rope_theta > 0))
     return Status::invalid_argument("config keys 'rms_norm_eps' (>= 0) and 'rope_theta' (> 0) are out of range");
-  return Status::ok();
+  if (!(max_position_embeddings > 0))
+    return Status::invalid_argument("config key 'max_position_embeddings' must be positive");
+  auto rope_ok = rope_scaling();
+  return rope_ok ? Status::ok() : rope_ok.status();
 }
 
 const char* weight_dtype_name(WeightDType dtype) {

@@ -28,13 +28,14 @@ Tensor attention(Llama& m, Tensor x, int64_t layer) {
   const LlamaConfig& c = m.cfg;
   Graph& g = m.g;
   const std::string p = layer_prefix(layer) + "self_attn.";
-  const int64_t T = m.in.tokens, D = c.hidden_size, Hq = c.num_attention_heads, Hkv = c.num_key_value_heads;
+  const int64_t T = m.in.tokens, D = c.hidden_size, Hq = c.num_attention_heads, Hkv = c.resolved_kv_heads();
   const int64_t Dh = c.resolved_head_dim();
   const sk_rope_attrs halves{static_cast<int32_t>(Dh), static_cast<int32_t>(Dh), 1};
+  auto proj = [&](const char* name, const Shape& shape) { return m.w.linear(p + name, shape, c.attention_bias); };
 
-  Tensor q = nn::linear(g, x, m.w.linear(p + "q_proj.weight", {Hq * Dh, D}), p + "q_proj");
-  Tensor k = nn::linear(g, x, m.w.linear(p + "k_proj.weight", {Hkv * Dh, D}), p + "k_proj");
-  Tensor v = nn::linear(g, x, m.w.linear(p + "v_proj.weight", {Hkv * Dh, D}), p + "v_proj");
+  Tensor q = linear(g, x, proj("q_proj", {Hq * Dh, D}), p + "q_proj");
+  Tensor k = linear(g, x, proj("k_proj", {Hkv * Dh, D}), p + "k_proj");
+  Tensor v = linear(g, x, proj("v_proj", {Hkv * Dh, D}), p + "v_proj");
   q = nn::rope(g, g.reshape(q, {T, Hq, Dh}), m.in.positions, m.cos_sin, halves, p + "q_rope");
   k = nn::rope(g, g.reshape(k, {T, Hkv, Dh}), m.in.positions, m.cos_sin, halves, p + "k_rope");
 
@@ -49,16 +50,16 @@ Tensor attention(Llama& m, Tensor x, int64_t layer) {
           ? nn::paged_attention(g, q, k_cache, v_cache, m.in.block_tables, m.in.context_lens, scale, p + "attention")
           : nn::paged_attention_prefill(g, q, k_cache, v_cache, m.in.block_tables, m.in.seq_ids, m.in.positions, scale,
                                         p + "attention");
-  return nn::linear(g, g.reshape(o, {T, Hq * Dh}), m.w.linear(p + "o_proj.weight", {D, Hq * Dh}), p + "o_proj");
+  return linear(g, g.reshape(o, {T, Hq * Dh}), proj("o_proj", {D, Hq * Dh}), p + "o_proj");
 }
 
 Tensor mlp(Llama& m, Tensor x, int64_t layer) {
   const std::string p = layer_prefix(layer) + "mlp.";
   const int64_t D = m.cfg.hidden_size, F = m.cfg.intermediate_size;
-  Tensor gate = nn::linear(m.g, x, m.w.linear(p + "gate_proj.weight", {F, D}), p + "gate_proj");
-  Tensor up = nn::linear(m.g, x, m.w.linear(p + "up_proj.weight", {F, D}), p + "up_proj");
-  return nn::linear(m.g, silu_mul(m.g, gate, up, p + "act"), m.w.linear(p + "down_proj.weight", {D, F}),
-                    p + "down_proj");
+  auto proj = [&](const char* name, const Shape& shape) { return m.w.linear(p + name, shape, m.cfg.mlp_bias); };
+  Tensor gate = linear(m.g, x, proj("gate_proj", {F, D}), p + "gate_proj");
+  Tensor up = linear(m.g, x, proj("up_proj", {F, D}), p + "up_proj");
+  return linear(m.g, silu_mul(m.g, gate, up, p + "act"), proj("down_proj", {D, F}), p + "down_proj");
 }
 
 Tensor decoder_layer(Llama& m, Tensor x, int64_t layer) {
@@ -104,8 +105,11 @@ Expected<Graph> build_llama(const LlamaConfig& config, const BuildOptions& optio
   Graph g(phase == Phase::kDecode ? "llama_decode" : "llama_prefill");
   ModelWeights w(g, weights, options.weight_dtype);
   Llama m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}};
-  m.cos_sin =
-      nn::rope_cos_sin_table(g, "rope_cos_sin", options.max_context, config.resolved_head_dim(), config.rope_theta);
+  auto rope = config.rope_scaling();
+  if (!rope) return rope.status();
+  auto cos_sin = rope_table(g, *rope, config.resolved_head_dim(), options, phase);
+  if (!cos_sin) return cos_sin.status();
+  m.cos_sin = *cos_sin;
   const Shape table{config.vocab_size, config.hidden_size};
   Tensor x;
   {

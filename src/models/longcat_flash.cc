@@ -20,11 +20,16 @@ struct LongCat {
   Graph& g;
   ModelWeights& w;
   StepTensors in;
-  Tensor cos_sin;        // rope table [max_context, qk_rope_head_dim]
-  Stream moe_stream;     // the MoE branch's stream: "moe" with multi_streams, else the main stream
-  LongCatParallel& par;  // this rank's share across processes (everything with tp = ep = 1)
+  Tensor cos_sin;               // rope table [max_context, qk_rope_head_dim]
+  Stream moe_stream;            // the MoE branch's stream: "moe" with multi_streams, else the main stream
+  LongCatParallel& par;         // this rank's share across processes (everything with tp = ep = 1)
+  double softmax_mscale = 1.0;  // yarn's mscale_all_dim factor on every attention score
   float eps() const { return static_cast<float>(cfg.rms_norm_eps); }
 };
+
+// The published q_a_layernorm and kv_a_layernorm are built without an eps argument: the RMSNorm
+// default, not rms_norm_eps.
+constexpr float kLoraNormEps = 1e-6f;
 
 std::string layer_prefix(int64_t layer) { return "model.layers." + std::to_string(layer) + "."; }
 
@@ -56,9 +61,12 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
   const int64_t nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim, v = c.v_head_dim;
   const sk_rope_attrs interleaved{static_cast<int32_t>(rope), static_cast<int32_t>(rope), 0};
 
+  // attention_bias gives q_a_proj, kv_a_proj_with_mqa and o_proj a bias (q_b_proj, kv_b_proj none).
+  auto biased = [&](const char* module, const Shape& shape) { return m.w.linear(p + module, shape, c.attention_bias); };
+
   // Query: low-rank down, norm, up; per head [nope | rope].
-  Tensor q_a = nn::linear(g, x, m.w.linear(p + "q_a_proj.weight", {c.q_lora_rank, D}), p + "q_a_proj");
-  q_a = rms_norm(g, q_a, m.w.norm(p + "q_a_layernorm.weight", c.q_lora_rank), m.eps(), p + "q_a_layernorm");
+  Tensor q_a = linear(g, x, biased("q_a_proj", {c.q_lora_rank, D}), p + "q_a_proj");
+  q_a = rms_norm(g, q_a, m.w.norm(p + "q_a_layernorm.weight", c.q_lora_rank), kLoraNormEps, p + "q_a_layernorm");
   Tensor q = nn::linear(
       g, q_a, m.par.rows(p + "q_b_proj.weight", {all_heads * (nope + rope), c.q_lora_rank}, all_heads), p + "q_b_proj");
   Tensor q3 = g.reshape(q, {T, H, nope + rope});
@@ -66,9 +74,9 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
   Tensor q_pe = nn::rope(g, g.slice(q3, 2, nope, nope + rope), m.in.positions, m.cos_sin, interleaved, p + "q_rope");
 
   // Compressed KV latent and the shared rope key, appended to this sublayer's paged cache.
-  Tensor kv_a = nn::linear(g, x, m.w.linear(p + "kv_a_proj_with_mqa.weight", {R + rope, D}), p + "kv_a_proj_with_mqa");
+  Tensor kv_a = linear(g, x, biased("kv_a_proj_with_mqa", {R + rope, D}), p + "kv_a_proj_with_mqa");
   Tensor c_kv =
-      rms_norm(g, g.slice(kv_a, 1, 0, R), m.w.norm(p + "kv_a_layernorm.weight", R), m.eps(), p + "kv_a_layernorm");
+      rms_norm(g, g.slice(kv_a, 1, 0, R), m.w.norm(p + "kv_a_layernorm.weight", R), kLoraNormEps, p + "kv_a_layernorm");
   if (c.mla_scale_kv_lora)
     c_kv = mul(g, c_kv, filled_f32(g, p + "kv_lora_scale", R, static_cast<float>(std::sqrt(double(D) / double(R)))),
                p + "kv_lora_scale");
@@ -85,8 +93,8 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
   Tensor q_latent = g.transpose(nn::batched_matmul(g, g.transpose(q_nope, {1, 0, 2}), w_uk, p + "w_uk"), {1, 0, 2});
 
   // LongCat scales q_nope and q_rope by sqrt(hidden / q_lora_rank): the same factor on every
-  // score, folded into the softmax scale.
-  double scale = 1.0 / std::sqrt(static_cast<double>(nope + rope));
+  // score, folded into the softmax scale (as yarn's mscale_all_dim factor is).
+  double scale = m.softmax_mscale / std::sqrt(static_cast<double>(nope + rope));
   if (c.mla_scale_q_lora) scale *= std::sqrt(static_cast<double>(D) / static_cast<double>(c.q_lora_rank));
   Tensor latent = m.in.phase == Phase::kDecode
                       ? nn::mla_attention(g, q_latent, q_pe, cache, m.in.block_tables, m.in.context_lens, float(scale),
@@ -95,8 +103,7 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
                                                   m.in.positions, float(scale), p + "attention");
   Tensor heads = nn::batched_matmul(g, g.transpose(latent, {1, 0, 2}), w_uv, p + "w_uv");  // [H, T, v]
   Tensor o = g.reshape(copy(g, g.transpose(heads, {1, 0, 2}), p + "heads"), {T, H * v});
-  return m.par.reduce(nn::linear(g, o, m.par.columns(p + "o_proj.weight", {D, all_heads * v}, all_heads), p + "o_proj"),
-                      p + "o_proj.all_reduce");
+  return m.par.row_parallel(o, p + "o_proj", {D, all_heads * v}, all_heads, c.attention_bias);
 }
 
 // SwiGLU MLP: down(silu(gate(x)) * up(x)).
@@ -104,9 +111,7 @@ Tensor mlp(LongCat& m, Tensor x, const std::string& prefix, int64_t ffn) {
   const int64_t D = m.cfg.hidden_size;
   Tensor gate = nn::linear(m.g, x, m.par.rows(prefix + "gate_proj.weight", {ffn, D}, ffn), prefix + "gate_proj");
   Tensor up = nn::linear(m.g, x, m.par.rows(prefix + "up_proj.weight", {ffn, D}, ffn), prefix + "up_proj");
-  Tensor down = nn::linear(m.g, silu_mul(m.g, gate, up, prefix + "act"),
-                           m.par.columns(prefix + "down_proj.weight", {D, ffn}, ffn), prefix + "down_proj");
-  return m.par.reduce(down, prefix + "down_proj.all_reduce");
+  return m.par.row_parallel(silu_mul(m.g, gate, up, prefix + "act"), prefix + "down_proj", {D, ffn}, ffn, false);
 }
 
 // Router over routed + zero-computation experts, then the routed experts' SwiGLU FFNs (weights
@@ -249,8 +254,16 @@ Expected<Graph> build_longcat_flash(const LongCatFlashConfig& config, const Buil
   SK_RETURN_IF_ERROR(par.validate());
   LongCat m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}, g.current_stream(), par};
   if (options.multi_streams > 0) m.moe_stream = g.create_stream("moe");
-  m.cos_sin =
-      nn::rope_cos_sin_table(g, "rope_cos_sin", options.max_context, config.qk_rope_head_dim, config.rope_theta);
+  auto rope = config.rope_scaling();
+  if (!rope) return rope.status();
+  auto cos_sin = rope_table(g, *rope, config.qk_rope_head_dim, options, phase);
+  if (!cos_sin) return cos_sin.status();
+  m.cos_sin = *cos_sin;
+  // The published MLA multiplies its softmax scale by yarn_get_mscale(factor, mscale_all_dim)^2.
+  if (rope->type != nn::RopeScaling::Type::kDefault && rope->mscale_all_dim != 0.0) {
+    const double mscale = nn::yarn_mscale(rope->factor, rope->mscale_all_dim);
+    m.softmax_mscale = mscale * mscale;
+  }
   Tensor x;
   {
     SuperKernelScope s(g, "scope_embed", scope_options(options, "scope_embed"));
@@ -263,7 +276,8 @@ Expected<Graph> build_longcat_flash(const LongCatFlashConfig& config, const Buil
   {
     SuperKernelScope s(g, "scope_lm_head", scope_options(options, "scope_lm_head"));
     x = norm(m, x, "model.norm");
-    g.output(nn::linear(g, x, w.linear("lm_head.weight", {config.vocab_size, config.hidden_size}), "lm_head"), kLogits);
+    const std::string head = config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+    g.output(nn::linear(g, x, w.linear(head, {config.vocab_size, config.hidden_size}), "lm_head"), kLogits);
   }
   return finish(std::move(g), w);
 }

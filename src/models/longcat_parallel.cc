@@ -48,11 +48,6 @@ Tensor LongCatParallel::f32_rows(const std::string& name, const Shape& shape, in
   return w_.f32_shard(name, shape, unit_shard(shape, 0, units), WeightInit::kLinear);
 }
 
-nn::Linear LongCatParallel::columns(const std::string& name, const Shape& shape, int64_t units) {
-  if (tp_ == 1) return w_.linear(name, shape);
-  return w_.linear_shard(name, shape, unit_shard(shape, 1, units));
-}
-
 nn::Linear LongCatParallel::experts(const std::string& packed, const Shape& shape,
                                     const std::function<std::vector<std::string>(int64_t)>& per_expert) {
   if (ep_ == 1) return w_.experts(packed, shape, per_expert);
@@ -60,9 +55,13 @@ nn::Linear LongCatParallel::experts(const std::string& packed, const Shape& shap
   return w_.experts(packed, shape, per_expert, local * rank_, local);
 }
 
-Tensor LongCatParallel::reduce(Tensor partial, const std::string& name) {
-  if (tp_ == 1) return partial;
-  return comm::all_reduce(g_, group_, partial, name);
+Tensor LongCatParallel::row_parallel(Tensor x, const std::string& module, const Shape& shape, int64_t units,
+                                     bool bias) {
+  if (tp_ == 1) return linear(g_, x, w_.linear(module, shape, bias), module);
+  Tensor partial = nn::linear(g_, x, w_.linear_shard(module + ".weight", shape, unit_shard(shape, 1, units)), module);
+  Tensor sum = comm::all_reduce(g_, group_, partial, module + ".all_reduce");
+  if (!bias) return sum;
+  return add(g_, sum, w_.f32(module + ".bias", {shape.front()}, WeightInit::kBias), module + ".bias");
 }
 
 Tensor LongCatParallel::local_tokens(Tensor x, int64_t tokens, const std::string& prefix) {

@@ -36,15 +36,17 @@ class LongCatParallel {
   int64_t ffn(int64_t hidden_units) const { return hidden_units / tp_; }
 
   // This rank's rows of a weight [units * rows_per_unit, in] split by heads or hidden units
-  // (its unit range of `units`), or its columns of [out, units * cols_per_unit].
+  // (its unit range of `units`).
   nn::Linear rows(const std::string& name, const Shape& shape, int64_t units);
   Tensor f32_rows(const std::string& name, const Shape& shape, int64_t units);
-  nn::Linear columns(const std::string& name, const Shape& shape, int64_t units);
   // The routed experts' stacked weights [E, out, in], only this rank's experts with ep > 1.
   nn::Linear experts(const std::string& packed, const Shape& shape,
                      const std::function<std::vector<std::string>(int64_t)>& per_expert);
-  // Completes a tensor-parallel partial sum (all-reduce); `x` itself with tp = 1.
-  Tensor reduce(Tensor partial, const std::string& name);
+  // A linear layer whose input dimension is split between the tensor-parallel ranks (o_proj,
+  // down_proj): x [.., units * cols_per_unit / tp] times this rank's columns of `module.weight`
+  // `shape`, the ranks' partial sums completed by an all-reduce (`module.all_reduce`), then the
+  // bias `module.bias` when `bias`, added once after it. With tp = 1 the plain layer (bias fused).
+  Tensor row_parallel(Tensor x, const std::string& module, const Shape& shape, int64_t units, bool bias);
 
   // Expert parallelism, in the order the MoE uses them:
   // the rows [T, D] -> this rank's token slice [ceil(T/ep), D] (the last token repeated past T);

@@ -51,6 +51,16 @@ nn::Linear ModelWeights::linear(const std::string& name, const Shape& shape) {
   return {*t, Tensor{}};
 }
 
+BiasedLinear ModelWeights::linear(const std::string& module, const Shape& shape, bool bias) {
+  BiasedLinear out{linear(module + ".weight", shape), Tensor{}};
+  if (bias && !shape.empty()) out.bias = f32(module + ".bias", {shape.front()}, WeightInit::kBias);
+  return out;
+}
+
+Tensor linear(Graph& g, Tensor x, const BiasedLinear& layer, const std::string& name) {
+  return layer.bias.valid() ? nn::linear(g, x, layer.weight, layer.bias, name) : nn::linear(g, x, layer.weight, name);
+}
+
 const void* constant_bytes(const TensorInfo& info) {
   return info.external_data != nullptr ? info.external_data : info.data.data();
 }
@@ -164,6 +174,30 @@ Tensor filled_f32(Graph& g, std::string name, int64_t n, float value) {
 
 int64_t max_blocks_per_sequence(const BuildOptions& options) {
   return options.block_size > 0 ? (options.max_context + options.block_size - 1) / options.block_size : 0;
+}
+
+Expected<Tensor> rope_table(Graph& g, const nn::RopeScaling& rope, int64_t rotary_dim, const BuildOptions& options,
+                            Phase phase) {
+  int64_t rows = options.max_context;
+  const int64_t m = rope.original_max_position_embeddings;
+  if (rope.type == nn::RopeScaling::Type::kDynamic && options.max_context > m) {
+    const std::string what = "rope_type 'dynamic' with max_context " + std::to_string(options.max_context) +
+                             " > max_position_embeddings " + std::to_string(m) + ": ";
+    if (options.batch > 1)
+      return Status::unimplemented(
+          what +
+          "transformers rotates every sequence of a batch with the frequencies of the longest one, which "
+          "a per-position table cannot express; build with batch 1 or max_context <= max_position_embeddings");
+    if (phase == Phase::kPrefill) {
+      if (options.prefill_tokens > m)
+        return Status::unimplemented(
+            what + "a prefill of " + std::to_string(options.prefill_tokens) +
+            " tokens would rotate its tokens with the frequencies of its full length, which a per-position table "
+            "cannot express; prefill at most max_position_embeddings tokens and decode the rest");
+      rows = m;
+    }
+  }
+  return nn::rope_cos_sin_table(g, "rope_cos_sin", rows, rotary_dim, rope);
 }
 
 Expected<Graph> finish(Graph g, const ModelWeights& weights) {

@@ -25,6 +25,14 @@ struct StepTensors {
 };
 StepTensors make_step_inputs(Graph& g, const BuildOptions& options, Phase phase);
 
+// A Linear layer and its optional bias (invalid when the config turns biases off).
+struct BiasedLinear {
+  nn::Linear weight;
+  Tensor bias;
+};
+// x [..., in] -> [..., out], plus the bias when there is one.
+Tensor linear(Graph& g, Tensor x, const BiasedLinear& layer, const std::string& name);
+
 // Fetches weights by published name in the dtype the build options ask for. The first failure
 // is kept (status()) and later calls return invalid handles, so model code reads straight
 // through; builders check status() before returning the graph.
@@ -39,6 +47,9 @@ class ModelWeights {
   Tensor norm(const std::string& name, int64_t dim) { return f32(name, {dim}, WeightInit::kNorm); }
   // A Linear weight [out, in] (or stacked experts [E, out, in]) in the build's weight dtype.
   nn::Linear linear(const std::string& name, const Shape& shape);
+  // A Linear layer `module` (weight `module.weight` [out, in]) with the f32 bias
+  // `module.bias` [out] when `bias` (the config's attention_bias, mlp_bias, ...).
+  BiasedLinear linear(const std::string& module, const Shape& shape, bool bias);
   // Stacked expert weights [E, out, in] in the build's weight dtype: the packed tensor `packed`
   // when the source has it; otherwise, for each expert e, the tensors `per_expert(e)` (each
   // [out / parts, in]) stacked along `out` and copied once into one constant of this graph.
@@ -76,6 +87,16 @@ Tensor filled_f32(Graph& g, std::string name, int64_t n, float value);
 
 // Blocks per sequence of the paged caches.
 int64_t max_blocks_per_sequence(const BuildOptions& options);
+
+// The RoPE cos/sin table of a graph, rows 0 .. max_context - 1 (nn::rope_cos_sin_table). Dynamic
+// NTK scaling past max_position_embeddings (M) matches what transformers computes in cached
+// decode only for one sequence whose prefill stays below M (each decoded token at position p is
+// rotated with the frequencies of length p + 1; a longer prefill rotates all its tokens with
+// those of its full length, and a batch with those of its longest sequence): a batch, or a
+// prefill graph of more than M tokens, is refused, and the prefill graph's table stops at row M
+// so that a later prefill reaching past M fails (rope.f32: position out of range).
+Expected<Tensor> rope_table(Graph& g, const nn::RopeScaling& rope, int64_t rotary_dim, const BuildOptions& options,
+                            Phase phase);
 
 // The graph if it verifies and the weights were all found, else the first error.
 Expected<Graph> finish(Graph g, const ModelWeights& weights);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numbers>
 #include <vector>
 
 #include "superkernel/ops.h"
@@ -62,20 +63,124 @@ Tensor linear(Graph& g, Tensor x, const Linear& w, std::string name) {
   return call_kernel(g, matmul_kernel("matmul", g, w), inputs, {{DType::kF32, y}}, {}, std::move(name))[0];
 }
 
+Tensor linear(Graph& g, Tensor x, const Linear& w, Tensor bias, std::string name) {
+  std::string bias_name = name.empty() ? std::string() : name + ".bias";
+  return add(g, linear(g, x, w, std::move(name)), bias, std::move(bias_name));
+}
+
 Tensor rope(Graph& g, Tensor x, Tensor positions, Tensor cos_sin, const sk_rope_attrs& attrs, std::string name) {
   return call_kernel(g, "rope.f32", {x, positions, cos_sin}, {{DType::kF32, info_of(g, x).shape}}, blob(attrs),
                      std::move(name))[0];
 }
 
 Tensor rope_cos_sin_table(Graph& g, std::string name, int64_t max_positions, int64_t rotary_dim, double theta) {
+  RopeScaling rope;
+  rope.theta = theta;
+  return rope_cos_sin_table(g, std::move(name), max_positions, rotary_dim, rope);
+}
+
+const char* rope_type_name(RopeScaling::Type type) {
+  switch (type) {
+    case RopeScaling::Type::kDefault:
+      return "default";
+    case RopeScaling::Type::kLinear:
+      return "linear";
+    case RopeScaling::Type::kDynamic:
+      return "dynamic";
+    case RopeScaling::Type::kYarn:
+      return "yarn";
+    case RopeScaling::Type::kLlama3:
+      return "llama3";
+  }
+  return "?";
+}
+
+double yarn_mscale(double scale, double mscale) { return scale <= 1.0 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
+
+double rope_attention_scaling(const RopeScaling& rope) {
+  if (rope.type != RopeScaling::Type::kYarn) return 1.0;
+  if (rope.attention_factor > 0.0) return rope.attention_factor;
+  if (rope.mscale != 0.0 && rope.mscale_all_dim != 0.0)
+    return yarn_mscale(rope.factor, rope.mscale) / yarn_mscale(rope.factor, rope.mscale_all_dim);
+  return yarn_mscale(rope.factor, 1.0);
+}
+
+std::vector<double> rope_inv_freq(const RopeScaling& rope, int64_t rotary_dim, int64_t seq_len) {
+  const int64_t half = std::max<int64_t>(rotary_dim / 2, 0);
+  const double dim = static_cast<double>(rotary_dim);
+  double base = rope.theta;
+  if (rope.type == RopeScaling::Type::kDynamic) {
+    // NTK-aware: the base grows once the sequence outgrows the configured context.
+    const double m = static_cast<double>(rope.original_max_position_embeddings);
+    const double n = std::max(static_cast<double>(seq_len), m);
+    base *= std::pow(rope.factor * n / m - (rope.factor - 1.0), dim / (dim - 2.0));
+  }
+  std::vector<double> inv(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) inv[i] = 1.0 / std::pow(base, 2.0 * static_cast<double>(i) / dim);
+  switch (rope.type) {
+    case RopeScaling::Type::kDefault:
+    case RopeScaling::Type::kDynamic:
+      break;
+    case RopeScaling::Type::kLinear:
+      for (double& f : inv) f /= rope.factor;
+      break;
+    case RopeScaling::Type::kYarn: {
+      // Dims that turn fewer than beta_slow times over the original context are interpolated
+      // (divided by factor), those turning more than beta_fast times kept, a linear ramp between.
+      const double orig = static_cast<double>(rope.original_max_position_embeddings);
+      const double beta_fast = rope.beta_fast != 0.0 ? rope.beta_fast : 32.0;
+      const double beta_slow = rope.beta_slow != 0.0 ? rope.beta_slow : 1.0;
+      auto correction_dim = [&](double rotations) {
+        return dim * std::log(orig / (rotations * 2.0 * std::numbers::pi)) / (2.0 * std::log(rope.theta));
+      };
+      double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
+      if (rope.truncate) {
+        low = std::floor(low);
+        high = std::ceil(high);
+      }
+      low = std::max(low, 0.0);
+      high = std::min(high, dim - 1.0);
+      if (low == high) high += 0.001;
+      for (int64_t i = 0; i < half; ++i) {
+        const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+        const double extrapolation = 1.0 - ramp;
+        inv[i] = inv[i] / rope.factor * (1.0 - extrapolation) + inv[i] * extrapolation;
+      }
+      break;
+    }
+    case RopeScaling::Type::kLlama3: {
+      // Long wavelengths are divided by factor, short ones kept, the band between smoothed.
+      const double orig = static_cast<double>(rope.original_max_position_embeddings);
+      const double low_wavelen = orig / rope.low_freq_factor;
+      const double high_wavelen = orig / rope.high_freq_factor;
+      for (double& f : inv) {
+        const double wavelen = 2.0 * std::numbers::pi / f;
+        if (wavelen > low_wavelen) {
+          f /= rope.factor;
+        } else if (!(wavelen < high_wavelen)) {
+          const double smooth =
+              (orig / wavelen - rope.low_freq_factor) / (rope.high_freq_factor - rope.low_freq_factor);
+          f = (1.0 - smooth) * f / rope.factor + smooth * f;
+        }
+      }
+      break;
+    }
+  }
+  return inv;
+}
+
+Tensor rope_cos_sin_table(Graph& g, std::string name, int64_t max_positions, int64_t rotary_dim,
+                          const RopeScaling& rope) {
   const int64_t half = rotary_dim / 2;
+  const double scale = rope_attention_scaling(rope);
   std::vector<float> table(static_cast<size_t>(std::max<int64_t>(max_positions * rotary_dim, 0)));
+  std::vector<double> inv = rope_inv_freq(rope, rotary_dim, max_positions);
   for (int64_t p = 0; p < max_positions; ++p) {
+    if (rope.type == RopeScaling::Type::kDynamic) inv = rope_inv_freq(rope, rotary_dim, p + 1);
     for (int64_t i = 0; i < half; ++i) {
-      const double inv_freq = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
-      const double angle = static_cast<double>(p) * inv_freq;
-      table[p * rotary_dim + i] = static_cast<float>(std::cos(angle));
-      table[p * rotary_dim + half + i] = static_cast<float>(std::sin(angle));
+      const double angle = static_cast<double>(p) * inv[i];
+      table[p * rotary_dim + i] = static_cast<float>(std::cos(angle) * scale);
+      table[p * rotary_dim + half + i] = static_cast<float>(std::sin(angle) * scale);
     }
   }
   return g.constant_f32(std::move(name), {max_positions, rotary_dim}, table);

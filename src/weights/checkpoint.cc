@@ -21,6 +21,42 @@ Expected<json::Value> read_json(const std::string& path) {
   return json::parse(text.str(), path);
 }
 
+// Compact JSON of a value, for messages about objects and arrays.
+std::string compact_json(const json::Value& v) {
+  switch (v.kind) {
+    case json::Value::Kind::kString: {
+      std::string out = "\"";
+      for (char c : v.text) out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+      return out + "\"";
+    }
+    case json::Value::Kind::kArray: {
+      std::string out = "[";
+      for (size_t i = 0; i < v.items.size(); ++i) out += (i ? "," : "") + compact_json(v.items[i]);
+      return out + "]";
+    }
+    case json::Value::Kind::kObject: {
+      std::string out = "{";
+      for (size_t i = 0; i < v.members.size(); ++i)
+        out += (i ? ",\"" : "\"") + v.members[i].first + "\":" + compact_json(v.members[i].second);
+      return out + "}";
+    }
+    default:
+      return v.text;
+  }
+}
+
+// Every key of an object, members of nested objects as "parent.member" after their parent.
+void flatten(const std::string& key, const json::Value& v, std::vector<ConfigEntry>& out) {
+  if (v.is_object()) {
+    out.push_back({key, compact_json(v), v.line, ConfigEntry::Kind::kObject});
+    for (const auto& [member, child] : v.members) flatten(key + "." + member, child, out);
+  } else if (v.is_array()) {
+    out.push_back({key, compact_json(v), v.line, ConfigEntry::Kind::kArray});
+  } else {
+    out.push_back({key, v.text, v.line, ConfigEntry::Kind::kScalar});
+  }
+}
+
 }  // namespace
 
 Expected<std::shared_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
@@ -36,8 +72,10 @@ Expected<std::shared_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) {
   if (!config->is_object())
     return Status::invalid_argument(config_path + ":" + std::to_string(config->line) + ": config is " +
                                     json::kind_name(config->kind) + ", expected an object");
-  for (const auto& [key, v] : config->members)
+  for (const auto& [key, v] : config->members) {
     if (!v.is_object() && !v.is_array()) ckpt->config_.push_back({key, v.text, v.line});
+    flatten(key, v, ckpt->tree_);
+  }
 
   // Which files hold which tensors: the index when there is one, else every *.safetensors file.
   std::vector<std::string> file_names;

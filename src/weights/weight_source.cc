@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "superkernel/weights.h"
@@ -193,11 +194,18 @@ class CheckpointWeights final : public WeightSource {
  public:
   explicit CheckpointWeights(std::shared_ptr<const Checkpoint> ckpt) : ckpt_(std::move(ckpt)) {}
   std::string describe() const override { return "checkpoint " + ckpt_->dir(); }
+  std::vector<std::string> unread_tensors() const override {
+    std::vector<std::string> unread;
+    for (std::string& name : ckpt_->tensor_names())
+      if (read_.count(name) == 0) unread.push_back(std::move(name));
+    return unread;
+  }
 
  protected:
   Expected<Loaded> load(const std::string& name, DType dtype, const Shape& shape, WeightInit) override {
     auto found = ckpt_->find(name);
     if (!found) return found.status();
+    read_.insert(name);
     const SafetensorsTensor& t = *found->tensor;
     const std::string where = found->file->path() + ": tensor '" + name + "'";
     if (t.shape != shape)
@@ -216,6 +224,7 @@ class CheckpointWeights final : public WeightSource {
                               WeightInit) override {
     auto found = ckpt_->find(name);
     if (!found) return found.status();
+    read_.insert(name);  // this rank's part of it: read, as far as this process can tell
     const SafetensorsTensor& t = *found->tensor;
     const std::string where = found->file->path() + ": tensor '" + name + "'";
     if (t.shape != shape)
@@ -235,6 +244,7 @@ class CheckpointWeights final : public WeightSource {
 
  private:
   std::shared_ptr<const Checkpoint> ckpt_;
+  std::set<std::string, std::less<>> read_;
 };
 
 }  // namespace

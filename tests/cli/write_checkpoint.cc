@@ -37,9 +37,10 @@ Status write(const config::Config& cfg, const std::string& dir) {
   std::vector<SafetensorsEntry> entries;
   for (size_t i = 0; i < g->num_tensors(); ++i) {
     const TensorInfo& t = g->tensor(static_cast<int32_t>(i));
-    if (t.kind != TensorKind::kConstant) continue;
-    const void* data = t.external_data ? t.external_data : static_cast<const void*>(t.data.data());
-    entries.push_back({t.name, t.dtype, t.shape, data, static_cast<size_t>(t.storage_bytes)});
+    // The weight source's tensors only: the graph's own constants (RoPE table, scales, absorbed
+    // projections) are computed from them and are not part of a checkpoint.
+    if (t.kind != TensorKind::kConstant || t.external_data == nullptr) continue;
+    entries.push_back({t.name, t.dtype, t.shape, t.external_data, static_cast<size_t>(t.storage_bytes)});
   }
   SK_RETURN_IF_ERROR(write_safetensors(dir + "/model.safetensors", entries));
   std::ofstream json(dir + "/config.json");

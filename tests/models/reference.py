@@ -4,10 +4,12 @@
 Writes a tiny checkpoint (config.json + model.safetensors, published tensor names, Linear
 weights [out, in]) and the logits the published model computes on it, in float64:
 
-    reference.py longcat|longcat-per-expert|llama OUT_DIR
+    reference.py longcat|longcat-per-expert|longcat-small-lora|llama OUT_DIR
 
 (`longcat-per-expert` stores the experts as `mlp.experts.{e}.{gate,up,down}_proj.weight`, the
-other exporter layout, instead of the packed `experts.gate_up_proj` / `experts.down_proj`.)
+other exporter layout, instead of the packed `experts.gate_up_proj` / `experts.down_proj`;
+`longcat-small-lora` scales q_a_proj and kv_a_proj_with_mqa down by 2e-4, so that the mean square
+their RMS norms see is ~1e-6 and the norms' eps matters.)
 
 OUT_DIR/inputs.txt:  line 1 "B STEPS", then B lines of prompt ids, then STEPS lines of B ids
                      (the token each sequence is fed at each decode step).
@@ -35,6 +37,9 @@ LLAMA = dict(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_lay
              num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-6, rope_theta=10000.0,
              tie_word_embeddings=False, model_type="llama", architectures=["LlamaForCausalLM"])
 PROMPTS = [[3, 17, 42, 8, 25], [61, 0, 33]]
+# The published q_a_layernorm and kv_a_layernorm are built without an eps argument: the RMSNorm
+# default, not rms_norm_eps.
+LORA_NORM_EPS = 1e-6
 STEPS = [[5, 9], [12, 40], [7, 7]]
 
 
@@ -158,7 +163,7 @@ class LongCatFlash:
         c = self.c
         t, h = x.shape[0], c["num_attention_heads"]
         nope, rope, vd, r = c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"], c["kv_lora_rank"]
-        eps = c["rms_norm_eps"]
+        eps = LORA_NORM_EPS
         q = rms_norm(x @ self.g(p + "q_a_proj.weight").T, self.g(p + "q_a_layernorm.weight"), eps)
         q = (q @ self.g(p + "q_b_proj.weight").T).reshape(t, h, nope + rope)
         q_pass, q_rot = q[..., :nope], q[..., nope:]
@@ -295,6 +300,10 @@ def main():
     longcat = kind.startswith("longcat")
     cfg = LONGCAT if longcat else LLAMA
     model = (LongCatFlash if longcat else Llama)(cfg, seed=1234)
+    if kind == "longcat-small-lora":
+        for name in list(model.w):
+            if name.endswith(("q_a_proj.weight", "kv_a_proj_with_mqa.weight")):
+                model.w[name] = (model.w[name] * 2e-4).astype(np.float32)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
     tensors = per_expert(model.w, cfg) if kind == "longcat-per-expert" else model.w

@@ -77,6 +77,7 @@ std::variant<std::unique_ptr<Session>, int> open_session(const CommonArgs& args,
   auto cfg = config::load_config(args.config);
   if (!cfg) return bad(cfg.status(), kExitBadConfig);
   session->cfg = std::move(*cfg);
+  session->cfg.model.allow_unused_tensors = args.allow_unused_tensors;
   if (adjust) {
     if (Status s = adjust(session->cfg); !s) return bad(s, kExitUsage);
   }
@@ -98,6 +99,10 @@ std::variant<std::unique_ptr<Session>, int> open_session(const CommonArgs& args,
   auto model = build_model(session->cfg, progress, ranks);
   if (!model) return bad(model.status(), kExitBadConfig);
   session->model = std::move(*model);
+  if (args.verbose) {
+    progress.done();
+    for (const std::string& note : session->model->notes) std::fprintf(stderr, "superkernel: %s\n", note.c_str());
+  }
   return session;
 }
 

@@ -35,6 +35,8 @@ int finish(int code);
 struct CommonArgs {
   std::string config;
   bool quiet = false;
+  bool verbose = false;               // also list what loading the model left aside (Model::notes)
+  bool allow_unused_tensors = false;  // checkpoint tensors no graph reads: listed with -v, not an error
 };
 
 struct RunArgs {

@@ -22,6 +22,11 @@ constexpr const char* kExitCodes =
 void add_common(CLI::App& cmd, sk::cli::CommonArgs& args) {
   cmd.add_option("CONFIG", args.config, "YAML config file (docs/CONFIG.md)")->required();
   cmd.add_flag("-q,--quiet", args.quiet, "no progress line on stderr");
+  cmd.add_flag("-v,--verbose", args.verbose,
+               "list on stderr the checkpoint's config.json keys that do not change the logits and the tensors "
+               "not read");
+  cmd.add_flag("--allow-unused-tensors", args.allow_unused_tensors,
+               "run a checkpoint holding tensors the model does not read (an error otherwise; -v lists them)");
 }
 
 }  // namespace

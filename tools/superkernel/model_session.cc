@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <type_traits>
 
 #include "superkernel/attrs_moe.h"
 #include "superkernel/ops.h"
@@ -41,17 +42,16 @@ std::string model_type(const Checkpoint& ckpt) {
   return "";
 }
 
-// Sets the checkpoint's config.json keys (skipping the ones the model does not use), then the
-// config file's model.config keys (each must be one the model knows).
+// Sets the checkpoint's config.json keys (every one applied, refused or listed as ignored in
+// `notes`), then the config file's model.config keys (each must be one the model knows).
 template <typename ModelConfig>
-Status fill_model_config(const config::Config& cfg, const Checkpoint* ckpt, ModelConfig& mc) {
+Status fill_model_config(const config::Config& cfg, const Checkpoint* ckpt, ModelConfig& mc,
+                         std::vector<std::string>& notes) {
   if (ckpt) {
-    for (const ConfigEntry& e : ckpt->config_entries()) {
-      Status s = mc.set(e.key, e.value);
-      if (!s && s.code() != StatusCode::kNotFound) {
-        return s.with_context(ckpt->config_path() + ":" + std::to_string(e.line) + ": key '" + e.key + "'");
-      }
-    }
+    std::vector<models::IgnoredKey> ignored;
+    if (Status s = models::load_config_json(*ckpt, mc, &ignored); !s) return s;
+    for (const models::IgnoredKey& k : ignored)
+      notes.push_back(ckpt->config_path() + ":" + std::to_string(k.line) + ": key '" + k.key + "' ignored: " + k.why);
   }
   for (const config::ModelKey& k : cfg.model.keys) {
     const std::string where = k.where.to_string() + ": key 'model.config." + k.key + "'";
@@ -133,7 +133,7 @@ template <typename ModelConfig, typename BuildFn>
 Status build_graphs(const config::Config& cfg, const Checkpoint* ckpt, WeightSource& weights, Progress& progress,
                     Model& m, BuildFn build) {
   ModelConfig mc;
-  if (Status s = fill_model_config(cfg, ckpt, mc); !s) return s;
+  if (Status s = fill_model_config(cfg, ckpt, mc, m.notes); !s) return s;
   m.vocab_size = mc.vocab_size;
   m.hidden_size = mc.hidden_size;
   m.caches = models::cache_names(mc);
@@ -153,6 +153,23 @@ Status build_graphs(const config::Config& cfg, const Checkpoint* ckpt, WeightSou
   auto decode = built(build(mc, m.build, models::Phase::kDecode, weights));
   if (!decode) return decode.status();
   m.decode = std::move(*decode);
+  if (!ckpt) return Status::ok();
+  // Every checkpoint tensor must be read by some graph (AFD reads only the FFN side's).
+  std::vector<std::string> skipped;
+  const bool allow = cfg.model.allow_unused_tensors || m.arch == Architecture::kLongCatFlashAfd;
+  Status unread;
+  if constexpr (std::is_same_v<ModelConfig, models::LongCatFlashConfig>) {
+    // Expert parallelism: the other ranks' experts are theirs to read.
+    unread =
+        models::check_unread_tensors(mc, weights, allow, &skipped, {m.build.parallel.ranks.rank, m.build.parallel.ep});
+  } else {
+    unread = models::check_unread_tensors(mc, weights, allow, &skipped);
+  }
+  if (Status s = unread; !s) {
+    const Status located = at_key(cfg, "model.checkpoint", s);
+    return Status(located.code(), located.message() + "; --allow-unused-tensors runs it anyway");
+  }
+  for (const std::string& name : skipped) m.notes.push_back(weights.describe() + ": tensor '" + name + "' not read");
   return Status::ok();
 }
 

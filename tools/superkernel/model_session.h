@@ -34,6 +34,9 @@ struct Model {
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t weight_bytes = 0;  // bytes of the decode graph's constants
+  // What loading left aside: config.json keys that do not change the logits, checkpoint tensors
+  // not read (the published definition's own skips, or all with model.allow_unused_tensors).
+  std::vector<std::string> notes;
 };
 
 Expected<std::shared_ptr<Runtime>> create_runtime(const config::Config& cfg);
