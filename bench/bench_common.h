@@ -176,9 +176,11 @@ inline bool mode_selected(const Args& a, const std::string& mode) {
 }
 inline bool cores_selected(const Args& a, int cores) { return a.cores == 0 || a.cores == cores; }
 
-// The CPUs this process may run on (taskset, cpusets), in order: the ones the runtime's workers
-// use by default.
-inline std::vector<int> allowed_cpus() {
+// The CPUs this process may use (taskset, cpusets), in order, as they were when the program
+// started: the ones the runtime's workers use by default (core i on the i-th). Read before main()
+// runs, because a runtime pins the thread that launches on it to its first CPU, after which that
+// thread's own affinity says one CPU.
+inline std::vector<int> read_allowed_cpus() {
   std::vector<int> cpus;
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -191,6 +193,9 @@ inline std::vector<int> allowed_cpus() {
   }
   return cpus;
 }
+inline const std::vector<int> kProcessCpus = read_allowed_cpus();
+
+inline std::vector<int> allowed_cpus() { return kProcessCpus; }
 
 inline int machine_cores() { return static_cast<int>(allowed_cpus().size()); }
 
@@ -203,26 +208,36 @@ inline bool pin_current_thread(int cpu) {
 }
 
 // STREAM triad a[i] = b[i] + s * c[i] over arrays well beyond the last-level cache, split over
-// `threads` pinned threads. Counts 3 arrays of traffic, as STREAM does.
-inline double triad_gb_per_s(int threads, int runs) {
+// `threads` threads pinned one per CPU to the first `threads` CPUs of allowed_cpus(): the CPUs a
+// runtime of that many cores runs on, whatever the calling thread is pinned to. Counts 3 arrays of
+// traffic, as STREAM does. `affinity`, when given, receives each thread's CPU set as it ran.
+inline double triad_gb_per_s(int threads, int runs, std::vector<std::vector<int>>* affinity = nullptr) {
   const size_t n = size_t{1} << 24;  // 64 MiB per array
+  threads = std::max(threads, 1);
   std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  const std::vector<int> cpus = allowed_cpus();
+  if (affinity) affinity->assign(static_cast<size_t>(threads), {});
   auto pass = [&](int t) {
+    pin_current_thread(cpus[static_cast<size_t>(t) % cpus.size()]);  // unpinned if refused: still a triad
+    if (affinity) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      auto& mine = (*affinity)[static_cast<size_t>(t)];
+      mine.clear();
+      if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) == 0)
+        for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+          if (CPU_ISSET(cpu, &set)) mine.push_back(cpu);
+    }
     const size_t lo = n * t / threads, hi = n * (t + 1) / threads;
     float* pa = a.data();
     const float* pb = b.data();
     const float* pc = c.data();
     for (size_t i = lo; i < hi; ++i) pa[i] = pb[i] + 3.0f * pc[i];
   };
-  const std::vector<int> cpus = allowed_cpus();
   auto once = [&] {
+    // Every part on a thread of its own: the calling thread may be pinned to one CPU.
     std::vector<std::thread> ts;
-    for (int t = 1; t < threads; ++t)
-      ts.emplace_back([&, t] {
-        pin_current_thread(cpus[static_cast<size_t>(t) % cpus.size()]);  // unpinned if refused: still a triad
-        pass(t);
-      });
-    pass(0);
+    for (int t = 0; t < threads; ++t) ts.emplace_back(pass, t);
     for (auto& t : ts) t.join();
   };
   auto times = time_runs(once, 1, runs);

@@ -37,7 +37,7 @@ inline BenchInput Weight(DType d, Shape s, double lo = -1.0, double hi = 1.0) {
 // A oneDNN matmul on the same shape, for the comparison column (when the build has oneDNN).
 struct OneDnnShape {
   int64_t m = 0, n = 0, k = 0;
-  std::string weights;  // "f32", "bf16" or "s8" (s8 weights with u8 activations, s32 accumulate)
+  std::string weights;  // "f32", "bf16", "f16" or "s8" (s8 weights with u8 activations, s32 accumulate)
 };
 
 struct KernelBenchCase {

@@ -5,6 +5,7 @@
 //
 //   build/bench/sk_bench_kernels [--json PATH] [--runs N] [--quick] [--only CASE]...
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -42,6 +43,42 @@ std::vector<uint8_t> make_data(const BenchInput& in, uint32_t seed) {
   return b;
 }
 
+// Read-only streaming bandwidth: a sum over a 256 MiB buffer (beyond the LLC) split over
+// `threads` pinned threads, on 4 KiB pages or on transparent huge pages (MADV_HUGEPAGE; where the
+// system grants none, both rows measure 4 KiB pages). A GEMV only reads, so this, not the triad
+// (which writes a third of its traffic), is its ceiling.
+double read_gb_per_s(int threads, int runs, bool huge) {
+  const size_t n = size_t{1} << 26;  // floats
+  void* mem = nullptr;
+  if (posix_memalign(&mem, size_t{2} << 20, n * sizeof(float)) != 0) return 0.0;
+  std::unique_ptr<void, decltype(&std::free)> owner(mem, &std::free);
+  madvise(mem, n * sizeof(float), huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  auto* a = static_cast<float*>(mem);
+  for (size_t i = 0; i < n; ++i) a[i] = static_cast<float>(i & 7);
+  std::vector<float> sums(static_cast<size_t>(threads) * 16);
+  auto pass = [&](int t) {
+    const size_t lo = n * t / threads, hi = n * (t + 1) / threads;
+    float s[8] = {};
+    for (size_t i = lo; i < hi; i += 8) {
+      for (int j = 0; j < 8; ++j) s[j] += a[i + j];
+    }
+    sums[static_cast<size_t>(t) * 16] = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+  };
+  const std::vector<int> cpus = allowed_cpus();
+  auto once = [&] {
+    std::vector<std::thread> ts;
+    for (int t = 1; t < threads; ++t)
+      ts.emplace_back([&, t] {
+        pin_current_thread(cpus[static_cast<size_t>(t) % cpus.size()]);
+        pass(t);
+      });
+    pass(0);
+    for (auto& t : ts) t.join();
+  };
+  auto times = time_runs(once, 1, runs);
+  return n * sizeof(float) / stats_of(times).median / 1e9;
+}
+
 const char* kUsage = "usage: sk_bench_kernels [--json PATH] [--runs N] [--quick] [--only CASE]... [--cores N]\n";
 
 }  // namespace
@@ -65,6 +102,13 @@ int main(int argc, char** argv) {
     const double triad = triad_gb_per_s(cores, args.quick ? 3 : 7);
     results.push_back({"stream_triad", "stream", cores, "gb_per_s", triad, triad, triad, args.quick ? 3 : 7, "GB/s"});
     std::printf("%-34s %5d %11s %9.1f %9s %8s %12s %9s\n", "stream_triad", cores, "-", triad, "-", "100", "-", "-");
+    for (bool huge : {false, true}) {
+      const char* name = huge ? "stream_read_2m_pages" : "stream_read_4k_pages";
+      const double read = read_gb_per_s(cores, args.quick ? 3 : 7, huge);
+      results.push_back({name, "stream", cores, "gb_per_s", read, read, read, args.quick ? 3 : 7, "GB/s"});
+      std::printf("%-34s %5d %11s %9.1f %9s %8.0f %12s %9s\n", name, cores, "-", read, "-", 100.0 * read / triad, "-",
+                  "-");
+    }
 
     RuntimeOptions ro;
     ro.num_cores = cores;

@@ -32,7 +32,7 @@ SK_KERNEL_BENCH(core_cases) {
                      {1, n, n, "f32"},
                      {}});
   }
-  for (int64_t m : {4, 16}) {
+  for (int64_t m : {4, 16, 32, 64}) {
     const int64_t n = 4096, k = 4096;
     cases.push_back({"gemm_f32_m" + std::to_string(m) + "_4096",
                      "matmul.f32",

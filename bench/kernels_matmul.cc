@@ -4,7 +4,8 @@
 //
 // Reading the table: GEMV rows (weights far beyond the LLC) are bandwidth figures to hold
 // against stream_triad; W8A8 moves half the bytes of bf16 on the same shape, so its us/call
-// should approach half of bf16's.
+// should approach half of bf16's, and the 4-bit rows a quarter (oneDNN has no 4-bit matmul: hold
+// them against the int8 rows and the triad).
 #include "kernel_bench.h"
 
 namespace sk::bench {
@@ -12,14 +13,57 @@ namespace {
 
 BenchInput Int8(Shape s, bool weight) { return {DType::kI8, std::move(s), -127, 127, weight, {}}; }
 BenchInput Scales(Shape s, bool weight) { return {DType::kF32, std::move(s), 0.001, 0.02, weight, {}}; }
+BenchInput F16Scales(Shape s) { return {DType::kF16, std::move(s), 0.001, 0.02, true, {}}; }
+BenchInput Zeros(Shape s) { return {DType::kI8, std::move(s), 0, 15, true, {}}; }
 
 }  // namespace
 
 SK_KERNEL_BENCH(matmul_family_cases) {
   std::vector<KernelBenchCase> cases;
-  // GEMV with weights beyond the 32 MiB LLC: bf16 8192 x 8192 = 128 MiB, int8 = 64 MiB.
+  // GEMV with weights beyond the 32 MiB LLC: bf16 / f16 8192 x 8192 = 128 MiB, int8 = 64 MiB, 4-bit
+  // = 32 MiB plus 2 MiB of f16 scales (group 32) or 0.5 MiB (group 128).
   {
     const int64_t n = 8192, k = 8192;
+    cases.push_back({"gemv_f16_8192",
+                     "matmul.f16",
+                     {Act({1, k}), Weight(DType::kF16, {n, k})},
+                     {TensorSpec(DType::kF32, {1, n})},
+                     {},
+                     2.0 * n * k + 4.0 * (k + n),
+                     2.0 * n * k,
+                     {1, n, k, "f16"},
+                     {}});
+    for (int64_t g : {32, 128}) {
+      const std::string gs = "_g" + std::to_string(g);
+      const double w4_bytes = 0.5 * n * k + 2.0 * n * (k / g);  // nibbles + f16 scales
+      cases.push_back({"gemv_w4a8_dyn_8192" + gs,
+                       "matmul.w4a8_dyn",
+                       {Act({1, k}), Int8({n, k / 2}, true), F16Scales({k / g, n})},
+                       {TensorSpec(DType::kF32, {1, n})},
+                       {},
+                       w4_bytes + 4.0 * (k + n),
+                       2.0 * n * k,
+                       {},
+                       {}});
+      cases.push_back({"gemv_w4a8_dyn_8192" + gs + "_zeros",
+                       "matmul.w4a8_dyn",
+                       {Act({1, k}), Int8({n, k / 2}, true), F16Scales({k / g, n}), Zeros({k / g, n})},
+                       {TensorSpec(DType::kF32, {1, n})},
+                       {},
+                       w4_bytes + 1.0 * n * (k / g) + 4.0 * (k + n),
+                       2.0 * n * k,
+                       {},
+                       {}});
+      cases.push_back({"gemv_w4_8192" + gs,
+                       "matmul.w4",
+                       {Act({1, k}), Int8({n, k / 2}, true), F16Scales({k / g, n})},
+                       {TensorSpec(DType::kF32, {1, n})},
+                       {},
+                       w4_bytes + 4.0 * (k + n),
+                       2.0 * n * k,
+                       {},
+                       {}});
+    }
     cases.push_back({"gemv_bf16_8192",
                      "matmul.bf16",
                      {Act({1, k}), Weight(DType::kBF16, {n, k})},
@@ -48,10 +92,29 @@ SK_KERNEL_BENCH(matmul_family_cases) {
                      {1, n, k, "s8"},
                      {}});
   }
-  // Decode-shaped GEMM on 4096 x 4096 (bf16 32 MiB, int8 16 MiB: around and below the LLC).
-  for (int64_t m : {1, 4, 16}) {
+  // Decode-shaped GEMM on 4096 x 4096 (bf16 32 MiB, int8 16 MiB, 4-bit 8 MiB: around and below the
+  // LLC): batched decode and prefill chunks.
+  for (int64_t m : {1, 4, 16, 32, 64}) {
     const int64_t n = 4096, k = 4096;
     const std::string suffix = "_m" + std::to_string(m) + "_4096";
+    cases.push_back({"gemm_f16" + suffix,
+                     "matmul.f16",
+                     {Act({m, k}), Weight(DType::kF16, {n, k})},
+                     {TensorSpec(DType::kF32, {m, n})},
+                     {},
+                     2.0 * n * k + 4.0 * m * (n + k),
+                     2.0 * m * n * k,
+                     {m, n, k, "f16"},
+                     {}});
+    cases.push_back({"gemm_w4a8_dyn" + suffix + "_g128",
+                     "matmul.w4a8_dyn",
+                     {Act({m, k}), Int8({n, k / 2}, true), F16Scales({k / 128, n})},
+                     {TensorSpec(DType::kF32, {m, n})},
+                     {},
+                     0.5 * n * k + 2.0 * n * (k / 128) + 4.0 * m * (n + k),
+                     2.0 * m * n * k,
+                     {},
+                     {}});
     cases.push_back({"gemm_bf16" + suffix,
                      "matmul.bf16",
                      {Act({m, k}), Weight(DType::kBF16, {n, k})},

@@ -7,8 +7,9 @@
 //
 // Prints, per round, the median and minimum µs per call of ours and of oneDNN (oneDNN: f32, bf16
 // activations for bf16 weights, u8 activations with per-column scales for s8 weights), then the
-// minimum over all rounds and their ratio. `TYPE` is f32, bf16, w8a8 or w8a8_dyn (oneDNN has no
-// dynamic quantisation: its column then shows w8a8).
+// minimum over all rounds and their ratio. `TYPE` is f32, bf16, f16, w8a8, w8a8_dyn, w4 or w4a8_dyn
+// (4-bit weights with f16 scales, group --group, default 128). oneDNN has no dynamic quantisation
+// and no 4-bit weights: its column then shows its s8 matmul (w8a8) on the shape.
 #include <dlfcn.h>
 #include <omp.h>
 #include <superkernel/kernel_abi.h>
@@ -72,6 +73,10 @@ Operand random_operand(int32_t dtype, std::vector<int64_t> shape, uint32_t seed)
     const float v = u(rng);
     if (dtype == SK_DTYPE_F32) {
       std::memcpy(o.bytes.data() + 4 * i, &v, 4);
+    } else if (dtype == SK_DTYPE_F16) {
+      // Small positive values (scales of 4-bit weights, or f16 weights in [0, 1)).
+      const auto h = static_cast<uint16_t>(0x2000 + (rng() & 0x3FF));
+      std::memcpy(o.bytes.data() + 2 * i, &h, 2);
     } else if (dtype == SK_DTYPE_BF16) {
       uint32_t bits = 0;
       std::memcpy(&bits, &v, 4);
@@ -86,8 +91,8 @@ Operand random_operand(int32_t dtype, std::vector<int64_t> shape, uint32_t seed)
 }
 
 // Ours: one core's call (num_cores = 1) of the package's kernel.
-bool time_ours(const std::string& package, const std::string& type, int64_t m, int64_t n, int64_t k, int runs,
-               Stats* out) {
+bool time_ours(const std::string& package, const std::string& type, int64_t m, int64_t n, int64_t k, int64_t group,
+               int runs, Stats* out) {
   void* h = dlopen(package.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
     std::fprintf(stderr, "%s\n", dlerror());
@@ -105,14 +110,24 @@ bool time_ours(const std::string& package, const std::string& type, int64_t m, i
     return false;
   }
   std::vector<Operand> in;
-  if (type == "f32" || type == "bf16" || type == "w8a8_dyn") in.push_back(random_operand(SK_DTYPE_F32, {m, k}, 1));
+  const bool w4 = type == "w4" || type == "w4a8_dyn";
+  if (type != "w8a8") in.push_back(random_operand(SK_DTYPE_F32, {m, k}, 1));
   if (type == "w8a8") {
     in.push_back(random_operand(SK_DTYPE_I8, {m, k}, 1));
     in.push_back(random_operand(SK_DTYPE_F32, {m}, 2));
   }
-  const int32_t wt = type == "f32" ? SK_DTYPE_F32 : type == "bf16" ? SK_DTYPE_BF16 : SK_DTYPE_I8;
-  in.push_back(random_operand(wt, {n, k}, 3));
-  if (wt == SK_DTYPE_I8) in.push_back(random_operand(SK_DTYPE_F32, {n}, 4));
+  if (w4) {
+    // 4-bit weights [N, K/2] with f16 scales [K / group, N] (symmetric).
+    in.push_back(random_operand(SK_DTYPE_I8, {n, k / 2}, 3));
+    in.push_back(random_operand(SK_DTYPE_F16, {k / group, n}, 4));
+  } else {
+    const int32_t wt = type == "f32"    ? SK_DTYPE_F32
+                       : type == "bf16" ? SK_DTYPE_BF16
+                       : type == "f16"  ? SK_DTYPE_F16
+                                        : SK_DTYPE_I8;
+    in.push_back(random_operand(wt, {n, k}, 3));
+    if (wt == SK_DTYPE_I8) in.push_back(random_operand(SK_DTYPE_F32, {n}, 4));
+  }
   Operand y = random_operand(SK_DTYPE_F32, {m, n}, 5);
   std::vector<sk_tensor_arg> inputs;
   for (const Operand& o : in) inputs.push_back(o.arg);
@@ -140,22 +155,22 @@ bool time_onednn(const std::string& type, int64_t m, int64_t n, int64_t k, int r
     omp_set_num_threads(1);
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
     dnnl::stream strm(eng);
-    const bool int8 = type == "w8a8" || type == "w8a8_dyn";
-    const dt src = type == "bf16" ? dt::bf16 : int8 ? dt::u8 : dt::f32;
-    const dt wei = type == "bf16" ? dt::bf16 : int8 ? dt::s8 : dt::f32;
+    // 4-bit weights: oneDNN has none; its s8 matmul on the shape is the point of comparison.
+    const bool int8 = type == "w8a8" || type == "w8a8_dyn" || type == "w4" || type == "w4a8_dyn";
+    const dt src = type == "bf16" ? dt::bf16 : type == "f16" ? dt::f16 : int8 ? dt::u8 : dt::f32;
+    const dt wei = type == "bf16" ? dt::bf16 : type == "f16" ? dt::f16 : int8 ? dt::s8 : dt::f32;
     dnnl::primitive_attr attr;
-    if (int8) attr.set_output_scales(2, {DNNL_RUNTIME_F32_VAL});
+    // Per-column scales given when the primitive is created (as sk_bench_kernels does): oneDNN's
+    // run-time scales (DNNL_RUNTIME_F32_VAL) take a path about 4x slower.
+    if (int8) attr.set_output_scales(2, std::vector<float>(static_cast<size_t>(n), 0.01f));
     const dnnl::matmul::primitive_desc pd(
         dnnl::matmul::desc({{m, k}, src, tag::ab}, {{k, n}, wei, tag::any}, {{m, n}, dt::f32, tag::ab}), attr, eng);
     dnnl::memory x(pd.src_desc(), eng);
     dnnl::memory w(pd.weights_desc(), eng);
     dnnl::memory y(pd.dst_desc(), eng);
-    dnnl::memory scales({{n}, dt::f32, tag::a}, eng);
     std::memset(x.get_data_handle(), 1, pd.src_desc().get_size());
     std::memset(w.get_data_handle(), 1, pd.weights_desc().get_size());
-    std::fill_n(static_cast<float*>(scales.get_data_handle()), n, 0.01f);
     std::unordered_map<int, dnnl::memory> margs = {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, y}};
-    if (int8) margs[DNNL_ARG_ATTR_OUTPUT_SCALES] = scales;
     const dnnl::matmul prim(pd);
     std::fprintf(stderr, "oneDNN %s: %s\n", type.c_str(), pd.impl_info_str());
     *out = time_calls(
@@ -175,7 +190,10 @@ bool time_onednn(const std::string& type, int64_t m, int64_t n, int64_t k, int r
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: %s f32|bf16|w8a8|w8a8_dyn M N K [--runs R] [--rounds N] [--package PATH]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s f32|bf16|f16|w8a8|w8a8_dyn|w4|w4a8_dyn M N K [--runs R] [--rounds N] [--group G] "
+                 "[--package PATH]\n",
+                 argv[0]);
     return 2;
   }
   const std::string type = argv[1];
@@ -184,19 +202,21 @@ int main(int argc, char** argv) {
   const int64_t k = std::atoll(argv[4]);
   int runs = 5;
   int rounds = 3;
+  int64_t group = 128;
   std::string package = SK_BUILTIN_PACKAGE_PATH;
   for (int i = 5; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--runs") runs = std::max(1, std::atoi(argv[i + 1]));
     if (flag == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
     if (flag == "--package") package = argv[i + 1];
+    if (flag == "--group") group = std::max(32, std::atoi(argv[i + 1]));
   }
   double best_ours = 1e30;
   double best_dnn = 1e30;
   for (int r = 0; r < rounds; ++r) {
     Stats ours;
     Stats dnn;
-    if (!time_ours(package, type, m, n, k, runs, &ours)) return 1;
+    if (!time_ours(package, type, m, n, k, group, runs, &ours)) return 1;
     const bool have_dnn = time_onednn(type, m, n, k, runs, &dnn);
     std::printf("%s %lldx%lldx%lld round %d: ours median %.1f min %.1f us", type.c_str(), static_cast<long long>(m),
                 static_cast<long long>(n), static_cast<long long>(k), r + 1, 1e6 * ours.median, 1e6 * ours.min);

@@ -7,6 +7,7 @@
 // needs it to:
 //   "f32":  f32 x f32 -> f32, the same operation.
 //   "bf16": bf16 activations (oneDNN has no f32 x bf16 matmul); ours take f32 activations.
+//   "f16":  f16 activations likewise (oneDNN 2.6 has f16 matmul only on CPUs with AVX512_FP16).
 //   "s8":   u8 activations and s8 weights, s32 accumulation, one f32 output scale per column
 //           (oneDNN 2.x cannot scale per row too, which our W8A8 kernel does). u8 because that
 //           is what oneDNN's int8 kernels are built for: with s8 activations oneDNN 2.6 on an
@@ -29,6 +30,7 @@
 #include "bench_common.h"
 
 #include "kernel_bench.h"
+#include "util/half.h"
 
 namespace sk::bench {
 namespace {
@@ -47,6 +49,14 @@ void fill(const dnnl::memory& m, dt type, uint32_t seed) {
       for (size_t i = 0; i + 4 <= bytes; i += 4) {
         const float v = u(rng);
         std::memcpy(p + i, &v, 4);
+      }
+      break;
+    }
+    case dt::f16: {
+      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+      for (size_t i = 0; i + 2 <= bytes; i += 2) {
+        const uint16_t h = f32_to_f16(u(rng));
+        std::memcpy(p + i, &h, 2);
       }
       break;
     }
@@ -124,6 +134,8 @@ double measure(const OneDnnShape& s, int threads, int runs, std::string* why) {
     dt src = dt::f32;
     if (s.weights == "bf16") {
       wei = src = dt::bf16;
+    } else if (s.weights == "f16") {
+      wei = src = dt::f16;
     } else if (s.weights == "s8") {
       wei = dt::s8;
       src = dt::u8;

@@ -72,9 +72,13 @@ struct CompileReport {
   ExecutionMode mode = ExecutionMode::kGraph;
   size_t num_ops = 0;
   size_t num_launches = 0;      // launches per run
-  int64_t arena_bytes = 0;      // planned intermediate memory
+  int64_t arena_bytes = 0;      // planned memory: inputs, outputs, intermediates, workspaces
   int64_t peak_live_bytes = 0;  // most bytes live at once (lower bound for any plan)
-  int64_t unplanned_bytes = 0;  // what every tensor in its own buffer would take
+  int64_t unplanned_bytes = 0;  // what every arena tensor in its own buffer would take
+  // Variables (KV caches), outside the arena: each in zero pages of its own, which take memory
+  // only once written and are released when the variable is bound to caller memory
+  // (Executable::bind_variable), so a cache several executables share is paid once.
+  int64_t variable_bytes = 0;
   std::vector<SegmentReport> segments;
   std::vector<UnfusedOp> unfused;  // superkernel mode: kernel and host ops outside segments
   std::vector<std::string> warnings;

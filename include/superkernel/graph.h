@@ -38,6 +38,7 @@ enum class DType : int32_t {
   kI8 = SK_DTYPE_I8,
   kI32 = SK_DTYPE_I32,
   kI64 = SK_DTYPE_I64,
+  kBool = SK_DTYPE_BOOL,  // one byte, 0 or 1
 };
 const char* dtype_name(DType dtype);
 size_t dtype_size(DType dtype);
@@ -64,7 +65,7 @@ enum class TensorKind {
   kConstant,      // weights: data owned by the graph
   kVariable,      // persistent state (e.g. a KV cache): zero-initialised, survives runs
   kIntermediate,  // produced by an op
-  kView,          // zero-copy alias of another tensor (reshape / transpose / slice)
+  kView,          // zero-copy alias of another tensor (reshape / transpose / slice / expand)
 };
 const char* tensor_kind_name(TensorKind kind);
 
@@ -211,6 +212,11 @@ class Graph {
   Tensor reshape(Tensor t, Shape shape, std::string name = "");  // needs a dense source
   Tensor transpose(Tensor t, std::vector<int> perm, std::string name = "");
   Tensor slice(Tensor t, int dim, int64_t begin, int64_t end, std::string name = "");
+  // torch's t.expand(shape): dims of size 1 repeat with stride 0, new leading dims may be added
+  // (also with stride 0), and -1 keeps a dim's size. Readable everywhere a view is (kernels get
+  // the 0 strides); an op cannot write an expanded view (its elements share memory), and
+  // reshape needs a copy of it first.
+  Tensor expand(Tensor t, Shape shape, std::string name = "");
 
   // ---- Ops -----------------------------------------------------------------------------------
   // Appends an op in program order; returns its outputs (write_into tensors when given).

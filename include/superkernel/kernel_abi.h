@@ -80,7 +80,8 @@ typedef enum sk_dtype {
   SK_DTYPE_F16 = 2,
   SK_DTYPE_I8 = 3,
   SK_DTYPE_I32 = 4,
-  SK_DTYPE_I64 = 5
+  SK_DTYPE_I64 = 5,
+  SK_DTYPE_BOOL = 6 /* one byte holding 0 or 1 */
 } sk_dtype;
 
 /* Which core groups run a kernel (the CPU names of Ascend's AIC / AIV / MIX kernel types). */
@@ -103,7 +104,8 @@ enum {
 #define SK_KNOWN_FLAGS (SK_FUSIBLE | SK_TILING_SINK | SK_USES_SYNC_ALL | SK_WORKSPACE_PER_CORE)
 
 /* A strided view of one operand. Strides are in elements; shape[i] * stride[i] may exceed the
- * extent of dense storage only for views (slices, transposes). */
+ * extent of dense storage only for views (slices, transposes). A stride may be 0 (a broadcast /
+ * expand view: every index of that dim reads the same elements) or negative. */
 typedef struct sk_tensor_arg {
   void* data;
   int32_t dtype; /* sk_dtype */
@@ -255,6 +257,8 @@ static inline int64_t sk_dtype_size(int32_t dtype) {
       return 4;
     case SK_DTYPE_I64:
       return 8;
+    case SK_DTYPE_BOOL:
+      return 1;
     default:
       return 0;
   }

@@ -302,6 +302,21 @@ class CacheStorage {
   std::vector<size_t> bytes_;
 };
 
+// The memory a model's graphs will hold, from its config and build options alone (nothing is
+// built or allocated), so that a model too large for the machine can be refused before its
+// weights are made or mapped.
+//
+//   sk::models::MemoryEstimate m = sk::models::estimate_memory(cfg, opts);
+//   if (m.weight_bytes + m.cache_bytes > available) ...   // name the sizes, do not build
+struct MemoryEstimate {
+  int64_t weight_bytes = 0;  // the decode graph's constants (weights, norms, rope table, absorbed MLA)
+  int64_t cache_bytes = 0;   // the cache variables (cache_names()), once
+};
+MemoryEstimate estimate_memory(const LongCatFlashConfig& config, const BuildOptions& options);
+MemoryEstimate estimate_memory(const LlamaConfig& config, const BuildOptions& options);
+// The FFN-only AFD variant (build_longcat_flash_afd): no caches.
+MemoryEstimate estimate_memory_afd(const LongCatFlashConfig& config, const BuildOptions& options);
+
 }  // namespace sk::models
 
 #endif  // SUPERKERNEL_MODELS_H_

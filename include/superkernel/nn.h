@@ -25,18 +25,53 @@
 
 namespace sk::nn {
 
-// A Linear weight [out, in] (PyTorch layout) or stacked expert weights [E, out, in]. f32 and
-// bf16 weights need no scale; int8 weights carry per-output-channel f32 scales ([out] or
+// A Linear weight [out, in] (PyTorch layout) or stacked expert weights [E, out, in]. f32, bf16
+// and f16 weights need no scale; int8 weights carry per-output-channel f32 scales ([out] or
 // [E, out]) and multiply with per-token dynamic activation quantisation (matmul.w8a8_dyn).
+// Group-wise 4-bit weights (`int4`, docs/kernels_matmul.md "4-bit weights"): weight i8
+// [out, in / 2] holding two 4-bit values per byte, scale f32 or f16 [in / G, out], zero i8
+// [in / G, out] or none (symmetric, zero point 8); they multiply with per-token int8 activations
+// (matmul.w4a8_dyn) or, with `f32_activations`, with x as it is (matmul.w4).
 struct Linear {
   Tensor weight;
-  Tensor scale;  // int8 weights only
+  Tensor scale{};  // int8: [out] (or [E, out]); int4: [in / G, out]
+  Tensor zero{};   // int4 only, optional
+  bool int4 = false;
+  bool f32_activations = false;  // int4 only
 };
 
-// x [..., in] -> [..., out] with matmul.{f32,bf16,w8a8_dyn} chosen by the weight dtype.
+// x [..., in] -> [..., out] with matmul.{f32,bf16,f16,w8a8_dyn,w4a8_dyn,w4} chosen by the weight.
 Tensor linear(Graph& g, Tensor x, const Linear& w, std::string name = "");
 // The same plus a bias f32 [out] (an `add` named name + ".bias").
 Tensor linear(Graph& g, Tensor x, const Linear& w, Tensor bias, std::string name = "");
+
+// Quantisation of a Linear weight to group-wise 4-bit values at load time:
+//
+//   auto q = sk::nn::quantize_int4(w.data(), sk::DType::kBF16, out, in, {.group = 128});
+//   if (!q) return q.status();
+//   sk::nn::Linear proj = sk::nn::int4_constants(g, "layers.0.q_proj", *q);
+//   sk::Tensor y = sk::nn::linear(g, x, proj);
+struct Int4Options {
+  int64_t group = 128;              // G: a power of two >= 32 that divides `in`
+  bool zero_points = true;          // asymmetric (min/max per group, as AWQ and GPTQ); false:
+                                    // symmetric with zero point 8 (as llama.cpp's Q4_0)
+  DType scale_dtype = DType::kF16;  // kF16 or kF32
+};
+struct Int4Weights {
+  int64_t out = 0, in = 0, group = 0;
+  DType scale_dtype = DType::kF16;
+  std::vector<uint8_t> packed;  // [out, in / 2]: k = 2j in bits 0-3 of byte j, k = 2j + 1 in bits 4-7
+  std::vector<uint8_t> scale;   // [in / group, out] of scale_dtype
+  std::vector<int8_t> zero;     // [in / group, out] in [0, 15]; empty when symmetric
+};
+// w [out, in] row-major of dtype kF32, kBF16 or kF16. Per group of G values along `in`:
+// asymmetric: s = (max - min) / 15 over the group and 0, z = round(-min / s), q = clamp(round(x / s)
+// + z, 0, 15); symmetric: s = -m / 8 for the value m of largest magnitude, q = clamp(round(x / s) +
+// 8, 0, 15). q uses s as stored (after rounding to f16). Errors name the bad argument.
+Expected<Int4Weights> quantize_int4(const void* w, DType dtype, int64_t out, int64_t in,
+                                    const Int4Options& options = {});
+// The graph constants `name`.qweight, `name`.scale (and `name`.zero) of quantised weights, as a Linear.
+Linear int4_constants(Graph& g, const std::string& name, const Int4Weights& q, bool f32_activations = false);
 
 // rope.f32: x [T, H, Dh] or [T, H*Dh], positions i32 [T], cos_sin [max_pos, rotary_dim].
 Tensor rope(Graph& g, Tensor x, Tensor positions, Tensor cos_sin, const sk_rope_attrs& attrs, std::string name = "");

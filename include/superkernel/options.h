@@ -86,7 +86,8 @@ struct CompileOptions {
   std::string dump_dir;  // empty: keep in memory only (Executable::dump())
   // Name of a compiler pass (or "all") whose result goes to CompileReport::pass_dumps.
   std::string print_after;
-  // Most bytes the executable's arena (inputs, variables, intermediates, workspaces) may take;
+  // Most bytes the executable's arena (inputs, outputs, intermediates, workspaces) and its
+  // variables (in storage of their own until bound to caller memory) may take together;
   // a graph that needs more fails to compile naming both figures. 0: the machine's physical
   // memory, so that no plan asks for memory the machine does not have.
   int64_t arena_limit_bytes = 0;
@@ -105,6 +106,16 @@ struct CompileOptions {
   // Every key set() accepts, for help texts.
   static std::vector<std::string> keys();
 };
+
+// Checks a fusion-scope options string ("key=value:key=value", docs/OPTIONS.md, "Scope options")
+// the way the compiler reads the options of scope `scope`, before any graph carries it: an
+// unknown or repeated key and a bad value are errors naming the scope and the key (an unknown key
+// also the known ones). Pairs without '=', which the compiler skips with a warning, are appended
+// to `skipped` as such warnings.
+//
+//   if (sk::Status s = sk::check_scope_options("layer*", "feed-sync-all=1"); !s) ...
+Status check_scope_options(std::string_view scope, std::string_view options,
+                           std::vector<std::string>* skipped = nullptr);
 
 }  // namespace sk
 

@@ -64,7 +64,7 @@ struct TraceRun {
 
 // Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev): one process per run, one thread per
 // core (tid = core, host ops on tid 1000), complete events ("X") named "op (kernel)", and flow
-// arrows ("s"/"f") from each signal to every wait it releases.
+// arrows ("s"/"f") from each signal to the end of every wait it releases (never back in time).
 std::string chrome_trace_json(const std::vector<TraceRun>& runs);
 Status write_chrome_trace(const std::string& path, const std::vector<TraceRun>& runs);
 

@@ -55,14 +55,19 @@ void plan_memory(Plan& plan, const MemoryPlanOptions& options) {
     if (plan.tensors[i].is_output) last[root_of(static_cast<int32_t>(i))] = end;
 
   std::vector<Buffer> buffers;
+  int64_t variable_bytes = 0;
   for (size_t i = 0; i < n_t; ++i) {
     const TensorInfo& t = plan.tensors[i];
     if (t.kind == TensorKind::kView || t.kind == TensorKind::kConstant) continue;
+    if (t.kind == TensorKind::kVariable) {
+      variable_bytes += t.storage_bytes;
+      continue;
+    }
     Buffer b;
     b.bytes = align_up(std::max<int64_t>(t.storage_bytes, 1));
     b.tensor = static_cast<int32_t>(i);
     b.streams = streams[i];
-    if (t.kind == TensorKind::kInput || t.kind == TensorKind::kVariable) {
+    if (t.kind == TensorKind::kInput) {
       b.first = 0;
       b.last = end;
     } else {
@@ -132,6 +137,7 @@ void plan_memory(Plan& plan, const MemoryPlanOptions& options) {
   plan.memory.arena_bytes = arena;
   plan.memory.peak_live_bytes = peak;
   plan.memory.unplanned_bytes = unplanned;
+  plan.memory.variable_bytes = variable_bytes;
 }
 
 }  // namespace sk

@@ -1,7 +1,9 @@
 // Pass: memory_plan. Liveness-based buffer reuse over execution order.
 //
-// Every non-view, non-constant tensor and every op workspace gets an arena offset. Inputs and
-// variables live for the whole run; outputs from their definition to the end; intermediates from
+// Every input, output, intermediate and op workspace gets an arena offset. Variables do not:
+// each gets storage of its own (Plan::allocate_variables), which binding it to caller memory
+// releases, so that a KV cache shared by several executables is paid once. Inputs live for the
+// whole run; outputs from their definition to the end; intermediates from
 // their first write to their last use through any view. Buffers are placed greedily, largest
 // first, at the lowest offset that does not overlap a buffer whose lifetime intersects (the
 // "greedy by size" strategy). Dependencies are later computed over these memory ranges, so reuse

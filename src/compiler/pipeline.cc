@@ -121,11 +121,19 @@ Status memory_plan_pass(CompileContext& ctx) {
   mp.order = ctx.op_order;
   mp.inputs_live_until = ctx.inputs_live_until;
   plan_memory(plan, mp);
-  if (plan.memory.arena_bytes > limit)
-    return Status::invalid_argument("graph '" + ctx.graph.name() + "' needs an arena of " +
-                                    std::to_string(plan.memory.arena_bytes) +
-                                    " bytes (inputs, variables, intermediates and workspaces, as planned for " +
-                                    execution_mode_name(ctx.options.mode()) + " mode), more than " + limit_name);
+  const std::string arena = "an arena of " + std::to_string(plan.memory.arena_bytes) +
+                            " bytes (inputs, outputs, intermediates and workspaces, as planned for " +
+                            execution_mode_name(ctx.options.mode()) + " mode)";
+  // The variables count too: bound to caller memory or not, the executable needs their bytes.
+  // (Both sums are below INT64_MAX / 2, checked above.)
+  const MemoryPlan& m = plan.memory;
+  if (m.variable_bytes == 0 && m.arena_bytes > limit)
+    return Status::invalid_argument("graph '" + ctx.graph.name() + "' needs " + arena + ", more than " + limit_name);
+  if (m.arena_bytes + m.variable_bytes > limit)
+    return Status::invalid_argument(
+        "graph '" + ctx.graph.name() + "' needs " + std::to_string(m.arena_bytes + m.variable_bytes) +
+        " bytes: " + arena + " and variables of " + std::to_string(m.variable_bytes) +
+        " bytes (storage of their own until bound to caller memory), more than " + limit_name);
   return Status::ok();
 }
 
@@ -134,6 +142,7 @@ Status allocate_pass(CompileContext& ctx) {
   auto arena = AlignedBuffer::allocate(static_cast<size_t>(plan.memory.arena_bytes), "the arena");
   if (!arena) return arena.status();
   plan.arena = std::move(*arena);
+  SK_RETURN_IF_ERROR(plan.allocate_variables());
   plan.resolve_pointers();
   return Status::ok();
 }
@@ -155,7 +164,8 @@ std::string describe_plan(const CompileContext& ctx) {
 
 std::string describe_memory(const CompileContext& ctx) {
   std::string out = "  arena " + std::to_string(ctx.plan->memory.arena_bytes) + " bytes, peak live " +
-                    std::to_string(ctx.plan->memory.peak_live_bytes) + "\n";
+                    std::to_string(ctx.plan->memory.peak_live_bytes) + ", variables " +
+                    std::to_string(ctx.plan->memory.variable_bytes) + " bytes outside the arena\n";
   for (size_t i = 0; i < ctx.plan->tensors.size(); ++i) {
     const TensorInfo& t = ctx.plan->tensors[i];
     if (ctx.plan->memory.offset[i] < 0) continue;
@@ -258,6 +268,7 @@ Expected<CompiledArtifact> compile_graph(const Graph& graph, const CompileOption
   rep.arena_bytes = plan.memory.arena_bytes;
   rep.peak_live_bytes = plan.memory.peak_live_bytes;
   rep.unplanned_bytes = plan.memory.unplanned_bytes;
+  rep.variable_bytes = plan.memory.variable_bytes;
   rep.pass_timings = timings;
   rep.pass_dumps = printed;
   if (art.mode == ExecutionMode::kEager) {
@@ -286,7 +297,8 @@ std::string explain_text(const Graph& graph, const CompileOptions& options, cons
   std::string out = "graph '" + graph.name() + "': mode " + execution_mode_name(r.mode) + ", " +
                     std::to_string(r.num_ops) + " ops, " + std::to_string(r.num_launches) + " launches per run\n";
   out += "memory: arena " + std::to_string(r.arena_bytes) + " bytes, peak live " + std::to_string(r.peak_live_bytes) +
-         " bytes, without reuse " + std::to_string(r.unplanned_bytes) + " bytes\n";
+         " bytes, without reuse " + std::to_string(r.unplanned_bytes) + " bytes; variables " +
+         std::to_string(r.variable_bytes) + " bytes outside the arena\n";
   const SuperKernelOptimizeOptions& o = options.super_kernel_optimize_options;
   if (o.jit && r.mode != ExecutionMode::kEager)
     out += "backend: x86-64 JIT (generated code per core; traced and profiled launches run on the interpreter)\n";

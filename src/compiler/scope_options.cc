@@ -158,4 +158,9 @@ Expected<ScopeOptions> parse_scope_options(std::string_view scope, std::string_v
   return o;
 }
 
+Status check_scope_options(std::string_view scope, std::string_view options, std::vector<std::string>* skipped) {
+  auto parsed = parse_scope_options(scope, options, skipped);
+  return parsed ? Status::ok() : parsed.status();
+}
+
 }  // namespace sk

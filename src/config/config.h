@@ -146,6 +146,10 @@ struct Config {
 
 // Reads and validates a config file. Errors: "FILE:LINE: key 'a.b': expected ..., got '...'".
 Expected<Config> load_config(const std::string& path);
+// The rules that need the machine, for the command that is about to start a runtime on it:
+// runtime.cores at most `machine_cpus` (the CPUs this process may use), and runtime.cube_cores
+// and the core limits checked against the cores runtime.cores 0 stands for.
+Status check_machine(const Config& cfg, int machine_cpus);
 // The same from text; `file` names it in errors and anchors relative checkpoint paths.
 Expected<Config> parse_config(std::string_view text, const std::string& file);
 

@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 #pragma GCC diagnostic pop
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -17,6 +18,7 @@
 
 #include "config/config.h"
 #include "config/rules.h"
+#include "config/suggest.h"
 
 namespace sk::config {
 namespace {
@@ -78,8 +80,8 @@ class Reader {
       }
       Entry e{prefix + key.Scalar(), key, it->second};
       if (!known.empty() && std::find(known.begin(), known.end(), key.Scalar()) == known.end()) {
-        return Status::invalid_argument(at(key).to_string() + ": key '" + e.path + "': unknown key; expected one of " +
-                                        join(known, ", "));
+        return Status::invalid_argument(at(key).to_string() + ": key '" + e.path + "': unknown key" +
+                                        did_you_mean(key.Scalar(), known) + "; expected one of " + join(known, ", "));
       }
       if (auto [prev, fresh] = seen.emplace(key.Scalar(), at(key).line); !fresh) {
         return Status::invalid_argument(at(key).to_string() + ": key '" + e.path + "': set twice (first at line " +
@@ -189,6 +191,9 @@ Status read_scope_options(Reader& r, const Entry& section, Config& cfg) {
         auto value = r.scalar(option, "a scope option value");
         if (!value) return value.status();
         pairs.push_back(option.key.Scalar() + "=" + *value);
+        // Each option on its own first, so that an error points at its line.
+        if (Status c = check_scope_options(rule.pattern, pairs.back()); !c)
+          return Status::invalid_argument(r.at(option.key).to_string() + ": key '" + option.path + "': " + c.message());
         return Status::ok();
       });
       if (!s) return s;
@@ -196,9 +201,23 @@ Status read_scope_options(Reader& r, const Entry& section, Config& cfg) {
     } else {
       return r.error(e, "scope options as \"key=value:key=value\" or a mapping of key: value");
     }
+    // Checked now, as the compiler will read them, so that a typo is the same error (this line)
+    // whichever command reads the config, before any model is built.
+    std::vector<std::string> skipped;
+    Status s = check_scope_options(rule.pattern, rule.options, &skipped);
+    if (s && !skipped.empty()) s = Status::invalid_argument(skipped.front() + " (expected key=value)");
+    if (!s) return Status::invalid_argument(r.at(e.key).to_string() + ": key '" + e.path + "': " + s.message());
     cfg.scope_options.push_back(std::move(rule));
     return Status::ok();
   });
+}
+
+// The compile options a config may set: all but the two mode switches (exe_mode sets those).
+std::vector<std::string> settable_compile_options() {
+  std::vector<std::string> keys = CompileOptions::keys();
+  std::erase_if(keys,
+                [](const std::string& k) { return k == "static_kernel_compile" || k == "super_kernel_optimize"; });
+  return keys;
 }
 
 Status read_compile_options(Reader& r, const Entry& section, Config& cfg) {
@@ -209,12 +228,19 @@ Status read_compile_options(Reader& r, const Entry& section, Config& cfg) {
                      "no execution-mode switch here (model_config.exe_mode and custom_params.enable_superkernel "
                      "select the mode)");
     }
-    if (Status s = r.scalar_or_list(e, ",", setting.value); !s) return s;
-    // CompileOptions owns the list of keys and their types: ask it, and keep its explanation.
-    CompileOptions probe;
-    if (Status s = probe.set(setting.key, setting.value); !s) {
-      return Status::invalid_argument(r.at(e.key).to_string() + ": key '" + e.path + "': " + s.message());
+    const std::vector<std::string> known = settable_compile_options();
+    if (std::find(known.begin(), known.end(), setting.key) == known.end()) {
+      return Status::invalid_argument(r.at(e.key).to_string() + ": key '" + e.path + "': unknown compile option" +
+                                      did_you_mean(setting.key, known) + "; expected one of " + join(known, ", "));
     }
+    if (Status s = r.scalar_or_list(e, ",", setting.value); !s) return s;
+    // CompileOptions owns the keys, their types and their ranges: ask it, and keep its
+    // explanation. The range checks are in validate(); on options where only this key differs
+    // from the defaults, whatever validate() finds is about this key.
+    CompileOptions probe;
+    Status s = probe.set(setting.key, setting.value);
+    if (s) s = probe.validate();
+    if (!s) return Status::invalid_argument(r.at(e.key).to_string() + ": key '" + e.path + "': " + s.message());
     cfg.compile_settings.push_back(std::move(setting));
     return Status::ok();
   });

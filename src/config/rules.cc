@@ -45,12 +45,17 @@ Status check_execution(const Config& cfg) {
   return Status::ok();
 }
 
-Status check_cores(const Config& cfg) {
+// `cores`: the worker cores the runtime will start (runtime.cores, or the machine's CPUs when that
+// is 0 and the machine is known), 0 when not known yet.
+Status check_cores(const Config& cfg, int cores) {
   const RuntimeSection& rt = cfg.runtime;
-  if (rt.cores > 0 && rt.cube_cores >= rt.cores) {
+  if (cores > 0 && rt.cube_cores >= cores) {
+    const std::string of = rt.cores > 0 ? "runtime.cores (" + std::to_string(cores) + ")"
+                                        : "the " + std::to_string(cores) + " CPUs runtime.cores 0 takes";
     return broken(cfg, "runtime.cube_cores",
-                  "expected fewer than runtime.cores (" + std::to_string(rt.cores) +
-                      ") so that the vector group keeps a core; 0 lets every core serve both kinds");
+                  "expected fewer than " + of +
+                      " so that the vector group keeps a core; 0 lets every core serve both "
+                      "kinds");
   }
   for (const StreamCoreLimit& limit : rt.core_limits) {
     const std::string key = "runtime.core_limits." + limit.stream;
@@ -65,9 +70,9 @@ Status check_cores(const Config& cfg) {
     if (limit.cube == 0 && limit.vector == 0) {
       return broken(cfg, key, "expected a cube or vector limit above 0 (leave the stream out for no limit)");
     }
-    if (rt.cores == 0) continue;  // the machine's core count is known only when the runtime starts
-    const int cube_group = rt.cube_cores > 0 ? rt.cube_cores : rt.cores;
-    const int vector_group = rt.cube_cores > 0 ? rt.cores - rt.cube_cores : rt.cores;
+    if (cores == 0) continue;  // the machine's core count is known only when the runtime starts
+    const int cube_group = rt.cube_cores > 0 ? rt.cube_cores : cores;
+    const int vector_group = rt.cube_cores > 0 ? cores - rt.cube_cores : cores;
     if (limit.cube > cube_group) {
       return broken(cfg, key + ".cube",
                     "expected at most " + std::to_string(cube_group) + " (the cube group's cores), got " +
@@ -110,10 +115,19 @@ Status check_sampling(const Config& cfg) {
 }  // namespace
 
 Status check_rules(const Config& cfg) {
-  for (auto check : {check_execution, check_cores, check_model, check_sampling}) {
+  for (auto check : {check_execution, check_model, check_sampling}) {
     if (Status s = check(cfg); !s) return s;
   }
-  return Status::ok();
+  return check_cores(cfg, cfg.runtime.cores);
+}
+
+Status check_machine(const Config& cfg, int machine_cpus) {
+  if (cfg.runtime.cores > machine_cpus) {
+    return broken(cfg, "runtime.cores",
+                  "expected at most " + std::to_string(machine_cpus) + " (the CPUs this process may use), got " +
+                      std::to_string(cfg.runtime.cores));
+  }
+  return check_cores(cfg, cfg.runtime.cores > 0 ? cfg.runtime.cores : machine_cpus);
 }
 
 }  // namespace sk::config

@@ -26,6 +26,8 @@ const char* dtype_name(DType dtype) {
       return "i32";
     case DType::kI64:
       return "i64";
+    case DType::kBool:
+      return "bool";
   }
   return "?";
 }
@@ -342,6 +344,40 @@ Tensor Graph::slice(Tensor t, int dim, int64_t begin, int64_t end, std::string n
   return add_view(*impl_, src, std::move(name), std::move(shape), src.strides, begin * src.strides[dim]);
 }
 
+Tensor Graph::expand(Tensor t, Shape shape, std::string name) {
+  if (name.empty()) name = "expand_" + std::to_string(impl_->tensors.size());
+  if (!impl_->check_handle(t, "expand '" + name + "'")) return input(name, DType::kF32, {});
+  const TensorInfo& src = impl_->tensors[t.id];
+  const int rank = static_cast<int>(shape.size());
+  const int src_rank = static_cast<int>(src.shape.size());
+  const int lead = rank - src_rank;
+  auto fail = [&](const std::string& why) {
+    impl_->error(Status::invalid_argument("expand '" + name + "': cannot expand '" + src.name + "' " +
+                                          shape_to_string(src.shape) + " to " + shape_to_string(shape) + ": " + why));
+    return add_view(*impl_, src, std::move(name), src.shape, src.strides, 0);
+  };
+  if (lead < 0) return fail("the target has fewer dims than the tensor");
+  if (rank > SK_MAX_RANK) return fail("rank " + std::to_string(rank) + " exceeds " + std::to_string(SK_MAX_RANK));
+  Shape strides(shape.size(), 0);
+  for (int d = 0; d < rank; ++d) {
+    const int sd = d - lead;
+    if (sd < 0) {
+      // A new leading dim repeats the whole tensor.
+      if (shape[d] < 0) return fail("dim " + std::to_string(d) + " is new, so its size cannot be -1 or negative");
+      continue;
+    }
+    if (shape[d] == -1) shape[d] = src.shape[sd];
+    if (shape[d] < 0) return fail("dim " + std::to_string(d) + " has negative size");
+    if (shape[d] == src.shape[sd]) {
+      strides[d] = src.strides[sd];
+    } else if (src.shape[sd] != 1) {
+      return fail("dim " + std::to_string(d) + " has size " + std::to_string(src.shape[sd]) +
+                  ", which is neither 1 nor the target's " + std::to_string(shape[d]));
+    }
+  }
+  return add_view(*impl_, src, std::move(name), std::move(shape), std::move(strides), 0);
+}
+
 // ---- Ops -----------------------------------------------------------------------------------------
 
 std::vector<Tensor> Graph::add_op(OpSpec spec) {
@@ -418,6 +454,14 @@ std::vector<Tensor> Graph::add_op(OpSpec spec) {
         g.error(Status::invalid_argument(where + " output " + std::to_string(i) + " writes " +
                                          tensor_kind_name(root.kind) + " '" + root.name +
                                          "'; only variables and intermediates can be written"));
+      }
+      for (size_t d = 0; d < info.shape.size(); ++d) {
+        if (info.shape[d] > 1 && info.strides[d] == 0) {
+          g.error(Status::invalid_argument(where + " output " + std::to_string(i) + " writes '" + info.name +
+                                           "', an expanded view whose elements share memory (dim " + std::to_string(d) +
+                                           " has stride 0); write a dense tensor instead"));
+          break;
+        }
       }
       if (outs[i].dtype != info.dtype || outs[i].shape != info.shape) {
         g.error(Status::invalid_argument(where + " output " + std::to_string(i) + ": result " +

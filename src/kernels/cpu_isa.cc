@@ -5,6 +5,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace sk::kernels {
 namespace {
 
@@ -13,6 +17,9 @@ int probe_cpu() {
   // libgcc checks XCR0 as well, so these also say whether the OS saves YMM/ZMM state.
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return kIsaScalar;
+  // F16C (VCVTPH2PS: matmul.f16) is CPUID.1:ECX bit 29; every AVX2 CPU has it, but say so.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || (ecx & (1u << 29)) == 0) return kIsaScalar;
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
       !__builtin_cpu_supports("avx512vl")) {
     return kIsaAvx2;

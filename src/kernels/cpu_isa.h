@@ -5,7 +5,7 @@
 // nested, each one the previous plus some instructions:
 //
 //   scalar       baseline x86-64
-//   avx2         + AVX2, FMA
+//   avx2         + AVX2, FMA, F16C
 //   avx512       + AVX-512 F/BW/VL
 //   avx512_vnni  + AVX512_VNNI (VPDPBUSD: the int8 matmuls)
 //   avx512_bf16  + AVX512_BF16 (VDPBF16PS: matmul.bf16 rounds x to bf16)

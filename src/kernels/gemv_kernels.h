@@ -28,6 +28,10 @@ void gemm_f32(const float* x, int64_t sx, const float* w, int64_t sw, float* y, 
 void gemm_bf16(const float* x, int64_t sx, const uint16_t* w, int64_t sw, float* y, int64_t sy, int64_t m, int64_t n,
                int64_t k);
 
+// matmul_f16.cc: f32 x, IEEE half w (raw uint16 bit patterns).
+void gemm_f16(const float* x, int64_t sx, const uint16_t* w, int64_t sw, float* y, int64_t sy, int64_t m, int64_t n,
+              int64_t k);
+
 // matmul_w8a8.cc: the rows of the left operand come either quantised already (q with one scale
 // per row) or as f32 that the driver quantises exactly like quantize.i8 does.
 struct W8Rows {

@@ -22,6 +22,8 @@ const char* dtype_name(int32_t dtype) {
       return "i32";
     case SK_DTYPE_I64:
       return "i64";
+    case SK_DTYPE_BOOL:
+      return "bool";
     default:
       return "unknown";
   }

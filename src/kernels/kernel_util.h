@@ -100,7 +100,7 @@ bool last_dim_contiguous(const sk_tensor_arg& t);
 // Each walk index may own an "item" of several contiguous reference elements (a row of D for
 // row-wise kernels); element-wise kernels use items of one element.
 
-inline constexpr int kMaxWalkOperands = 3;
+inline constexpr int kMaxWalkOperands = 4;
 
 struct Walk {
   int rank = 0;  // >= 1 after make_walk

@@ -37,14 +37,21 @@ SK_DECLARE_KERNEL(copy);
 SK_DECLARE_KERNEL(prefetch);
 
 // ---- matmul family ----
-// matmul_bf16.cc, quantize.cc, matmul_w8a8.cc, grouped_matmul.cc
+// matmul_bf16.cc, matmul_f16.cc, quantize.cc, matmul_w8a8.cc, grouped_matmul.cc
 SK_DECLARE_KERNEL(matmul_bf16);
 int32_t matmul_bf16_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
+SK_DECLARE_KERNEL(matmul_f16);
+int32_t matmul_f16_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
 SK_DECLARE_KERNEL(quantize_i8);
 SK_DECLARE_KERNEL(matmul_w8a8);
 int32_t matmul_w8a8_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
 SK_DECLARE_KERNEL(matmul_w8a8_dyn);
 int32_t matmul_w8a8_dyn_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
+// matmul_w4.cc
+SK_DECLARE_KERNEL(matmul_w4);
+int32_t matmul_w4_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
+SK_DECLARE_KERNEL(matmul_w4a8_dyn);
+int32_t matmul_w4a8_dyn_prologue(const sk_kernel_args* args, const sk_core_ctx* core);
 SK_DECLARE_KERNEL(grouped_matmul_f32);
 int32_t grouped_matmul_f32_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
 SK_DECLARE_KERNEL(grouped_matmul_bf16);
@@ -86,6 +93,38 @@ SK_DECLARE_KERNEL(moe_combine_shared_f32);
 SK_DECLARE_KERNEL(argmax_f32);
 SK_DECLARE_KERNEL(sample_f32);
 uint64_t sample_f32_workspace(const sk_kernel_args* args);
+
+// ---- general tensor family (tensor.*, docs/kernels_tensor.md; tiling: the validated plan) ----
+// tensor_unary.cc
+SK_DECLARE_KERNEL(tensor_unary);
+int32_t tensor_unary_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+SK_DECLARE_KERNEL(tensor_cast);
+int32_t tensor_cast_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+// tensor_binary.cc
+SK_DECLARE_KERNEL(tensor_binary);
+int32_t tensor_binary_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+SK_DECLARE_KERNEL(tensor_binary_scalar);
+int32_t tensor_binary_scalar_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+SK_DECLARE_KERNEL(tensor_where);
+int32_t tensor_where_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+// tensor_reduce.cc
+SK_DECLARE_KERNEL(tensor_reduce);
+int32_t tensor_reduce_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+SK_DECLARE_KERNEL(tensor_cumsum);
+// tensor_index.cc
+SK_DECLARE_KERNEL(tensor_index_select);
+SK_DECLARE_KERNEL(tensor_gather);
+SK_DECLARE_KERNEL(tensor_index_copy);
+SK_DECLARE_KERNEL(tensor_index_put);
+// tensor_topk.cc
+SK_DECLARE_KERNEL(tensor_topk);
+uint64_t tensor_topk_workspace(const sk_kernel_args* args);
+// tensor_mm.cc
+SK_DECLARE_KERNEL(tensor_batched_mm);
+uint64_t tensor_batched_mm_workspace(const sk_kernel_args* args);
+// tensor_sdpa.cc
+SK_DECLARE_KERNEL(tensor_sdpa);
+uint64_t tensor_sdpa_workspace(const sk_kernel_args* args);
 
 }  // namespace sk::kernels
 

@@ -58,14 +58,29 @@ void tile_scalar(const float* x, int64_t sx, const float* w, int64_t sw, float* 
 }
 
 TileFn tile_scalar_for(int mr, int nr) {
-  if (mr == 2) return nr == 2 ? tile_scalar<2, 2> : tile_scalar<2, 1>;
-  if (nr == 4) return tile_scalar<1, 4>;
-  return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
+  constexpr auto make = []<int MR, int NR>() { return tile_scalar<MR, NR>; };
+  if (mr == 2) return gemm::tile_of<TileFn, 2>(nr, std::make_integer_sequence<int, 2>(), make);
+  return gemm::tile_of<TileFn, 1>(nr, std::make_integer_sequence<int, 4>(), make);
 }
 
 constexpr F32Tiles kTilesScalar = {8, 4, 2, 2, 256, 2, 2, tile_scalar_for};
 
 #if SK_KERNELS_X86
+
+// One 8-k step of an MR x NR tile: NR weight vectors, MR activation vectors, MR * NR FMAs.
+template <int MR, int NR>
+SK_TARGET_AVX2 inline void step_avx2(const float* x, int64_t sx, const float* w, int64_t sw, int64_t k,
+                                     __m256 (&acc)[MR][NR]) {
+  __m256 wv[NR];
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j) wv[j] = _mm256_loadu_ps(w + j * sw + k);
+#pragma GCC unroll 16
+  for (int m = 0; m < MR; ++m) {
+    const __m256 xv = _mm256_loadu_ps(x + m * sx + k);
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) acc[m][j] = _mm256_fmadd_ps(xv, wv[j], acc[m][j]);
+  }
+}
 
 template <int MR, int NR>
 SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld,
@@ -77,19 +92,16 @@ SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const float* w, int64_
     for (int j = 0; j < NR; ++j) acc[m][j] = _mm256_load_ps(st + (m * ld + j) * 8);
   }
   int64_t k = 0;
-  for (; k + 8 <= kn; k += 8) {
-    __m256 wv[NR];
+  // Two steps per iteration: one prefetch per weight row and cache line.
+  for (; k + 16 <= kn; k += 16) {
 #pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) {
-      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
-      wv[j] = _mm256_loadu_ps(w + j * sw + k);
-    }
-#pragma GCC unroll 16
-    for (int m = 0; m < MR; ++m) {
-      const __m256 xv = _mm256_loadu_ps(x + m * sx + k);
-#pragma GCC unroll 16
-      for (int j = 0; j < NR; ++j) acc[m][j] = _mm256_fmadd_ps(xv, wv[j], acc[m][j]);
-    }
+    for (int j = 0; j < NR; ++j) gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
+    step_avx2<MR, NR>(x, sx, w, sw, k, acc);
+    step_avx2<MR, NR>(x, sx, w, sw, k + 8, acc);
+  }
+  if (k + 8 <= kn) {
+    step_avx2<MR, NR>(x, sx, w, sw, k, acc);
+    k += 8;
   }
   if (k < kn) {
     const __m256i mask = simd::mask8(kn - k);
@@ -111,13 +123,17 @@ SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const float* w, int64_
 }
 
 TileFn tile_avx2_for(int mr, int nr) {
-  if (mr == 4) return nr == 2 ? tile_avx2<4, 2> : tile_avx2<4, 1>;
-  if (nr == 8) return tile_avx2<1, 8>;
-  return nr == 2 ? tile_avx2<1, 2> : tile_avx2<1, 1>;
+  constexpr auto make = []<int MR, int NR>() { return tile_avx2<MR, NR>; };
+  if (mr == 4) return gemm::tile_of<TileFn, 4>(nr, std::make_integer_sequence<int, 3>(), make);
+  if (mr == 2) return gemm::tile_of<TileFn, 2>(nr, std::make_integer_sequence<int, 4>(), make);
+  return gemm::tile_of<TileFn, 1>(nr, std::make_integer_sequence<int, 8>(), make);
 }
 
-// 4 x 2 tiles: 8 accumulators + 2 w vectors + 1 x vector fit the 16 YMM registers.
-constexpr F32Tiles kTilesAvx2 = {8, 8, 4, 2, 256, 4, 2, tile_avx2_for};
+// 4 x 3 tiles: 12 accumulators + 3 w vectors + 1 x vector fill the 16 YMM registers; 12
+// independent FMA chains cover the FMA latency (4 cycles at 2 per cycle), where 4 x 2 tiles' 8
+// chains did not, and 7 loads feed 12 FMAs instead of 6 loads 8. Blocks of 2-3 rows take 2 x 4
+// tiles (one pass over K), GEMV 1 x 8.
+constexpr F32Tiles kTilesAvx2 = {8, 8, 4, 3, 256, 2, 4, tile_avx2_for};
 
 template <int MR, int NR>
 SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, int64_t sw, float* st, int64_t ld,
@@ -163,10 +179,10 @@ SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, in
 }
 
 TileFn tile_avx512_for(int mr, int nr) {
-  if (mr == 4) return nr == 4 ? tile_avx512<4, 4> : tile_avx512<4, 1>;
-  if (mr == 2) return nr == 8 ? tile_avx512<2, 8> : tile_avx512<2, 1>;
-  if (nr == 8) return tile_avx512<1, 8>;
-  return nr == 4 ? tile_avx512<1, 4> : tile_avx512<1, 1>;
+  constexpr auto make = []<int MR, int NR>() { return tile_avx512<MR, NR>; };
+  if (mr == 4) return gemm::tile_of<TileFn, 4>(nr, std::make_integer_sequence<int, 4>(), make);
+  if (mr == 2) return gemm::tile_of<TileFn, 2>(nr, std::make_integer_sequence<int, 8>(), make);
+  return gemm::tile_of<TileFn, 1>(nr, std::make_integer_sequence<int, 8>(), make);
 }
 
 // 4 x 4 tiles: 16 accumulators + 4 w vectors + 1 x vector of the 32 ZMM registers; K steps of

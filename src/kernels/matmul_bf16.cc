@@ -23,6 +23,7 @@
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
 #include "kernels/matmul_driver.h"
+#include "kernels/matmul_half.h"
 #include "kernels/simd.h"
 
 #define SK_TARGET_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")))
@@ -33,179 +34,13 @@ namespace {
 constexpr const char* kName = "matmul.bf16";
 enum { kOpX = 0, kOpW = 1, kOpOut = 2 };
 
-// Tiles over f32 activations (scalar, AVX2, AVX-512 without BF16) and over bf16 activations
-// (VDPBF16PS); the x panel holds f32 copies or bf16 conversions respectively.
-using F32xTiles = gemm::Tiles<float, uint16_t, float>;
+// Tiles over f32 activations (scalar, AVX2, AVX-512 without BF16: matmul_half.h, shared with
+// matmul.f16) and over bf16 activations (VDPBF16PS); the x panel holds f32 copies or bf16
+// conversions respectively.
 using Bf16xTiles = gemm::Tiles<uint16_t, uint16_t, float>;
-using TileFn = gemm::TileFn<float, uint16_t, float>;
 using Bf16xTileFn = gemm::TileFn<uint16_t, uint16_t, float>;
 
-inline float bf16_bits_to_f32(uint16_t h) {
-  const uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-template <int MR, int NR>
-void tile_scalar(const float* x, int64_t sx, const uint16_t* w, int64_t sw, float* st, int64_t ld, int64_t kn) {
-  constexpr int kLanes = 8;
-  float acc[MR][NR][kLanes];
-  for (int m = 0; m < MR; ++m) {
-    for (int j = 0; j < NR; ++j) {
-      for (int l = 0; l < kLanes; ++l) acc[m][j][l] = st[(m * ld + j) * kLanes + l];
-    }
-  }
-  for (int64_t k = 0; k < kn; k += kLanes) {
-    const int len = kn - k < kLanes ? static_cast<int>(kn - k) : kLanes;
-    for (int j = 0; j < NR; ++j) {
-      float wv[kLanes];
-      for (int l = 0; l < len; ++l) wv[l] = bf16_bits_to_f32(w[j * sw + k + l]);
-      for (int m = 0; m < MR; ++m) {
-        for (int l = 0; l < len; ++l) acc[m][j][l] += x[m * sx + k + l] * wv[l];
-      }
-    }
-  }
-  for (int m = 0; m < MR; ++m) {
-    for (int j = 0; j < NR; ++j) {
-      for (int l = 0; l < kLanes; ++l) st[(m * ld + j) * kLanes + l] = acc[m][j][l];
-    }
-  }
-}
-
-TileFn tile_scalar_for(int mr, int nr) {
-  if (mr == 2) return nr == 2 ? tile_scalar<2, 2> : tile_scalar<2, 1>;
-  if (nr == 4) return tile_scalar<1, 4>;
-  return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
-}
-
-constexpr F32xTiles kScalar = {8, 4, 2, 2, 256, 2, 2, tile_scalar_for};
-
 #if SK_KERNELS_X86
-
-// 8 bf16 -> 8 f32: the bf16 bits are the upper half of the f32 bits.
-SK_TARGET_AVX2 inline __m256 widen8(__m128i h) {
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-// The last n < 8 weights of a row: AVX2 has no 16-bit masked load, so go through a zeroed copy
-// (read once per dot product).
-SK_TARGET_AVX2 inline __m256 widen8_tail(const uint16_t* p, int64_t n) {
-  alignas(16) uint16_t tmp[8] = {};
-  for (int64_t i = 0; i < n; ++i) tmp[i] = p[i];
-  return widen8(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp)));
-}
-
-template <int MR, int NR>
-SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const uint16_t* w, int64_t sw, float* st, int64_t ld,
-                              int64_t kn) {
-  __m256 acc[MR][NR];
-#pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m) {
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) acc[m][j] = _mm256_load_ps(st + (m * ld + j) * 8);
-  }
-  int64_t k = 0;
-  for (; k + 8 <= kn; k += 8) {
-    __m256 wv[NR];
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) {
-      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
-      wv[j] = widen8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j * sw + k)));
-    }
-#pragma GCC unroll 16
-    for (int m = 0; m < MR; ++m) {
-      const __m256 xv = _mm256_loadu_ps(x + m * sx + k);
-#pragma GCC unroll 16
-      for (int j = 0; j < NR; ++j) acc[m][j] = _mm256_fmadd_ps(xv, wv[j], acc[m][j]);
-    }
-  }
-  if (k < kn) {
-    const __m256i mask = simd::mask8(kn - k);
-    __m256 wv[NR];
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) wv[j] = widen8_tail(w + j * sw + k, kn - k);
-#pragma GCC unroll 16
-    for (int m = 0; m < MR; ++m) {
-      const __m256 xv = _mm256_maskload_ps(x + m * sx + k, mask);
-#pragma GCC unroll 16
-      for (int j = 0; j < NR; ++j) acc[m][j] = _mm256_fmadd_ps(xv, wv[j], acc[m][j]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m) {
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) _mm256_store_ps(st + (m * ld + j) * 8, acc[m][j]);
-  }
-}
-
-TileFn tile_avx2_for(int mr, int nr) {
-  if (mr == 4) return nr == 2 ? tile_avx2<4, 2> : tile_avx2<4, 1>;
-  if (nr == 8) return tile_avx2<1, 8>;
-  return nr == 2 ? tile_avx2<1, 2> : tile_avx2<1, 1>;
-}
-
-constexpr F32xTiles kAvx2 = {8, 8, 4, 2, 256, 4, 2, tile_avx2_for};
-
-// ---- AVX-512 without BF16: tile_avx2 with 16 lanes (the same structure, line by line) ----
-
-SK_TARGET_AVX512 inline __m512 widen16(__m256i h) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
-template <int MR, int NR>
-SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const uint16_t* w, int64_t sw, float* st, int64_t ld,
-                                  int64_t kn) {
-  gemm::prefetch_next_tile_start<MR, NR>(w, sw);
-  __m512 acc[MR][NR];
-#pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m) {
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) acc[m][j] = _mm512_load_ps(st + (m * ld + j) * 16);
-  }
-  int64_t k = 0;
-  for (; k + 16 <= kn; k += 16) {
-    __m512 wv[NR];
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) {
-      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
-      wv[j] = widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + j * sw + k)));
-    }
-#pragma GCC unroll 16
-    for (int m = 0; m < MR; ++m) {
-      const __m512 xv = _mm512_loadu_ps(x + m * sx + k);
-#pragma GCC unroll 16
-      for (int j = 0; j < NR; ++j) acc[m][j] = _mm512_fmadd_ps(xv, wv[j], acc[m][j]);
-    }
-  }
-  if (k < kn) {
-    const __mmask16 mask = simd::mask16(kn - k);
-    __m512 wv[NR];
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) wv[j] = widen16(_mm256_maskz_loadu_epi16(mask, w + j * sw + k));
-#pragma GCC unroll 16
-    for (int m = 0; m < MR; ++m) {
-      const __m512 xv = _mm512_maskz_loadu_ps(mask, x + m * sx + k);
-#pragma GCC unroll 16
-      for (int j = 0; j < NR; ++j) acc[m][j] = _mm512_fmadd_ps(xv, wv[j], acc[m][j]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int m = 0; m < MR; ++m) {
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) _mm512_store_ps(st + (m * ld + j) * 16, acc[m][j]);
-  }
-}
-
-TileFn tile_avx512_for(int mr, int nr) {
-  if (mr == 4) return nr == 4 ? tile_avx512<4, 4> : tile_avx512<4, 1>;
-  if (nr == 8) return tile_avx512<1, 8>;
-  return nr == 4 ? tile_avx512<1, 4> : tile_avx512<1, 1>;
-}
-
-// K steps of 4096: 16 rows of f32 x are 256 KiB, in L2 (as matmul.f32).
-constexpr F32xTiles kAvx512 = {16, 8, 4, 4, 4096, 4, 4, tile_avx512_for};
-
 // ---- AVX-512 BF16: x converted to bf16 once per panel, VDPBF16PS on 32 k per step ----
 
 // _mm512_cvtne2ps_pbh(a, b) puts b in the low 16 words and a in the high 16.
@@ -280,10 +115,10 @@ SK_TARGET_AVX512_BF16 void tile_avx512_bf16(const uint16_t* x, int64_t sx, const
 }
 
 Bf16xTileFn tile_avx512_bf16_for(int mr, int nr) {
-  if (mr == 4) return nr == 4 ? tile_avx512_bf16<4, 4> : tile_avx512_bf16<4, 1>;
-  if (mr == 2) return nr == 8 ? tile_avx512_bf16<2, 8> : tile_avx512_bf16<2, 1>;
-  if (nr == 8) return tile_avx512_bf16<1, 8>;
-  return nr == 4 ? tile_avx512_bf16<1, 4> : tile_avx512_bf16<1, 1>;
+  constexpr auto make = []<int MR, int NR>() { return tile_avx512_bf16<MR, NR>; };
+  if (mr == 4) return gemm::tile_of<Bf16xTileFn, 4>(nr, std::make_integer_sequence<int, 4>(), make);
+  if (mr == 2) return gemm::tile_of<Bf16xTileFn, 2>(nr, std::make_integer_sequence<int, 8>(), make);
+  return gemm::tile_of<Bf16xTileFn, 1>(nr, std::make_integer_sequence<int, 8>(), make);
 }
 
 // K steps of 8192 for the 4 x 4 tiles: 16 rows of bf16 x are 256 KiB, in L2, and each weight row
@@ -291,7 +126,7 @@ Bf16xTileFn tile_avx512_bf16_for(int mr, int nr) {
 constexpr Bf16xTiles kAvx512Bf16 = {16, 8, 4, 4, 8192, 2, 8, tile_avx512_bf16_for};
 #endif
 
-using F32xRows = gemm::F32ActivationRows<uint16_t, F32xTiles>;
+using F32xRows = gemm::F32ActivationRows<uint16_t, gemm::HalfTiles>;
 
 #if SK_KERNELS_X86
 // x rows rounded to bf16 into the panel (once per call for every K the panel holds).
@@ -317,22 +152,12 @@ struct Bf16xRows {
 void gemm_rows(const float* x, int64_t sx, const uint16_t* w, int64_t sw, float* y, int64_t sy, int64_t m, int64_t n,
                int64_t k) {
 #if SK_KERNELS_X86
-  switch (selected_isa_level()) {
-    case kIsaAvx512Bf16:
-      gemm::run(Bf16xRows{kAvx512Bf16, x, sx}, w, sw, y, sy, m, n, k);
-      return;
-    case kIsaAvx512Vnni:
-    case kIsaAvx512:
-      gemm::run(F32xRows{kAvx512, x, sx}, w, sw, y, sy, m, n, k);
-      return;
-    case kIsaAvx2:
-      gemm::run(F32xRows{kAvx2, x, sx}, w, sw, y, sy, m, n, k);
-      return;
-    default:
-      break;
+  if (selected_isa_level() == kIsaAvx512Bf16) {
+    gemm::run(Bf16xRows{kAvx512Bf16, x, sx}, w, sw, y, sy, m, n, k);
+    return;
   }
 #endif
-  gemm::run(F32xRows{kScalar, x, sx}, w, sw, y, sy, m, n, k);
+  gemm::run(F32xRows{gemm::half_tiles<gemm::Bf16Format>(), x, sx}, w, sw, y, sy, m, n, k);
 }
 
 struct Plan {

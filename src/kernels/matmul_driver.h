@@ -34,17 +34,22 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "kernels/simd.h"
 
 namespace sk::kernels::gemm {
 
-inline constexpr int64_t kMBlock = 16;  // rows of x per packed block
+// Rows of x per packed block, at most: every block streams the weights once, so batched decode and
+// short prefill chunks (M <= 64 with int8 or bf16 rows of K = 4096, M <= 32 with f32 ones) read
+// them once per call.
+inline constexpr int64_t kMBlock = 64;
 inline constexpr int64_t kNBlock = 32;  // rows of w whose sums one pass keeps
 inline constexpr int kMaxLanes = 16;    // accumulator lanes per dot product, at most
 // Packed activations live on the stack: 16 f32 rows of K = 8192 with their padding (so that M = 16
 // streams the weights once), or 8 int8 rows of K = 65536.
-inline constexpr int64_t kPanelBytes = kMBlock * (8192 + 64) * 4;
+inline constexpr int64_t kDecodeRows = 16;
+inline constexpr int64_t kPanelBytes = kDecodeRows * (8192 + 64) * 4;
 
 // Accumulates the (mr x nr) dot products of panel rows [0, mr) (stride sx) and w rows [0, nr)
 // (stride sw) over k in [0, kn) into their lanes at st[(m * ld + j) * lanes].
@@ -60,8 +65,18 @@ struct Tiles {
   int64_t kc;  // K step of a block with more than mr rows (a multiple of 64)
   int few_mr;  // few_mr x few_nr tiles when 1 < M < mr (a single pass over K)
   int few_nr;
-  TileFn<A, W, S> (*tile)(int mr, int nr);  // supports (1|mr|few_mr) x (1|nr|gemv_nr|few_nr)
+  // Supports mr x [1, nr], few_mr x [1, few_nr] and 1 x [1, max(nr, gemv_nr, few_nr)]: a tile
+  // narrower than nr_tile takes the last rows of a block.
+  TileFn<A, W, S> (*tile)(int mr, int nr);
 };
+
+// tile_table<MR>(nr, seq): the instantiation Tile<MR, nr> for nr in [1, N], from a table of
+// instantiations made by `make` (a lambda template returning Tile<MR, NR>).
+template <class Fn, int MR, int... I, class Make>
+Fn tile_of(int nr, std::integer_sequence<int, I...>, Make make) {
+  static constexpr Fn table[] = {make.template operator()<MR, I + 1>()...};
+  return table[std::clamp(nr, 1, static_cast<int>(sizeof...(I))) - 1];
+}
 
 // Panel row stride for K: a multiple of 64 elements (every tile's K step divides it, and the
 // padding is zero, so vector loads past K read zeros), plus one cache line when the row would be
@@ -73,7 +88,7 @@ constexpr int64_t panel_stride(int64_t k) {
   return ld;
 }
 
-static_assert(kPanelBytes / static_cast<int64_t>(sizeof(float)) / panel_stride<float>(8192) >= kMBlock,
+static_assert(kPanelBytes / static_cast<int64_t>(sizeof(float)) / panel_stride<float>(8192) >= kDecodeRows,
               "decode with K = 8192 must stream the weights once");
 
 // y[m * sy + n] for m < M, n < N from w rows (stride sw) and the activation rows `op` packs.
@@ -109,7 +124,7 @@ void run(const Op& op, const typename Op::W* w, int64_t sw, float* y, int64_t sy
           xb = panel;
         }
         for (int64_t n = 0; n < nb;) {
-          const int nr = nb - n >= nr_tile ? nr_tile : 1;
+          const int nr = static_cast<int>(std::min<int64_t>(nr_tile, nb - n));
           for (int64_t m = 0; m < mb;) {
             const int mr = mb - m >= mr_tile ? mr_tile : 1;
             t.tile(mr, nr)(xb + m * ld, ld, w + (n0 + n) * sw + k0, sw, state + (m * kNBlock + n) * t.lanes, kNBlock,

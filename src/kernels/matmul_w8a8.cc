@@ -74,9 +74,9 @@ void tile_scalar(const int8_t* x, int64_t sx, const int8_t* w, int64_t sw, int32
 }
 
 W8TileFn tile_scalar_for(int mr, int nr) {
-  if (mr == 2) return nr == 2 ? tile_scalar<2, 2> : tile_scalar<2, 1>;
-  if (nr == 4) return tile_scalar<1, 4>;
-  return nr == 2 ? tile_scalar<1, 2> : tile_scalar<1, 1>;
+  constexpr auto make = []<int MR, int NR>() { return tile_scalar<MR, NR>; };
+  if (mr == 2) return gemm::tile_of<W8TileFn, 2>(nr, std::make_integer_sequence<int, 2>(), make);
+  return gemm::tile_of<W8TileFn, 1>(nr, std::make_integer_sequence<int, 4>(), make);
 }
 
 constexpr W8Tiles kScalar = {1, 4, 2, 2, kW8KStep, 2, 2, tile_scalar_for};
@@ -123,13 +123,15 @@ SK_TARGET_AVX2 void tile_avx2(const int8_t* x, int64_t sx, const int8_t* w, int6
 }
 
 W8TileFn tile_avx2_for(int mr, int nr) {
-  if (mr == 4) return tile_avx2<4, 1>;
-  return nr == 8 ? tile_avx2<1, 8> : tile_avx2<1, 1>;
+  constexpr auto make = []<int MR, int NR>() { return tile_avx2<MR, NR>; };
+  if (mr == 4) return gemm::tile_of<W8TileFn, 4>(nr, std::make_integer_sequence<int, 2>(), make);
+  return gemm::tile_of<W8TileFn, 1>(nr, std::make_integer_sequence<int, 8>(), make);
 }
 
-// 4 x 1 tiles: a wider tile needs more than the 16 YMM registers (sums, |w|, w, x, constants)
-// and GCC's spills then cost more than re-loading x from L1 for every weight row.
-constexpr W8Tiles kAvx2 = {8, 8, 4, 1, kW8KStep, 4, 1, tile_avx2_for};
+// 4 x 2 tiles: 8 sums, w and |w| of 2 rows and x fill the 16 YMM registers (the constant of
+// VPMADDWD comes from memory); each x vector serves 2 weight rows (measured on Zen 3 at M = 16-64:
+// 4-6% faster than 4 x 1 tiles).
+constexpr W8Tiles kAvx2 = {8, 8, 4, 2, kW8KStep, 4, 1, tile_avx2_for};
 
 // ---- AVX-512 (BW): tile_avx2 with 64 k per step, the sign moved by a masked negation ----
 template <int MR, int NR>
@@ -172,9 +174,9 @@ SK_TARGET_AVX512 void tile_avx512(const int8_t* x, int64_t sx, const int8_t* w, 
 }
 
 W8TileFn tile_avx512_for(int mr, int nr) {
-  if (mr == 4) return nr == 4 ? tile_avx512<4, 4> : tile_avx512<4, 1>;
-  if (nr == 8) return tile_avx512<1, 8>;
-  return nr == 4 ? tile_avx512<1, 4> : tile_avx512<1, 1>;
+  constexpr auto make = []<int MR, int NR>() { return tile_avx512<MR, NR>; };
+  if (mr == 4) return gemm::tile_of<W8TileFn, 4>(nr, std::make_integer_sequence<int, 4>(), make);
+  return gemm::tile_of<W8TileFn, 1>(nr, std::make_integer_sequence<int, 8>(), make);
 }
 
 constexpr W8Tiles kAvx512 = {16, 8, 4, 4, kW8KStepL2, 4, 4, tile_avx512_for};
@@ -233,10 +235,10 @@ SK_TARGET_AVX512_VNNI void tile_avx512_vnni(const int8_t* x, int64_t sx, const i
 }
 
 W8TileFn tile_avx512_vnni_for(int mr, int nr) {
-  if (mr == 4) return nr == 4 ? tile_avx512_vnni<4, 4> : tile_avx512_vnni<4, 1>;
-  if (mr == 2) return nr == 8 ? tile_avx512_vnni<2, 8> : tile_avx512_vnni<2, 1>;
-  if (nr == 8) return tile_avx512_vnni<1, 8>;
-  return nr == 4 ? tile_avx512_vnni<1, 4> : tile_avx512_vnni<1, 1>;
+  constexpr auto make = []<int MR, int NR>() { return tile_avx512_vnni<MR, NR>; };
+  if (mr == 4) return gemm::tile_of<W8TileFn, 4>(nr, std::make_integer_sequence<int, 4>(), make);
+  if (mr == 2) return gemm::tile_of<W8TileFn, 2>(nr, std::make_integer_sequence<int, 8>(), make);
+  return gemm::tile_of<W8TileFn, 1>(nr, std::make_integer_sequence<int, 8>(), make);
 }
 
 // 4 x 4 tiles: 16 sums + 4 w vectors + x and the bias of the 32 ZMM registers.

@@ -27,6 +27,9 @@
 
 #define SK_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define SK_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
+// The avx2 level with F16C (VCVTPH2PS), which the level requires (cpu_isa.h).
+#define SK_TARGET_AVX2_F16C __attribute__((target("avx2,fma,f16c")))
+#define SK_TARGET_AVX512_F16C __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 
 namespace sk::kernels::simd {
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "superkernel/ops.h"
+#include "util/half.h"
 
 namespace sk::nn {
 namespace {
@@ -41,6 +42,7 @@ Shape with_last(const Shape& x, int64_t out) {
 }
 
 std::string matmul_kernel(const char* family, const Graph& g, const Linear& w) {
+  if (w.int4) return std::string(family) + (w.f32_activations ? ".w4" : ".w4a8_dyn");
   const DType dtype = info_of(g, w.weight).dtype;
   if (dtype == DType::kI8) return std::string(family) + ".w8a8_dyn";
   return std::string(family) + "." + dtype_name(dtype);
@@ -49,6 +51,7 @@ std::string matmul_kernel(const char* family, const Graph& g, const Linear& w) {
 std::vector<Tensor> weight_operands(const Linear& w) {
   std::vector<Tensor> operands{w.weight};
   if (w.scale.valid()) operands.push_back(w.scale);
+  if (w.zero.valid()) operands.push_back(w.zero);
   return operands;
 }
 
@@ -56,7 +59,7 @@ std::vector<Tensor> weight_operands(const Linear& w) {
 
 Tensor linear(Graph& g, Tensor x, const Linear& w, std::string name) {
   const TensorInfo& wi = info_of(g, w.weight);
-  if (wi.dtype == DType::kF32 && !w.scale.valid()) return matmul(g, x, w.weight, std::move(name));
+  if (wi.dtype == DType::kF32 && !w.scale.valid() && !w.int4) return matmul(g, x, w.weight, std::move(name));
   std::vector<Tensor> inputs{x};
   for (Tensor t : weight_operands(w)) inputs.push_back(t);
   const Shape y = with_last(info_of(g, x).shape, dim(wi, 0));
@@ -66,6 +69,110 @@ Tensor linear(Graph& g, Tensor x, const Linear& w, std::string name) {
 Tensor linear(Graph& g, Tensor x, const Linear& w, Tensor bias, std::string name) {
   std::string bias_name = name.empty() ? std::string() : name + ".bias";
   return add(g, linear(g, x, w, std::move(name)), bias, std::move(bias_name));
+}
+
+namespace {
+
+float load_weight(const void* w, DType dtype, int64_t i) {
+  uint16_t h;
+  switch (dtype) {
+    case DType::kBF16:
+      std::memcpy(&h, static_cast<const uint8_t*>(w) + 2 * i, 2);
+      return bf16_to_f32(h);
+    case DType::kF16:
+      std::memcpy(&h, static_cast<const uint8_t*>(w) + 2 * i, 2);
+      return f16_to_f32(h);
+    default: {
+      float f;
+      std::memcpy(&f, static_cast<const uint8_t*>(w) + 4 * i, 4);
+      return f;
+    }
+  }
+}
+
+// The scale as the kernels will read it: rounded to f16 when stored as f16.
+float stored_scale(float s, DType dtype) { return dtype == DType::kF16 ? f16_to_f32(f32_to_f16(s)) : s; }
+
+int quantize_nibble(float v, float s, int z) {
+  if (!(s != 0.0f) || !std::isfinite(v / s)) return z;
+  return static_cast<int>(std::clamp(std::nearbyint(v / s) + static_cast<float>(z), 0.0f, 15.0f));
+}
+
+}  // namespace
+
+Expected<Int4Weights> quantize_int4(const void* w, DType dtype, int64_t out, int64_t in, const Int4Options& options) {
+  const int64_t g = options.group;
+  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16)
+    return Status::invalid_argument(std::string("quantize_int4: weights of dtype ") + dtype_name(dtype) +
+                                    ", expected f32, bf16 or f16");
+  if (options.scale_dtype != DType::kF32 && options.scale_dtype != DType::kF16)
+    return Status::invalid_argument(std::string("quantize_int4: scale_dtype ") + dtype_name(options.scale_dtype) +
+                                    ", expected f32 or f16");
+  if (g < 32 || (g & (g - 1)) != 0)
+    return Status::invalid_argument("quantize_int4: group " + std::to_string(g) + " is not a power of two >= 32");
+  if (out < 0 || in <= 0 || in % g != 0)
+    return Status::invalid_argument("quantize_int4: in = " + std::to_string(in) +
+                                    " is not a positive multiple of group " + std::to_string(g));
+  if (out > 0 && w == nullptr) return Status::invalid_argument("quantize_int4: no weight data");
+  Int4Weights q;
+  q.out = out;
+  q.in = in;
+  q.group = g;
+  q.scale_dtype = options.scale_dtype;
+  const int64_t groups = in / g;
+  const size_t scale_size = options.scale_dtype == DType::kF16 ? 2 : 4;
+  q.packed.assign(static_cast<size_t>(out * in / 2), 0);
+  q.scale.assign(static_cast<size_t>(groups * out) * scale_size, 0);
+  if (options.zero_points) q.zero.assign(static_cast<size_t>(groups * out), 0);
+  std::vector<float> v(static_cast<size_t>(g));
+  for (int64_t n = 0; n < out; ++n) {
+    for (int64_t b = 0; b < groups; ++b) {
+      for (int64_t i = 0; i < g; ++i) v[static_cast<size_t>(i)] = load_weight(w, dtype, n * in + b * g + i);
+      float s = 0.0f;
+      int z = 8;
+      if (options.zero_points) {
+        float lo = 0.0f;
+        float hi = 0.0f;  // the range holds 0, so that 0 is (nearly) exact
+        for (float x : v) {
+          if (!std::isfinite(x)) continue;
+          lo = std::min(lo, x);
+          hi = std::max(hi, x);
+        }
+        s = stored_scale((hi - lo) / 15.0f, options.scale_dtype);
+        z = s > 0.0f ? static_cast<int>(std::clamp(std::nearbyint(-lo / s), 0.0f, 15.0f)) : 0;
+        q.zero[static_cast<size_t>(b * out + n)] = static_cast<int8_t>(z);
+      } else {
+        float m = 0.0f;
+        for (float x : v) {
+          if (std::isfinite(x) && std::fabs(x) > std::fabs(m)) m = x;
+        }
+        s = stored_scale(m / -8.0f, options.scale_dtype);
+      }
+      if (options.scale_dtype == DType::kF16) {
+        const uint16_t h = f32_to_f16(s);
+        std::memcpy(q.scale.data() + (b * out + n) * 2, &h, 2);
+      } else {
+        std::memcpy(q.scale.data() + (b * out + n) * 4, &s, 4);
+      }
+      for (int64_t i = 0; i < g; ++i) {
+        const int nib = quantize_nibble(v[static_cast<size_t>(i)], s, z);
+        const int64_t k = b * g + i;
+        q.packed[static_cast<size_t>(n * in / 2 + k / 2)] |= static_cast<uint8_t>(nib << (4 * (k % 2)));
+      }
+    }
+  }
+  return q;
+}
+
+Linear int4_constants(Graph& g, const std::string& name, const Int4Weights& q, bool f32_activations) {
+  Linear l;
+  l.int4 = true;
+  l.f32_activations = f32_activations;
+  l.weight = g.constant(name + ".qweight", DType::kI8, {q.out, q.in / 2}, q.packed.data(), q.packed.size());
+  l.scale = g.constant(name + ".scale", q.scale_dtype, {q.in / q.group, q.out}, q.scale.data(), q.scale.size());
+  if (!q.zero.empty())
+    l.zero = g.constant(name + ".zero", DType::kI8, {q.in / q.group, q.out}, q.zero.data(), q.zero.size());
+  return l;
 }
 
 Tensor rope(Graph& g, Tensor x, Tensor positions, Tensor cos_sin, const sk_rope_attrs& attrs, std::string name) {

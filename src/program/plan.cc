@@ -5,20 +5,35 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/mman.h>
+
+#include "util/large_alloc.h"
+
 namespace sk {
 
 void AlignedBuffer::Free::operator()(uint8_t* p) const { std::free(p); }
 
 Expected<AlignedBuffer> AlignedBuffer::allocate(size_t bytes, const std::string& what) {
-  const size_t rounded = bytes > SIZE_MAX - 63 ? 0 : std::max<size_t>((bytes + 63) / 64 * 64, 64);
-  void* p = rounded == 0 ? nullptr : std::aligned_alloc(64, rounded);
+  // Large buffers (weights, the arena) get transparent huge pages where the system has them.
+  void* p = large_alloc(bytes);
   if (p == nullptr)
     return Status::failed_precondition("out of memory allocating " + std::to_string(bytes) + " bytes for " + what);
   AlignedBuffer b;
-  std::memset(p, 0, rounded);
   b.data.reset(static_cast<uint8_t*>(p));
   b.bytes = bytes;
   return b;
+}
+
+void PageUnmap::operator()(uint8_t* p) const { munmap(p, bytes); }
+
+Expected<ZeroPages> ZeroPages::allocate(size_t bytes, const std::string& what) {
+  const size_t mapped = std::max<size_t>(bytes, 1);
+  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return Status::failed_precondition("out of memory mapping " + std::to_string(bytes) + " bytes for " + what);
+  ZeroPages z;
+  z.data = std::unique_ptr<uint8_t, PageUnmap>(static_cast<uint8_t*>(p), PageUnmap{mapped});
+  return z;
 }
 
 void PlanOp::bind_args() {
@@ -94,9 +109,23 @@ Status Plan::store_constant(int32_t id, TensorInfo& t) {
   return Status::ok();
 }
 
+Status Plan::allocate_variables() {
+  variables.resize(tensors.size());
+  bound.resize(tensors.size(), nullptr);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorInfo& t = tensors[i];
+    if (t.kind != TensorKind::kVariable || bound[i] || variables[i].data) continue;
+    auto pages = ZeroPages::allocate(static_cast<size_t>(t.storage_bytes), "variable '" + t.name + "'");
+    if (!pages) return pages.status();
+    variables[i] = std::move(*pages);
+  }
+  return Status::ok();
+}
+
 void Plan::bind(int32_t id, uint8_t* data) {
   bound.resize(tensors.size(), nullptr);
   bound[id] = data;
+  if (static_cast<size_t>(id) < variables.size()) variables[id] = ZeroPages{};
   resolve_pointers();
 }
 
@@ -108,6 +137,11 @@ uint8_t* Plan::root_data(int32_t id) const {
     return constants[id].data.get();
   }
   if (static_cast<size_t>(id) < bound.size() && bound[id]) return bound[id];
+  if (t.kind == TensorKind::kVariable) {
+    SK_CHECK(static_cast<size_t>(id) < variables.size() && variables[id].data)
+        << "variable '" << t.name << "' has no storage";
+    return variables[id].data.get();
+  }
   SK_CHECK(memory.offset[id] >= 0) << "tensor '" << t.name << "' has no arena slot";
   return arena.data.get() + memory.offset[id];
 }

@@ -71,10 +71,13 @@ int32_t run_sink_tiling(PlanOp& op);
 
 // Where every tensor's bytes live.
 struct MemoryPlan {
-  std::vector<int64_t> offset;  // per tensor id: arena offset of non-view, non-constant tensors
+  std::vector<int64_t> offset;  // per tensor id: arena offset of inputs, outputs and intermediates
   int64_t arena_bytes = 0;
   int64_t peak_live_bytes = 0;
   int64_t unplanned_bytes = 0;
+  // Variables are not in the arena: each has storage of its own until it is bound to caller
+  // memory (Plan::variables), so that a variable bound before the first run costs nothing here.
+  int64_t variable_bytes = 0;
 };
 
 struct AlignedBuffer {
@@ -87,19 +90,37 @@ struct AlignedBuffer {
   static Expected<AlignedBuffer> allocate(size_t bytes, const std::string& what);
 };
 
+// Zero-filled memory that costs nothing until it is written: anonymous pages the kernel maps on
+// first touch (no memset). A variable lives in one until it is bound to caller memory, which
+// releases it; so a KV cache bound to a shared buffer before the first run never takes memory
+// of its own.
+struct PageUnmap {
+  size_t bytes = 0;
+  void operator()(uint8_t* p) const;
+};
+struct ZeroPages {
+  std::unique_ptr<uint8_t, PageUnmap> data;
+  // Page aligned; out of memory (address space) is an error naming `what`.
+  static Expected<ZeroPages> allocate(size_t bytes, const std::string& what);
+};
+
 struct Plan {
   std::vector<TensorInfo> tensors;  // graph tensors (constant data moved into `constants`)
   std::vector<PlanOp> ops;          // every graph op, program order
   MemoryPlan memory;
   AlignedBuffer arena;
   std::vector<AlignedBuffer> constants;  // per tensor id (empty for non-constants and external ones)
+  std::vector<ZeroPages> variables;      // per tensor id: a variable's own storage (released when bound)
   std::vector<uint8_t*> bound;           // per tensor id: caller memory of a bound input/variable, or null
   std::vector<uint8_t*> tensor_data;     // per tensor id: address of element 0
 
   // Gives constant `id` its storage: external constants stay in place (`t` keeps them alive),
   // the others move from `t.data` into an aligned buffer.
   Status store_constant(int32_t id, TensorInfo& t);
-  // Moves input/variable `id` into caller memory and re-resolves every pointer.
+  // Gives every variable that is not bound storage of its own (zero pages), once.
+  Status allocate_variables();
+  // Moves input/variable `id` into caller memory (releasing a variable's own storage) and
+  // re-resolves every pointer.
   void bind(int32_t id, uint8_t* data);
   uint8_t* root_data(int32_t id) const;
   // Fills tensor_data and every op's sk_tensor_arg data pointers.

@@ -66,7 +66,9 @@ bool covered(const std::vector<Interval>& allowed, uintptr_t addr) {
 }
 
 void snapshot(std::vector<Operand>& operands) {
-  for (Operand& o : operands) std::memcpy(o.before.data(), o.arg->data, o.bytes);
+  // An empty operand may have no data pointer at all, and memcpy wants one even for 0 bytes.
+  for (Operand& o : operands)
+    if (o.bytes > 0) std::memcpy(o.before.data(), o.arg->data, o.bytes);
 }
 
 // The changed bytes outside `allowed` (first to last) of the first operand that has any, as an

@@ -90,6 +90,12 @@ Status Executable::bind_variable(std::string_view name, void* data, size_t bytes
   };
   if (overlaps(plan.arena.data.get(), plan.arena.bytes))
     return Status::invalid_argument(where + ": data overlaps the executable's own memory");
+  for (size_t other = 0; other < plan.variables.size(); ++other) {
+    if (static_cast<int32_t>(other) != id && plan.variables[other].data &&
+        overlaps(plan.variables[other].data.get(), static_cast<size_t>(plan.tensors[other].storage_bytes)))
+      return Status::invalid_argument(where + ": data overlaps the executable's own memory (variable '" +
+                                      plan.tensors[other].name + "')");
+  }
   for (size_t other = 0; other < plan.bound.size(); ++other) {
     if (static_cast<int32_t>(other) == id || !plan.bound[other]) continue;
     if (overlaps(plan.bound[other], static_cast<size_t>(plan.tensors[other].storage_bytes)))

@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <tuple>
+#include <utility>
 
 #include "superkernel/trace.h"
 
@@ -83,10 +83,12 @@ std::string chrome_trace_json(const std::vector<TraceRun>& runs) {
       emit("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + pid + ",\"tid\":" + std::to_string(tid) +
            ",\"args\":{\"name\":" + quoted(name) + "}}");
     }
-    // (launch, core, count) -> the signal event that published it.
-    std::map<std::tuple<int32_t, int32_t, int32_t>, const TraceEvent*> signals;
+    // (launch, core) -> that core's signals in the launch by count: the signal that released a
+    // wait is the first one whose count reaches the count waited for.
+    std::map<std::pair<int32_t, int32_t>, std::map<int32_t, const TraceEvent*>> signals;
+    for (const TraceEvent& e : runs[r].events)
+      if (e.kind == TraceKind::kSignal) signals[{e.launch, e.core}].emplace(e.count, &e);
     for (const TraceEvent& e : runs[r].events) {
-      if (e.kind == TraceKind::kSignal) signals[{e.launch, e.core, e.count}] = &e;
       std::string args = "\"op\":" + quoted(e.op) + ",\"kernel\":" + quoted(e.kernel) +
                          ",\"launch\":" + std::to_string(e.launch) + ",\"segment\":" + std::to_string(e.segment);
       if (e.kind == TraceKind::kWait)
@@ -99,14 +101,23 @@ std::string chrome_trace_json(const std::vector<TraceRun>& runs) {
     }
     for (const TraceEvent& e : runs[r].events) {
       if (e.kind != TraceKind::kWait) continue;
-      auto it = signals.find({e.launch, e.peer, e.count});
-      if (it == signals.end()) continue;
+      auto core = signals.find({e.launch, e.peer});
+      if (core == signals.end()) continue;
+      auto it = core->second.lower_bound(e.count);
+      if (it == core->second.end()) continue;
+      const TraceEvent& signal = *it->second;
       const std::string id = std::to_string(++flow_id);
       const std::string name = quoted("signal " + std::to_string(e.count));
+      // The arrow starts at the signal (bound to its instant slice) and ends where the waiting
+      // core proceeds: at the end of its wait, bound to the next slice it runs ("f" without
+      // "bp":"e"). Ending at the start of the wait would point back in time whenever the core
+      // began waiting before the producer signalled. The waiting core reads its clock after it
+      // has seen the signal, which the producer published after reading its own, so the end is
+      // never before the start.
       emit("{\"ph\":\"s\",\"name\":" + name + ",\"cat\":\"sync\",\"id\":" + id + ",\"pid\":" + pid +
-           ",\"tid\":" + std::to_string(tid_of(*it->second)) + ",\"ts\":" + micros(it->second->start_ns) + "}");
-      emit("{\"ph\":\"f\",\"bp\":\"e\",\"name\":" + name + ",\"cat\":\"sync\",\"id\":" + id + ",\"pid\":" + pid +
-           ",\"tid\":" + std::to_string(tid_of(e)) + ",\"ts\":" + micros(e.start_ns) + "}");
+           ",\"tid\":" + std::to_string(tid_of(signal)) + ",\"ts\":" + micros(signal.start_ns) + "}");
+      emit("{\"ph\":\"f\",\"name\":" + name + ",\"cat\":\"sync\",\"id\":" + id + ",\"pid\":" + pid +
+           ",\"tid\":" + std::to_string(tid_of(e)) + ",\"ts\":" + micros(e.end_ns) + "}");
     }
   }
   return out + "\n]}\n";

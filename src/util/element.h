@@ -5,7 +5,8 @@
 //   sk::store_element(SK_DTYPE_BF16, &buf[i * 2], 0.5);
 //   double v = sk::load_element(SK_DTYPE_BF16, &buf[i * 2]);
 //
-// Floats round to nearest even; integers round to nearest, and i8 saturates to [-128, 127].
+// Floats round to nearest even; integers round to nearest, and i8 saturates to [-128, 127];
+// bool stores v != 0 as one byte 0 / 1 and loads any non-zero byte as 1.
 #ifndef SUPERKERNEL_UTIL_ELEMENT_H_
 #define SUPERKERNEL_UTIL_ELEMENT_H_
 
@@ -52,6 +53,11 @@ inline void store_element(int32_t dtype, void* p, double v) {
       std::memcpy(p, &q, 8);
       break;
     }
+    case SK_DTYPE_BOOL: {
+      const uint8_t b = v != 0.0 ? 1 : 0;
+      std::memcpy(p, &b, 1);
+      break;
+    }
     default:
       break;
   }
@@ -88,6 +94,11 @@ inline double load_element(int32_t dtype, const void* p) {
       int64_t q;
       std::memcpy(&q, p, 8);
       return static_cast<double>(q);
+    }
+    case SK_DTYPE_BOOL: {
+      uint8_t b;
+      std::memcpy(&b, p, 1);
+      return b != 0 ? 1.0 : 0.0;
     }
     default:
       return 0.0;

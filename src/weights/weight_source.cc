@@ -8,16 +8,16 @@
 
 #include "superkernel/weights.h"
 #include "util/half.h"
+#include "util/large_alloc.h"
 
 namespace sk {
 namespace {
 
-// 64-byte aligned, zero-filled bytes shared by the graphs and executables that use them.
+// 64-byte aligned, zero-filled bytes shared by the graphs and executables that use them (on
+// transparent huge pages when large: util/large_alloc.h).
 std::shared_ptr<uint8_t> allocate_shared_bytes(size_t bytes) {
-  const size_t rounded = std::max<size_t>((bytes + 63) / 64 * 64, 64);
-  void* p = std::aligned_alloc(64, rounded);
-  SK_CHECK(p != nullptr) << "out of memory allocating " << rounded << " bytes of weights";
-  std::memset(p, 0, rounded);
+  void* p = large_alloc(bytes);
+  SK_CHECK(p != nullptr) << "out of memory allocating " << bytes << " bytes of weights";
   return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
 }
 

@@ -23,7 +23,7 @@ constexpr const char* kValid = R"(model_config:
     "scope_*_part2_moe": "stream-fusion=1"
     "*":
       early-start: 1
-      preload-code: 1
+      preload-code: per-func
   compile_options:
     super_kernel_debug_options.debug_sync_all: false
 model:
@@ -99,7 +99,7 @@ TEST(Config, ScopeOptionsFirstMatchingPatternWins) {
   auto cfg = parse_config(kValid, kFile);
   ASSERT_TRUE(cfg) << cfg.status().message();
   EXPECT_EQ(cfg->scope_options_for("scope_3_part2_moe"), "stream-fusion=1");
-  EXPECT_EQ(cfg->scope_options_for("scope_0_part1"), "early-start=1:preload-code=1");
+  EXPECT_EQ(cfg->scope_options_for("scope_0_part1"), "early-start=1:preload-code=per-func");
   ASSERT_NE(cfg->scope_rule_for("scope_0_part1"), nullptr);
   EXPECT_EQ(cfg->scope_rule_for("scope_0_part1")->where.line, 9);
 }
@@ -216,6 +216,42 @@ TEST(ConfigErrors, ModeSwitchInCompileOptions) {
                "model_config.compile_options.super_kernel_optimize", "model_config.exe_mode");
 }
 
+TEST(ConfigErrors, UnknownKeySaysWhichWasMeant) {
+  expect_error(replace(kValid, "  prompt_tokens: 4", "  promt_tokens: 4"), 28, "key 'decode.promt_tokens'",
+               "did you mean 'prompt_tokens'?");
+}
+
+TEST(ConfigErrors, UnknownCompileOptionListsTheValidOnes) {
+  expect_error(replace(kValid, "super_kernel_debug_options.debug_sync_all: false",
+                       "super_kernel_debug_options.debug_sync_al: 1"),
+               13, "model_config.compile_options.super_kernel_debug_options.debug_sync_al",
+               "did you mean 'super_kernel_debug_options.debug_sync_all'?; expected one of prefetch, dump, dump_dir");
+}
+
+// Values set() accepts but validate() refuses are errors at their line, not when compiling.
+TEST(ConfigErrors, CompileOptionOutOfRange) {
+  expect_error(replace(kValid, "super_kernel_debug_options.debug_sync_all: false",
+                       "super_kernel_optimize_options.early_start: 3"),
+               13, "model_config.compile_options.super_kernel_optimize_options.early_start", "must be 0, 1 or 2");
+  expect_error(replace(kValid, "super_kernel_debug_options.debug_sync_all: false",
+                       "super_kernel_optimize_options.func_align: 8192"),
+               13, "model_config.compile_options.super_kernel_optimize_options.func_align", "at most");
+  expect_error(replace(kValid, "super_kernel_debug_options.debug_sync_all: false",
+                       "super_kernel_optimize_options.kernel_replicas: 100"),
+               13, "model_config.compile_options.super_kernel_optimize_options.kernel_replicas", "at most 64");
+}
+
+// Scope options are checked when the file is read, as the compiler will read them.
+TEST(ConfigErrors, ScopeOptionTypo) {
+  expect_error(replace(kValid, "\"stream-fusion=1\"", "\"stream-fusio=1\""), 8,
+               "model_config.scope_options.scope_*_part2_moe", "unknown option 'stream-fusio'");
+  expect_error(replace(kValid, "      early-start: 1", "      early-start: 3"), 10, "model_config.scope_options.*",
+               "invalid value '3'");
+  // A pair without '=' (which the compiler would skip with a warning) is a mistake in a config.
+  expect_error(replace(kValid, "\"stream-fusion=1\"", "\"stream-fusion\""), 8,
+               "model_config.scope_options.scope_*_part2_moe", "has no '=value'");
+}
+
 TEST(ConfigErrors, ScopeOptionsNotText) {
   expect_error(replace(kValid, "\"scope_*_part2_moe\": \"stream-fusion=1\"", "\"scope_*_part2_moe\": [1, 2]"), 8,
                "model_config.scope_options.scope_*_part2_moe", "key=value");
@@ -286,6 +322,31 @@ TEST(ConfigRules, VectorLimitAboveTheVectorGroup) {
   text = replace(text, "  cube_cores: 0", "  cube_cores: 2");
   text = replace(text, "    moe: {cube: 1, vector: 1}", "    moe: {cube: 1, vector: 2}");
   expect_error(text, 25, "runtime.core_limits.moe.vector", "at most 1 (the vector group's cores)");
+}
+
+// The rules that need the machine: checked by check_machine() before a runtime starts.
+TEST(ConfigRules, CoresAboveTheMachine) {
+  auto cfg = parse_config(replace(kValid, "  cores: 2", "  cores: 16"), kFile);
+  ASSERT_TRUE(cfg) << cfg.status().message();
+  Status s = check_machine(*cfg, 4);
+  EXPECT_TRUE(s.message().starts_with(std::string(kFile) + ":22: key 'runtime.cores'")) << s.message();
+  EXPECT_NE(s.message().find("expected at most 4 (the CPUs this process may use), got 16"), std::string::npos);
+  EXPECT_TRUE(check_machine(*cfg, 16).is_ok());
+}
+
+TEST(ConfigRules, AllCoresStandsForTheMachinesCpus) {
+  std::string text = replace(kValid, "  cores: 2", "  cores: 0");
+  text = replace(text, "  cube_cores: 0", "  cube_cores: 4");
+  text = replace(text, "    moe: {cube: 1, vector: 1}", "    moe: {cube: 1}");
+  auto cfg = parse_config(text, kFile);
+  ASSERT_TRUE(cfg) << cfg.status().message();
+  Status s = check_machine(*cfg, 4);
+  EXPECT_TRUE(s.message().starts_with(std::string(kFile) + ":23: key 'runtime.cube_cores'")) << s.message();
+  EXPECT_NE(s.message().find("the 4 CPUs runtime.cores 0 takes"), std::string::npos) << s.message();
+  EXPECT_TRUE(check_machine(*cfg, 8).is_ok());
+  cfg->runtime.core_limits[0].cube = 6;
+  s = check_machine(*cfg, 8);
+  EXPECT_NE(s.message().find("key 'runtime.core_limits.moe.cube'"), std::string::npos) << s.message();
 }
 
 TEST(ConfigRules, CheckpointAndSizeKeysExclude) {

@@ -1,8 +1,13 @@
 # Runs one superkernel command line and checks its exit code and output.
 #   cmake -DCLI=<binary> -DARGS="arg^^arg^^..." -DEXPECT_RC=N [-DEXPECT_OUT=regex]
-#         [-DEXPECT_ERR=regex] [-DEXPECT_FILE=path] -P run_cli.cmake
+#         [-DEXPECT_ERR=regex] [-DEXPECT_FILE=path] [-DEMPTY_LAST_ARG=ON] -P run_cli.cmake
+# EMPTY_LAST_ARG: one more argument, the empty string.
 string(REPLACE "^^" ";" args "${ARGS}")
-execute_process(COMMAND ${CLI} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(EMPTY_LAST_ARG)
+  execute_process(COMMAND ${CLI} ${args} "" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+else()
+  execute_process(COMMAND ${CLI} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+endif()
 message("exit code: ${rc}\n-- stdout --\n${out}\n-- stderr --\n${err}")
 if(NOT rc EQUAL EXPECT_RC)
   message(FATAL_ERROR "expected exit code ${EXPECT_RC}, got ${rc}")

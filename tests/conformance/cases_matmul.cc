@@ -28,6 +28,12 @@ SK_CONFORMANCE_CASES(matmul_family_cases) {
                      f32_out({mm.m, mm.n}),
                      {},
                      {}});
+    cases.push_back({"matmul_f16_" + d,
+                     "matmul.f16",
+                     {F32({mm.m, mm.k}), Of(DType::kF16, {mm.n, mm.k}, -1, 1, true)},
+                     f32_out({mm.m, mm.n}),
+                     {},
+                     {}});
     cases.push_back({"matmul_w8a8_" + d,
                      "matmul.w8a8",
                      {Of(DType::kI8, {mm.m, mm.k}, -127, 127), F32({mm.m}, 0.001, 0.05),
@@ -50,6 +56,28 @@ SK_CONFORMANCE_CASES(matmul_family_cases) {
     lead.pop_back();
     cases.push_back(
         {name, "quantize.i8", {F32(s, -6, 6)}, {TensorSpec(DType::kI8, s), TensorSpec(DType::kF32, lead)}, {}, {}});
+  }
+  // 4-bit weights: symmetric with f32 scales, asymmetric with f16 scales and zero points.
+  for (Mm mm : {Mm{1, 256, 256}, Mm{4, 96, 96}, Mm{16, 64, 512}, Mm{3, 7, 64}}) {
+    const std::string d = dims(mm.m, mm.n, mm.k);
+    const int64_t g = mm.k % 64 == 0 ? 64 : 32;
+    const Input w4 = Of(DType::kI8, {mm.n, mm.k / 2}, -128, 127, true);
+    for (const char* kernel : {"matmul.w4a8_dyn", "matmul.w4"}) {
+      const std::string base = std::string(kernel) == "matmul.w4" ? "matmul_w4_" : "matmul_w4a8_dyn_";
+      cases.push_back({base + d,
+                       kernel,
+                       {F32({mm.m, mm.k}, -4, 4), w4, W32({mm.k / g, mm.n}, 0.001, 0.05)},
+                       f32_out({mm.m, mm.n}),
+                       {},
+                       {}});
+      cases.push_back({base + "zeros_" + d,
+                       kernel,
+                       {F32({mm.m, mm.k}, -4, 4), w4, Of(DType::kF16, {mm.k / g, mm.n}, 0.001, 0.05, true),
+                        Of(DType::kI8, {mm.k / g, mm.n}, 0, 15, true)},
+                       f32_out({mm.m, mm.n}),
+                       {},
+                       {}});
+    }
   }
   struct Group {
     const char* name;

@@ -26,6 +26,12 @@ TensorDesc bf16(std::vector<int64_t> shape) {
   return d;
 }
 
+TensorDesc f16(std::vector<int64_t> shape) {
+  TensorDesc d = tensor(SK_DTYPE_F16, std::move(shape));
+  d.fill = Fill::kUniform;
+  return d;
+}
+
 // -128 included on purpose: the int8 matmuls read it as -127.
 TensorDesc i8(std::vector<int64_t> shape) {
   TensorDesc d = tensor(SK_DTYPE_I8, std::move(shape));
@@ -77,6 +83,14 @@ SK_KERNEL_CASES(matmul_family_cases) {
     cs.push_back(
         make(std::string("bf16_") + s.name, "matmul.bf16", {f32(s.x), bf16({s.n, k})}, {f32(with_last(s.x, s.n))}));
   }
+  for (const Shape3& s : linear) {
+    const int64_t k = s.x.back();
+    cs.push_back(
+        make(std::string("f16_") + s.name, "matmul.f16", {f32(s.x), f16({s.n, k})}, {f32(with_last(s.x, s.n))}));
+  }
+  cs.push_back(make("f16_padded", "matmul.f16", {f32({6, 45}).padded(1, 3), f16({21, 45}).padded(1, 5)},
+                    {f32({6, 21}).padded(1, 2)}));
+  cs.push_back(make("f16_k0", "matmul.f16", {f32({2, 0}), f16({5, 0})}, {f32({2, 5})}));
   cs.push_back(make("bf16_padded", "matmul.bf16", {f32({6, 45}).padded(1, 3), bf16({21, 45}).padded(1, 5)},
                     {f32({6, 21}).padded(1, 2)}));
   cs.push_back(make("bf16_permuted_rows", "matmul.bf16", {f32({4, 3, 24}).transposed({1, 0, 2}), bf16({11, 24})},
@@ -134,6 +148,53 @@ SK_KERNEL_CASES(matmul_family_cases) {
            {f32({5, 6})}));
   cs.push_back(make("w8a8_k0", "matmul.w8a8", {i8({2, 0}), scales({2}), i8({5, 0}), scales({5})}, {f32({2, 5})}));
   cs.push_back(make("w8a8_dyn_k0", "matmul.w8a8_dyn", {f32({2, 0}), i8({5, 0}), scales({5})}, {f32({2, 5})}));
+
+  // ---- matmul.w4a8_dyn / matmul.w4 (4-bit weights [N, K/2], scales and zero points [K/G, N]) ----
+  struct W4Shape {
+    const char* name;
+    std::vector<int64_t> x;
+    int64_t n, group;
+  };
+  const std::vector<W4Shape> w4 = {
+      {"gemv_k256_g32_n64", {1, 256}, 64, 32},
+      {"gemv_vector_x", {128}, 37, 64},
+      {"m4_k96_g32", {4, 96}, 24, 32},    // K = 32 (mod 64): a half step at the end
+      {"m3_k160_g32", {3, 160}, 19, 32},  // K = 32 (mod 128) on AVX-512
+      {"m16_k512_g128", {16, 512}, 40, 128},
+      {"m2_k256_g256", {2, 256}, 17, 256},
+      {"k32_g32", {2, 32}, 9, 32},
+      {"rank3_x", {2, 3, 128}, 21, 64},
+      {"m17_k1024_g512", {17, 1024}, 33, 512},
+      {"n1", {5, 64}, 1, 32},
+  };
+  for (const W4Shape& s : w4) {
+    const int64_t k = s.x.back();
+    const int64_t groups = k / s.group;
+    for (const char* kernel : {"matmul.w4a8_dyn", "matmul.w4"}) {
+      const std::string base = std::string(kernel) == "matmul.w4" ? "w4_" : "w4a8_dyn_";
+      // Symmetric (zero point 8) with f32 scales; asymmetric with f16 scales.
+      cs.push_back(make(base + s.name, kernel, {f32(s.x).range(-4, 4), i8({s.n, k / 2}), scales({groups, s.n})},
+                        {f32(with_last(s.x, s.n))}));
+      cs.push_back(make(base + s.name + "_zeros_f16", kernel,
+                        {f32(s.x).range(-4, 4), i8({s.n, k / 2}), f16({groups, s.n}).range(0.001, 0.05),
+                         tensor(SK_DTYPE_I8, {groups, s.n}).range(0, 15)},
+                        {f32(with_last(s.x, s.n))}));
+    }
+  }
+  cs.push_back(make("w4a8_dyn_strided", "matmul.w4a8_dyn",
+                    {f32({5, 64}).padded(1, 3), i8({30, 32}).padded(1, 4), scales({2, 30}).padded(1, 2),
+                     tensor(SK_DTYPE_I8, {2, 30}).range(0, 15).padded(1, 5)},
+                    {f32({5, 30}).padded(1, 2)}));
+  cs.push_back(make("w4_strided", "matmul.w4",
+                    {f32({5, 64}).padded(1, 3), i8({30, 32}).padded(1, 4), scales({2, 30}).padded(1, 2)},
+                    {f32({5, 30}).reversed(0)}));
+  // Zero points outside [0, 15] (any int8 is accepted) and the extremes of q and x.
+  cs.push_back(make("w4a8_dyn_extreme_zeros", "matmul.w4a8_dyn",
+                    {f32({3, 512}).with_values({4.0, -4.0}), i8({9, 256}).with_values({-1, 0x0F, -16}), scales({4, 9}),
+                     tensor(SK_DTYPE_I8, {4, 9}).with_values({-128, 127, 0, 15})},
+                    {f32({3, 9})}));
+  cs.push_back(make("w4a8_dyn_k0", "matmul.w4a8_dyn", {f32({2, 0}), i8({5, 0}), scales({0, 5})}, {f32({2, 5})}));
+  cs.push_back(make("w4_k0", "matmul.w4", {f32({2, 0}), i8({5, 0}), scales({0, 5})}, {f32({2, 5})}));
 
   // ---- grouped_matmul.{f32,bf16,w8a8_dyn} ----
   struct Group {
@@ -398,6 +459,39 @@ TEST(MatmulFamily, Bf16IsF32OnWidenedWeightsOrExactOnRoundedX) {
   }
 }
 
+// f16 widens exactly, so matmul.f16 is matmul.f32 on the widened weights, bit for bit, at every
+// level; the weights include subnormal halves, both zeros and the largest finite half.
+TEST(MatmulFamily, F16IsF32OnWidenedWeights) {
+  const sk_kernel_desc* kh = kernel("matmul.f16");
+  const sk_kernel_desc* kf = kernel("matmul.f32");
+  ASSERT_NE(kh, nullptr);
+  ASSERT_NE(kf, nullptr);
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{1, 70, 4096}, {5, 33, 1000}, {16, 40, 77}}) {
+    Tensor x = dense(SK_DTYPE_F32, {m, k});
+    Tensor w = dense(SK_DTYPE_F16, {n, k});
+    Tensor wf = dense(SK_DTYPE_F32, {n, k});
+    fill_uniform(x, 1);
+    std::mt19937 rng(9);
+    const uint16_t specials[] = {0x0001, 0x03FF, 0x8001, 0x0000, 0x8000, 0x7BFF, 0xFBFF, 0x0400};
+    for (int64_t i = 0; i < n * k; ++i) {
+      uint16_t h = static_cast<uint16_t>(rng() % 0x7C00u) | static_cast<uint16_t>(rng() & 0x8000u);  // finite
+      if (i % 97 == 0) h = specials[(i / 97) % 8];
+      w.data<uint16_t>()[i] = h;
+      wf.data<float>()[i] = sk::f16_to_f32(h);
+    }
+    for (int level : levels()) {
+      SCOPED_TRACE("isa level " + std::to_string(level) + ", " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                   std::to_string(k));
+      IsaForced forced(level);
+      Tensor yh = dense(SK_DTYPE_F32, {m, n});
+      Tensor yf = dense(SK_DTYPE_F32, {m, n});
+      ASSERT_EQ(Call({&x, &w}, {&yh}).run(*kh, 3), SK_OK);
+      ASSERT_EQ(Call({&x, &wf}, {&yf}).run(*kf, 2), SK_OK);
+      EXPECT_EQ(yh.bytes, yf.bytes);
+    }
+  }
+}
+
 // The avx512_bf16 level's error against the exact product of the unrounded x, at the K of LongCat
 // layers (1536 to 6144): within the documented bound 2.5e-3 * sqrt(K) for data in [-1, 1]
 // (docs/kernels_matmul.md), which is about 5 standard deviations of the x rounding error.
@@ -462,6 +556,100 @@ TEST(MatmulFamily, W8a8DynIsQuantizeThenW8a8) {
     // Exact integer sums: every ISA level gives the same bits.
     if (first.empty()) first = y1.bytes;
     EXPECT_EQ(y1.bytes, first);
+  }
+}
+
+// 4-bit weights: w [N, K/2] (k = 2j in the low nibble of byte j), scales [K/G, N], zero points.
+struct W4Operands {
+  Tensor w, scale, zero;
+  int64_t group;
+  // The dequantised weight fl(s * (q - z)) of (n, k).
+  float dequant(int64_t n, int64_t k, bool with_zero) {
+    const auto byte = static_cast<uint8_t>(w.data<int8_t>()[n * w.arg.shape[1] + k / 2]);
+    const int q = k % 2 == 0 ? byte & 0xF : byte >> 4;
+    const int64_t g = k / group;
+    const int64_t nn = scale.arg.shape[1];
+    const int z = with_zero ? zero.data<int8_t>()[g * nn + n] : 8;
+    return scale.data<float>()[g * nn + n] * static_cast<float>(q - z);
+  }
+};
+
+W4Operands w4_operands(int64_t n, int64_t k, int64_t group, uint32_t seed) {
+  W4Operands o{dense(SK_DTYPE_I8, {n, k / 2}), dense(SK_DTYPE_F32, {k / group, n}), dense(SK_DTYPE_I8, {k / group, n}),
+               group};
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < n * k / 2; ++i) o.w.data<int8_t>()[i] = static_cast<int8_t>(rng());
+  std::uniform_real_distribution<float> u(0.001f, 0.05f);
+  for (int64_t i = 0; i < n * k / group; ++i) {
+    o.scale.data<float>()[i] = u(rng);
+    o.zero.data<int8_t>()[i] = static_cast<int8_t>(rng() % 16);
+  }
+  return o;
+}
+
+// matmul.w4 is matmul.f32 on the dequantised weights, bit for bit, at every level.
+TEST(MatmulFamily, W4IsF32OnDequantisedWeights) {
+  const sk_kernel_desc* k4 = kernel("matmul.w4");
+  const sk_kernel_desc* kf = kernel("matmul.f32");
+  ASSERT_TRUE(k4 != nullptr && kf != nullptr);
+  for (const auto& [m, n, k, group] :
+       std::vector<std::array<int64_t, 4>>{{1, 70, 4096, 128}, {5, 33, 96, 32}, {16, 40, 512, 64}}) {
+    W4Operands o = w4_operands(n, k, group, 40);
+    Tensor x = dense(SK_DTYPE_F32, {m, k});
+    fill_uniform(x, 41);
+    for (bool zeros : {false, true}) {
+      Tensor wf = dense(SK_DTYPE_F32, {n, k});
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t i = 0; i < k; ++i) wf.data<float>()[j * k + i] = o.dequant(j, i, zeros);
+      }
+      for (int level : levels()) {
+        SCOPED_TRACE("isa level " + std::to_string(level) + ", " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                     std::to_string(k) + (zeros ? " with zeros" : ""));
+        IsaForced forced(level);
+        Tensor y4 = dense(SK_DTYPE_F32, {m, n});
+        Tensor yf = dense(SK_DTYPE_F32, {m, n});
+        std::vector<Tensor*> ins = {&x, &o.w, &o.scale};
+        if (zeros) ins.push_back(&o.zero);
+        ASSERT_EQ(Call(ins, {&y4}).run(*k4, 3), SK_OK);
+        ASSERT_EQ(Call({&x, &wf}, {&yf}).run(*kf, 2), SK_OK);
+        EXPECT_EQ(y4.bytes, yf.bytes);
+      }
+    }
+  }
+}
+
+// matmul.w4a8_dyn gives the same bits at every level and on any number of cores (exact integer
+// group sums, then the f32 steps in group order), including the largest K with the extreme
+// values in every product, where the group sums and the zero-point terms are largest.
+TEST(MatmulFamily, W4a8DynIsTheSameAtEveryLevel) {
+  const sk_kernel_desc* kd = kernel("matmul.w4a8_dyn");
+  ASSERT_NE(kd, nullptr);
+  for (const auto& [m, n, k, group] : std::vector<std::array<int64_t, 4>>{
+           {1, 70, 4096, 32}, {5, 33, 96, 32}, {16, 40, 512, 64}, {3, 21, 1024, 256}, {2, 17, 65536, 4096}}) {
+    W4Operands o = w4_operands(n, k, group, 50);
+    Tensor x = dense(SK_DTYPE_F32, {m, k});
+    fill_uniform(x, 51, -3.0f, 3.0f);
+    if (k == 65536) {
+      for (int64_t i = 0; i < m * k; ++i) x.data<float>()[i] = i % 2 == 0 ? 1.0f : -1.0f;
+      std::memset(o.w.bytes.data(), 0xFF, o.w.bytes.size());  // q = 15 everywhere
+      for (int64_t i = 0; i < n * k / group; ++i) o.zero.data<int8_t>()[i] = static_cast<int8_t>(i % 2 ? -128 : 127);
+    }
+    for (bool zeros : {false, true}) {
+      std::vector<unsigned char> first;
+      for (int level : levels()) {
+        SCOPED_TRACE("isa level " + std::to_string(level) + ", " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                     std::to_string(k) + (zeros ? " with zeros" : ""));
+        IsaForced forced(level);
+        for (int cores : {1, 3}) {
+          Tensor y = dense(SK_DTYPE_F32, {m, n});
+          std::vector<Tensor*> ins = {&x, &o.w, &o.scale};
+          if (zeros) ins.push_back(&o.zero);
+          ASSERT_EQ(Call(ins, {&y}).run(*kd, cores), SK_OK);
+          if (first.empty()) first = y.bytes;
+          EXPECT_EQ(y.bytes, first);
+        }
+      }
+    }
   }
 }
 
@@ -687,6 +875,7 @@ TEST(MatmulFamily, ShapeAndDtypeErrors) {
   expect_invalid("matmul.bf16", {&x, &wf}, {&y}, "dtype");
   expect_invalid("matmul.bf16", {&xk, &wb}, {&y}, "w shape");
   expect_invalid("matmul.bf16", {&x, &wb}, {&y7}, "out shape");
+  expect_invalid("matmul.f16", {&x, &wb}, {&y}, "dtype");
   expect_invalid("quantize.i8", {&x}, {&q, &xs5}, "scale shape");
   expect_invalid("quantize.i8", {&x}, {&xs, &q}, "dtype");
   // q written over x (in place, a quarter of the bytes per row) would clobber rows others read.
@@ -705,6 +894,18 @@ TEST(MatmulFamily, ShapeAndDtypeErrors) {
   Tensor c = dense(SK_DTYPE_I32, {3});
   Tensor w3 = dense(SK_DTYPE_BF16, {3, 6, 8});
   Tensor w3f = dense(SK_DTYPE_F32, {2, 6, 8});
+  Tensor w4 = dense(SK_DTYPE_I8, {6, 4});  // K = 8: a group of 8 is too small
+  Tensor s4 = dense(SK_DTYPE_F32, {1, 6});
+  expect_invalid("matmul.w4a8_dyn", {&x, &w4, &s4}, {&y}, "power of two >= 32");
+  Tensor x64 = dense(SK_DTYPE_F32, {4, 64});
+  Tensor w64 = dense(SK_DTYPE_I8, {6, 32});
+  Tensor s3 = dense(SK_DTYPE_F32, {3, 6});  // 64 / 3 groups
+  Tensor s2 = dense(SK_DTYPE_F32, {2, 6});
+  Tensor z1 = dense(SK_DTYPE_I8, {1, 6});
+  expect_invalid("matmul.w4", {&x64, &w64, &s3}, {&y}, "w_scale shape");
+  expect_invalid("matmul.w4", {&x64, &wi, &s2}, {&y}, "two 4-bit weights per byte");
+  expect_invalid("matmul.w4a8_dyn", {&x64, &w64, &s2, &z1}, {&y}, "w_zero shape");
+  expect_invalid("matmul.w4a8_dyn", {&x64, &w64, &wi}, {&y}, "dtype");
   expect_invalid("grouped_matmul.bf16", {&x, &c, &w3}, {&y7}, "out shape");
   expect_invalid("grouped_matmul.f32", {&x, &c, &w3f}, {&y}, "w shape");
   expect_invalid("grouped_matmul.w8a8_dyn", {&x, &c, &w3}, {&y}, "input");

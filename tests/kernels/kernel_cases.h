@@ -25,9 +25,9 @@ namespace sk::kernel_test {
 // Tensor descriptions: a logical shape plus how the view sits in its storage.
 
 // kUniform: values from [lo, hi] converted to the dtype (any dtype); kMaskedLogits: uniform with
-// every fifth element -inf; kIds: i32 ids in [0, hi); kBytes: random bytes; kValues: `values`
-// repeated in logical order.
-enum class Fill { kUniform, kMaskedLogits, kIds, kBytes, kValues };
+// every fifth element -inf; kIds: integer ids in [0, hi) (i32 or i64); kBytes: random bytes;
+// kValues: `values` repeated in logical order; kBool: random 0 / 1 (the default for bool).
+enum class Fill { kUniform, kMaskedLogits, kIds, kBytes, kValues, kBool };
 
 struct TensorDesc {
   int32_t dtype = SK_DTYPE_F32;
@@ -36,6 +36,7 @@ struct TensorDesc {
   std::vector<int64_t> step;  // the view takes every step-th storage element
   std::vector<int64_t> pad;   // storage elements beyond the view, per dim
   std::vector<bool> reverse;  // negative stride
+  std::vector<bool> expand;   // stride 0: every index of the dim reads the same elements
   Fill fill = Fill::kUniform;
   double lo = -1.0;
   double hi = 1.0;             // uniform range; ids are drawn from [0, hi)
@@ -58,6 +59,11 @@ struct TensorDesc {
     reverse[static_cast<size_t>(d)] = true;
     return *this;
   }
+  // A broadcast view (torch's expand): the dim has stride 0 and one element of storage.
+  TensorDesc& expanded(int d) {
+    expand[static_cast<size_t>(d)] = true;
+    return *this;
+  }
   TensorDesc& range(double l, double h) {
     lo = l;
     hi = h;
@@ -66,6 +72,10 @@ struct TensorDesc {
   TensorDesc& with_values(std::vector<double> v) {
     fill = Fill::kValues;
     values = std::move(v);
+    return *this;
+  }
+  TensorDesc& with_fill(Fill f) {
+    fill = f;
     return *this;
   }
   TensorDesc& masked_logits(double l, double h) {
@@ -82,7 +92,8 @@ inline TensorDesc tensor(int32_t dtype, std::vector<int64_t> shape) {
   d.step.assign(r, 1);
   d.pad.assign(r, 0);
   d.reverse.assign(r, false);
-  d.fill = dtype == SK_DTYPE_F32 ? Fill::kUniform : Fill::kBytes;
+  d.expand.assign(r, false);
+  d.fill = dtype == SK_DTYPE_F32 ? Fill::kUniform : dtype == SK_DTYPE_BOOL ? Fill::kBool : Fill::kBytes;
   return d;
 }
 

@@ -180,7 +180,9 @@ Storage make_storage(const TensorDesc& d, int64_t shift) {
   s.elem_size = sk_dtype_size(d.dtype);
   std::vector<int64_t> extent(r);
   std::vector<int64_t> sstride(r);
-  for (size_t i = 0; i < r; ++i) extent[i] = std::max<int64_t>(1, d.shape[i] * d.step[i] + d.pad[i]);
+  for (size_t i = 0; i < r; ++i) {
+    extent[i] = d.expand[i] ? 1 : std::max<int64_t>(1, d.shape[i] * d.step[i] + d.pad[i]);
+  }
   std::vector<int> perm = d.perm;
   if (perm.empty()) {
     for (size_t i = 0; i < r; ++i) perm.push_back(static_cast<int>(i));
@@ -196,8 +198,8 @@ Storage make_storage(const TensorDesc& d, int64_t shift) {
   s.arg.rank = static_cast<int32_t>(r);
   for (size_t i = 0; i < r; ++i) {
     s.arg.shape[i] = d.shape[i];
-    s.arg.stride[i] = sstride[i] * d.step[i] * (d.reverse[i] ? -1 : 1);
-    if (d.reverse[i] && d.shape[i] > 0) origin += (d.shape[i] - 1) * d.step[i] * sstride[i];
+    s.arg.stride[i] = d.expand[i] ? 0 : sstride[i] * d.step[i] * (d.reverse[i] ? -1 : 1);
+    if (d.reverse[i] && !d.expand[i] && d.shape[i] > 0) origin += (d.shape[i] - 1) * d.step[i] * sstride[i];
   }
   s.bytes.assign(static_cast<size_t>((total + shift) * s.elem_size), kSentinel);
   s.origin = origin * s.elem_size;
@@ -228,11 +230,12 @@ void fill_storage(Storage& s, const TensorDesc& d, uint64_t seed) {
       case Fill::kValues:
         sk::store_element(d.dtype, p, d.values[static_cast<size_t>(n) % d.values.size()]);
         break;
-      case Fill::kIds: {
-        const auto v = static_cast<int32_t>(rng() % static_cast<uint64_t>(d.hi));
-        std::memcpy(p, &v, sizeof v);
+      case Fill::kIds:
+        sk::store_element(d.dtype, p, static_cast<double>(rng() % static_cast<uint64_t>(d.hi)));
         break;
-      }
+      case Fill::kBool:
+        *p = static_cast<unsigned char>(rng() & 1u);
+        break;
       case Fill::kBytes:
         for (int64_t b = 0; b < s.elem_size; ++b) p[b] = static_cast<unsigned char>(rng());
         break;
@@ -263,6 +266,7 @@ std::vector<bool> view_mask(const Storage& s) {
 
 // The same case with every operand dense and row-major: the same logical values, so every
 // kernel must give the same bits (an element's value depends on its inputs, not its layout).
+// Expanded dims stay expanded: their values repeat, which a dense fill would not reproduce.
 Case dense_twin(Case c) {
   for (auto* list : {&c.inputs, &c.outputs}) {
     for (TensorDesc& d : *list) {
@@ -373,6 +377,15 @@ bool close_enough(float got, float want, double abs_tol, double rel_tol) {
   if (std::isnan(want)) return std::isnan(got);
   if (std::isinf(want) || std::isinf(got)) return got == want;
   return std::fabs(static_cast<double>(got) - want) <= abs_tol + rel_tol * std::fabs(want);
+}
+
+// One unit in the last place of a bf16 / f16 value near `v`: a kernel with a tolerance rounds
+// its f32 result to the narrow dtype, the reference its own, and the two may land one unit apart.
+double narrow_ulp(int32_t dtype, double v) {
+  const int mantissa = dtype == SK_DTYPE_BF16 ? 7 : 10;
+  const double min_normal = dtype == SK_DTYPE_BF16 ? 1.17549435e-38 : 6.103515625e-05;
+  const double a = std::max(std::fabs(v), min_normal);
+  return std::ldexp(1.0, std::ilogb(a) - mantissa);
 }
 
 // Access ranges of one core, asking again with more room when the first call reports more.
@@ -553,6 +566,24 @@ TEST_P(KernelCaseTest, BitwiseStableAcrossCoresAndAddressesAndMatchesReference) 
           ++failures;
           ADD_FAILURE() << "element " << e << ": got " << g << ", reference " << w << " (abs_tol " << ref->abs_tol
                         << ", rel_tol " << ref->rel_tol << ")";
+        }
+      }
+    } else if ((c.outputs[i].dtype == SK_DTYPE_BF16 || c.outputs[i].dtype == SK_DTYPE_F16) &&
+               (ref->abs_tol > 0 || ref->rel_tol > 0)) {
+      int failures = 0;
+      const int32_t dt = c.outputs[i].dtype;
+      for (size_t e = 0; e < got_s.offsets.size() && failures < 5; ++e) {
+        const double g = sk::load_element(dt, got_s.bytes.data() + got_s.index_of(got_s.offsets[e] * 2));
+        const double w = sk::load_element(dt, want_s.bytes.data() + want_s.index_of(want_s.offsets[e] * 2));
+        const bool ok = std::isnan(w) ? std::isnan(g)
+                        : std::isinf(w) || std::isinf(g)
+                            ? g == w
+                            : std::fabs(g - w) <= ref->abs_tol + ref->rel_tol * std::fabs(w) + narrow_ulp(dt, w);
+        if (!ok) {
+          ++failures;
+          ADD_FAILURE() << "element " << e << ": got " << g << ", reference " << w << " ("
+                        << (dt == SK_DTYPE_BF16 ? "bf16" : "f16") << ", abs_tol " << ref->abs_tol << ", rel_tol "
+                        << ref->rel_tol << " and one ulp)";
         }
       }
     } else {

@@ -13,7 +13,7 @@ foreach(line ${lines})
   elseif(line MATCHES "^ids_f64 (.*)$")
     set(want_ids "${CMAKE_MATCH_1}")
   elseif(line MATCHES "^steps ([0-9]+)$")
-    math(EXPR tokens "${CMAKE_MATCH_1} - 1")  # the first id comes from the prefill
+    set(tokens "${CMAKE_MATCH_1}")  # --tokens N prints N new ids (the first from the prefill)
   endif()
 endforeach()
 if(NOT prompt OR NOT want_ids)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/test_runtime.h"
+#include "superkernel/nn.h"
 #include "superkernel/ops.h"
 #include "superkernel/runtime.h"
 
@@ -64,6 +65,37 @@ TEST(AccessCheck, HonestKernelsRunCleanWithTheSameResults) {
     ASSERT_TRUE(plain.has_value()) << plain.status().to_string();
     ASSERT_TRUE(checked.has_value()) << checked.status().to_string();
     EXPECT_EQ(*plain, *checked) << execution_mode_name(m);
+  }
+}
+
+// An operand of no bytes (MLA without a RoPE part: q_pe [B, H, 0]) has no data pointer; the
+// checker's snapshot once passed that null pointer to memcpy (undefined behaviour, fatal under
+// UBSan), found by the graph fuzz target.
+TEST(AccessCheck, EmptyOperandsAreChecked) {
+  auto rt = make_runtime(2);
+  Graph g;
+  Tensor x = g.input("x", DType::kF32, {2, 2, 8});
+  static const float kNothing = 0.0f;
+  Tensor q_pe = g.constant("q_pe", DType::kF32, {2, 2, 0}, &kNothing, 0);
+  Tensor cache = g.variable("latent_cache", DType::kF32, {2, 4, 8});
+  const std::vector<int32_t> table = {0, 1}, lens = {3, 4};
+  Tensor bt = g.constant("block_tables", DType::kI32, {2, 1}, table.data(), table.size() * sizeof(int32_t));
+  Tensor cl = g.constant("context_lens", DType::kI32, {2}, lens.data(), lens.size() * sizeof(int32_t));
+  g.output(nn::mla_attention(g, x, q_pe, cache, bt, cl, 0.35f), "y");
+  for (ExecutionMode m : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
+    CompileOptions o = CompileOptions::for_mode(m);
+    std::vector<float> y[2];
+    for (bool check : {false, true}) {
+      o.super_kernel_debug_options.debug_cross_core_sync_check = check;
+      auto exe = rt->compile(g, o);
+      ASSERT_TRUE(exe.has_value()) << exe.status().to_string();
+      ASSERT_TRUE((*exe)->set_input("x", testing::random_floats(32, 3)).is_ok());
+      ASSERT_TRUE((*exe)->set_input("latent_cache", testing::random_floats(64, 4)).is_ok());
+      const Status s = (*exe)->run();
+      ASSERT_TRUE(s.is_ok()) << execution_mode_name(m) << ": " << s.to_string();
+      y[check] = (*exe)->output_f32("y");
+    }
+    EXPECT_EQ(y[0], y[1]) << execution_mode_name(m);
   }
 }
 

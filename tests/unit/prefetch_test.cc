@@ -121,8 +121,8 @@ TEST(Prefetch, OptionTurnsEveryPrefetchIntoANoOp) {
 testing::RunResult run_random(Runtime& rt, const testing::RandomGraph& rg, const CompileOptions& o) {
   auto exe = rt.compile(*rg.graph, o);
   if (!exe) throw std::runtime_error(exe.status().to_string());
-  for (const auto& [name, data] : rg.inputs) {
-    Status s = (*exe)->set_input(name, data);
+  for (const testing::InputBytes& in : rg.inputs) {
+    Status s = (*exe)->set_input(in.name, in.bytes.data(), in.bytes.size());
     if (!s) throw std::runtime_error(s.to_string());
   }
   Status s = (*exe)->run();

@@ -128,7 +128,8 @@ void check_chrome_trace(const std::string& text, size_t processes) {
   const json::Value* events = doc->find("traceEvents");
   ASSERT_TRUE(events && events->is_array());
   std::set<std::string> pids;
-  std::map<std::string, std::pair<int, int>> flows;  // id -> (starts, finishes)
+  std::map<std::string, std::pair<int, int>> flows;          // id -> (starts, finishes)
+  std::map<std::string, std::pair<double, double>> flow_ts;  // id -> (start ts, finish ts)
   int slices = 0, waits = 0;
   for (const json::Value& e : events->items) {
     ASSERT_TRUE(e.is_object());
@@ -150,12 +151,61 @@ void check_chrome_trace(const std::string& text, size_t processes) {
       ASSERT_TRUE(e.find("id") && e.find("id")->is_number());
       auto& f = flows[e.find("id")->text];
       (ph->text == "s" ? f.first : f.second)++;
+      auto& t = flow_ts[e.find("id")->text];
+      (ph->text == "s" ? t.first : t.second) = std::stod(e.find("ts")->text);
+      // A finish binds to the next slice of its thread (where the waiting core proceeds).
+      if (ph->text == "f") {
+        EXPECT_EQ(e.find("bp"), nullptr);
+      }
     }
   }
   EXPECT_EQ(pids.size(), processes);
   EXPECT_GT(slices, 0);
   EXPECT_EQ(static_cast<int>(flows.size()), waits);
   for (const auto& [id, f] : flows) EXPECT_TRUE(f.first == 1 && f.second == 1) << "flow " << id;
+  // No arrow points back in time.
+  for (const auto& [id, t] : flow_ts) EXPECT_LE(t.first, t.second) << "flow " << id;
+}
+
+// A core that began waiting before its producer signalled: the arrow runs from the signal to
+// the end of the wait, where the core proceeds, not back to the start of the wait.
+TEST(Trace, FlowArrowsEndWhereTheWaitingCoreProceeds) {
+  auto event = [](TraceKind kind, int32_t core, int64_t start, int64_t end, int32_t peer, int32_t count) {
+    TraceEvent e;
+    e.kind = kind;
+    e.core = core;
+    e.start_ns = start;
+    e.end_ns = end;
+    e.peer = peer;
+    e.count = count;
+    e.op = "producer";
+    e.segment = 0;
+    return e;
+  };
+  std::vector<TraceEvent> events = {
+      event(TraceKind::kRun, 0, 0, 100000, -1, 0),
+      event(TraceKind::kSignal, 0, 100000, 100000, -1, 1),
+      event(TraceKind::kWait, 1, 5000, 101000, 0, 1),  // waited 96 us for the signal
+      event(TraceKind::kRun, 1, 101000, 150000, -1, 0),
+      // Released by a later count than the one waited for (the producer signalled 2, then 3).
+      event(TraceKind::kSignal, 0, 120000, 120000, -1, 3),
+      event(TraceKind::kWait, 1, 150000, 150500, 0, 2),
+      event(TraceKind::kRun, 1, 150500, 160000, -1, 0),
+  };
+  const std::string text = chrome_trace_json({{"superkernel", events}});
+  check_chrome_trace(text, 1);
+  EXPECT_NE(
+      text.find("\"ph\":\"s\",\"name\":\"signal 1\",\"cat\":\"sync\",\"id\":1,\"pid\":1,\"tid\":0,\"ts\":100.000}"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("\"ph\":\"f\",\"name\":\"signal 1\",\"cat\":\"sync\",\"id\":1,\"pid\":1,\"tid\":1,\"ts\":101.000}"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("\"ph\":\"s\",\"name\":\"signal 2\",\"cat\":\"sync\",\"id\":2,\"pid\":1,\"tid\":0,\"ts\":120.000}"),
+      std::string::npos)
+      << text;
 }
 
 TEST(Trace, ChromeJsonOfModesSideBySide) {

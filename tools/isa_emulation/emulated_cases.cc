@@ -45,6 +45,14 @@ void make_positive(ManualArgs& m, size_t input) {
   for (int64_t i = 0; i < sk_tensor_numel(&t); ++i) v[i] = std::fabs(v[i]) * 0.01f + 1e-3f;
 }
 
+// Positive scales of any float dtype (f32 or f16), deterministic.
+void set_scales(ManualArgs& m, size_t input) {
+  const sk_tensor_arg& t = m.input(input);
+  auto* p = static_cast<unsigned char*>(t.data);
+  const int64_t elem = sk_dtype_size(t.dtype);
+  for (int64_t i = 0; i < sk_tensor_numel(&t); ++i) sk::store_element(t.dtype, p + i * elem, 0.001 + 0.0005 * (i % 37));
+}
+
 std::vector<CaseDef> defs() {
   std::vector<CaseDef> d;
   auto mm = [](int64_t m, int64_t k, int64_t n, int32_t wdtype) {
@@ -55,6 +63,32 @@ std::vector<CaseDef> defs() {
   d.push_back({"matmul_f32_gemv_1x256x64", "matmul.f32", mm(1, 256, 64, SK_DTYPE_F32)});
   d.push_back({"matmul_bf16_gemv_1x70x37", "matmul.bf16", mm(1, 70, 37, SK_DTYPE_BF16)});
   d.push_back({"matmul_bf16_gemm_6x96x21", "matmul.bf16", mm(6, 96, 21, SK_DTYPE_BF16)});
+  d.push_back({"matmul_f16_gemv_1x70x37", "matmul.f16", mm(1, 70, 37, SK_DTYPE_F16)});
+  d.push_back({"matmul_f16_gemm_6x96x21", "matmul.f16", mm(6, 96, 21, SK_DTYPE_F16)});
+  // 4-bit weights: every group size the AVX-512 tiles treat differently (4, 2 or 1 group per
+  // 128-k step, or several steps per group), a last step of 32 k, zero points and f16 scales.
+  struct W4 {
+    const char* name;
+    const char* kernel;
+    int64_t m, k, n, group;
+    bool zeros;
+    int32_t scale_dtype;
+  };
+  for (const W4& c : {W4{"w4a8_dyn_3x160_n40_g32", "matmul.w4a8_dyn", 3, 160, 40, 32, true, SK_DTYPE_F16},
+                      W4{"w4a8_dyn_2x256_n33_g64", "matmul.w4a8_dyn", 2, 256, 33, 64, false, SK_DTYPE_F32},
+                      W4{"w4a8_dyn_1x512_n20_g128", "matmul.w4a8_dyn", 1, 512, 20, 128, true, SK_DTYPE_F32},
+                      W4{"w4a8_dyn_2x512_n17_g256", "matmul.w4a8_dyn", 2, 512, 17, 256, false, SK_DTYPE_F16},
+                      W4{"w4_3x96_n24_g32", "matmul.w4", 3, 96, 24, 32, true, SK_DTYPE_F32},
+                      W4{"w4_1x256_n19_g64", "matmul.w4", 1, 256, 19, 64, false, SK_DTYPE_F16}}) {
+    d.push_back({c.name, c.kernel,
+                 [=](ManualArgs& a) {
+                   a.in(SK_DTYPE_F32, {c.m, c.k}).in(SK_DTYPE_I8, {c.n, c.k / 2});
+                   a.in(c.scale_dtype, {c.k / c.group, c.n});
+                   if (c.zeros) a.in(SK_DTYPE_I8, {c.k / c.group, c.n});
+                   a.out(SK_DTYPE_F32, {c.m, c.n});
+                 },
+                 [](ManualArgs& a) { set_scales(a, 2); }});
+  }
   for (const char* k : {"add.f32", "mul.f32", "silu_mul.f32"}) {
     d.push_back({std::string(k) + "_3x45", k, [](ManualArgs& a) {
                    a.in(SK_DTYPE_F32, {3, 45}).in(SK_DTYPE_F32, {3, 45}).out(SK_DTYPE_F32, {3, 45});
@@ -208,6 +242,12 @@ std::vector<CaseDef> defs() {
                  a.attrs(sk_sample_attrs{0x5EED42ull, 0.8f, 0.9f, 20, 0});
                },
                [](ManualArgs& a) { set_ints<int64_t>(a, 1, {7}); }});
+  d.push_back({"sample_1x5000_nucleus", "sample.f32",
+               [](ManualArgs& a) {
+                 a.in(SK_DTYPE_F32, {1, 5000}).in(SK_DTYPE_I64, {1}).out(SK_DTYPE_I32, {1});
+                 a.attrs(sk_sample_attrs{0x5EED44ull, 1.0f, 0.8f, 0, 0});
+               },
+               [](ManualArgs& a) { set_ints<int64_t>(a, 1, {5}); }});
   d.push_back({"sample_2x300_nucleus", "sample.f32",
                [](ManualArgs& a) {
                  a.in(SK_DTYPE_F32, {2, 300}).in(SK_DTYPE_I64, {1}).out(SK_DTYPE_I32, {2});

@@ -1,7 +1,11 @@
-// What every subcommand does first: load the config, start the runtime, build the model.
+// What every subcommand does first: load the config, check it against the machine, start the
+// runtime, build the model.
 #include "commands.h"
 
+#include <sched.h>
+
 #include <cstdio>
+#include <thread>
 
 #include "superkernel/runtime.h"
 
@@ -42,6 +46,14 @@ Expected<std::shared_ptr<comm::Communicator>> start_mpi(const config::Config& cf
 }
 #endif
 
+// The CPUs this process may use (taskset, cpusets): the most cores a runtime can pin.
+int process_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 }  // namespace
 
 int fail(const Status& s, int code) {
@@ -67,7 +79,7 @@ int finish(int code) {
 }
 
 std::variant<std::unique_ptr<Session>, int> open_session(const CommonArgs& args, Progress& progress,
-                                                         const AdjustConfig& adjust) {
+                                                         const AdjustConfig& adjust, int cache_copies) {
   auto bad = [&](const Status& s, int code) {
     progress.done();
     return fail(s, code);
@@ -89,6 +101,7 @@ std::variant<std::unique_ptr<Session>, int> open_session(const CommonArgs& args,
     session->comm = g_comm = *world;
     ranks = session->comm->group();
   }
+  if (Status s = config::check_machine(session->cfg, process_cpus()); !s) return bad(s, kExitBadConfig);
   progress.update("starting the runtime");
   auto rt = create_runtime(session->cfg);
   if (!rt) return bad(rt.status(), kExitFailed);
@@ -96,7 +109,7 @@ std::variant<std::unique_ptr<Session>, int> open_session(const CommonArgs& args,
   if (session->comm) {
     if (Status s = session->comm->load_kernels(*session->runtime); !s) return bad(s, kExitFailed);
   }
-  auto model = build_model(session->cfg, progress, ranks);
+  auto model = build_model(session->cfg, progress, cache_copies, ranks);
   if (!model) return bad(model.status(), kExitBadConfig);
   session->model = std::move(*model);
   if (args.verbose) {
@@ -104,6 +117,10 @@ std::variant<std::unique_ptr<Session>, int> open_session(const CommonArgs& args,
     for (const std::string& note : session->model->notes) std::fprintf(stderr, "superkernel: %s\n", note.c_str());
   }
   return session;
+}
+
+int failure_code(const config::Config& cfg, const Status& s) {
+  return s.message().rfind(cfg.file + ":", 0) == 0 ? kExitBadConfig : kExitFailed;
 }
 
 }  // namespace sk::cli

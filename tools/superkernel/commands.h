@@ -31,6 +31,9 @@ int fail(const Status& s, int code);
 // The end of main: finalises MPI when a command started it (bounded after a failure) and returns
 // `code`.
 int finish(int code);
+// The exit code of a failure to compile or run: kExitBadConfig when the message points at a line
+// of the config file (the config caused it), kExitFailed otherwise.
+int failure_code(const config::Config& cfg, const Status& s);
 
 struct CommonArgs {
   std::string config;
@@ -41,9 +44,10 @@ struct CommonArgs {
 
 struct RunArgs {
   CommonArgs common;
-  std::string prompt;  // comma-separated token ids; empty: derived from the config
-  int tokens = 0;      // 0: decode.new_tokens
-  std::string mode;    // empty: model_config.exe_mode
+  std::string prompt;         // comma-separated token ids
+  bool prompt_given = false;  // --prompt was on the command line (an empty one is an error)
+  int tokens = 0;             // new ids per sequence; 0: decode.new_tokens
+  std::string mode;           // empty: model_config.exe_mode
 };
 
 struct BenchArgs {
@@ -67,9 +71,11 @@ struct Session {
 
 // Loads the config, lets `adjust` override keys from the command line, then starts the runtime
 // and builds the model. On failure returns the exit code (after printing the error).
+// `cache_copies`: how many copies of the model's caches the command keeps at once (one per live
+// Generator), for the memory check before the weights are made.
 using AdjustConfig = std::function<Status(config::Config&)>;
 std::variant<std::unique_ptr<Session>, int> open_session(const CommonArgs& args, Progress& progress,
-                                                         const AdjustConfig& adjust = {});
+                                                         const AdjustConfig& adjust = {}, int cache_copies = 1);
 
 struct TraceArgs {
   CommonArgs common;

@@ -79,7 +79,8 @@ std::string program_summary(const std::string& program_text) {
 
 int explain_command(const ExplainArgs& args) {
   Progress progress(args.common.quiet);
-  auto opened = open_session(args.common, progress);
+  // explain compiles the decode step and runs nothing: no cache is ever written.
+  auto opened = open_session(args.common, progress, {}, /*cache_copies=*/0);
   if (auto* code = std::get_if<int>(&opened)) return *code;
   Session& s = *std::get<std::unique_ptr<Session>>(opened);
   const config::Config& cfg = s.cfg;
@@ -89,7 +90,8 @@ int explain_command(const ExplainArgs& args) {
   auto exe = s.runtime->compile(g, opts);
   if (!exe) {
     progress.done();
-    return fail(exe.status(), kExitBadConfig);
+    const Status st = locate_compile_error(cfg, g, exe.status());
+    return fail(st, failure_code(cfg, st));
   }
   const CompileReport& rep = (*exe)->report();
   progress.done();
@@ -99,6 +101,7 @@ int explain_command(const ExplainArgs& args) {
   if (s.comm)
     std::printf("rank %d of %d (tp %d, ep %d): this rank's share of the model, its collectives fused\n", s.comm->rank(),
                 s.comm->size(), cfg.parallel.tp, cfg.parallel.ep);
+  std::printf("%s", memory_plan(*s.model, {{"decode", exe->get()}}).c_str());
   // Streams and the core limits their ops run under.
   std::map<int32_t, std::set<std::pair<int32_t, int32_t>>> limits;
   for (size_t i = 0; i < g.num_ops(); ++i) {

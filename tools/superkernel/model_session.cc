@@ -2,8 +2,13 @@
 // config line (or the checkpoint's config.json line) that caused them.
 #include "model_session.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <initializer_list>
 #include <numeric>
 #include <type_traits>
 
@@ -89,6 +94,14 @@ std::string key_of_build_error(const config::Config& cfg, const Status& s) {
   return "model";
 }
 
+// Tokens per sequence the caches hold: the prompt and the tokens appended after it. Of
+// new_tokens ids the first comes from the prefill and each other one from a decode step, whose
+// input is the id before it (the last id is sampled, never appended); at least one decode step,
+// which trace and report run.
+int64_t cache_tokens(const config::Config& cfg) {
+  return static_cast<int64_t>(cfg.decode.prompt_tokens) + std::max(cfg.decode.new_tokens - 1, 1);
+}
+
 Expected<models::BuildOptions> build_options(const config::Config& cfg, const comm::Group& ranks) {
   models::BuildOptions b;
   std::string dtype = cfg.model.w8a8 ? "w8a8" : cfg.model.dtype;
@@ -100,8 +113,7 @@ Expected<models::BuildOptions> build_options(const config::Config& cfg, const co
   b.batch = cfg.decode.batch;
   b.prefill_tokens = static_cast<int64_t>(cfg.decode.batch) * cfg.decode.prompt_tokens;
   b.block_size = 16;
-  // Room for the prompt and every generated token (the last one is sampled, never appended).
-  const int64_t context = cfg.decode.prompt_tokens + cfg.decode.new_tokens;
+  const int64_t context = cache_tokens(cfg);
   b.max_context = (context + b.block_size - 1) / b.block_size * b.block_size;
   const config::StreamCoreLimit moe = cfg.core_limit("moe");
   if (moe.cube != 0 && moe.vector != 0 && moe.cube != moe.vector) {
@@ -120,20 +132,60 @@ Expected<models::BuildOptions> build_options(const config::Config& cfg, const co
   return b;
 }
 
-int64_t constant_bytes(const Graph& g) {
+int64_t bytes_of(const Graph& g, TensorKind kind) {
   int64_t bytes = 0;
   for (size_t i = 0; i < g.num_tensors(); ++i) {
     const TensorInfo& t = g.tensor(static_cast<int32_t>(i));
-    if (t.kind == TensorKind::kConstant) bytes += t.storage_bytes;
+    if (t.kind == kind) bytes += t.storage_bytes;
   }
   return bytes;
 }
+int64_t constant_bytes(const Graph& g) { return bytes_of(g, TensorKind::kConstant); }
+int64_t variable_bytes(const Graph& g) { return bytes_of(g, TensorKind::kVariable); }
 
-template <typename ModelConfig, typename BuildFn>
+// The first of `keys` the config file sets, so that an error points at a line the user wrote.
+std::string first_set_key(const config::Config& cfg, std::initializer_list<const char*> keys) {
+  for (const char* k : keys)
+    if (cfg.where(k).line > 0) return k;
+  return *(keys.end() - 1);
+}
+
+// Refuses a model whose weights and caches do not fit in the memory available, before any of it
+// is allocated. The config line named is the one behind the larger part.
+Status check_fits(const config::Config& cfg, const models::MemoryEstimate& estimate, int cache_copies) {
+  int64_t caches = 0, needed = 0;
+  if (__builtin_mul_overflow(estimate.cache_bytes, static_cast<int64_t>(cache_copies), &caches)) caches = INT64_MAX;
+  if (__builtin_add_overflow(estimate.weight_bytes, caches, &needed)) needed = INT64_MAX;
+  const int64_t available = available_memory_bytes();
+  if (needed <= available) return Status::ok();
+  const std::string key =
+      estimate.weight_bytes >= caches
+          ? first_set_key(cfg, {"model.config", "model.checkpoint", "model.dtype", "model.architecture", "model"})
+          : first_set_key(cfg, {"decode.new_tokens", "decode.prompt_tokens", "decode.batch", "decode"});
+  const int64_t context = cache_tokens(cfg);
+  std::string parts = "weights " + std::to_string(estimate.weight_bytes) + " bytes (" +
+                      human_bytes(estimate.weight_bytes) + ", " +
+                      (cfg.model.w8a8 ? std::string("w8a8") : cfg.model.dtype) + ")";
+  if (estimate.cache_bytes > 0) {
+    parts += ", KV cache " + std::to_string(estimate.cache_bytes) + " bytes (" + human_bytes(estimate.cache_bytes) +
+             ": batch " + std::to_string(cfg.decode.batch) + ", up to " + std::to_string(context) + " tokens each)";
+    if (cache_copies > 1) parts += " x " + std::to_string(cache_copies) + " (one per execution mode)";
+  }
+  return at_key(
+      cfg, key,
+      Status::failed_precondition(
+          "the model does not fit in memory: it needs " + std::to_string(needed) + " bytes (" + human_bytes(needed) +
+          ": " + parts + "), and " + std::to_string(available) + " bytes (" + human_bytes(available) +
+          ") are available (MemAvailable); choose smaller model.config sizes, model.dtype bf16 or "
+          "model.w8a8, or fewer decode tokens"));
+}
+
+template <typename ModelConfig, typename BuildFn, typename EstimateFn>
 Status build_graphs(const config::Config& cfg, const Checkpoint* ckpt, WeightSource& weights, Progress& progress,
-                    Model& m, BuildFn build) {
+                    Model& m, int cache_copies, BuildFn build, EstimateFn estimate) {
   ModelConfig mc;
   if (Status s = fill_model_config(cfg, ckpt, mc, m.notes); !s) return s;
+  if (Status s = check_fits(cfg, estimate(mc, m.build), cache_copies); !s) return s;
   m.vocab_size = mc.vocab_size;
   m.hidden_size = mc.hidden_size;
   m.caches = models::cache_names(mc);
@@ -173,8 +225,9 @@ Status build_graphs(const config::Config& cfg, const Checkpoint* ckpt, WeightSou
   return Status::ok();
 }
 
-// Compile errors name scopes; add the config line whose scope options that scope got.
-Status with_scope_rule(const config::Config& cfg, const Graph& g, const Status& s) {
+}  // namespace
+
+Status locate_compile_error(const config::Config& cfg, const Graph& g, const Status& s) {
   for (size_t i = 0; i < g.num_scopes(); ++i) {
     const std::string& name = g.scope(static_cast<int32_t>(i)).name;
     if (name.empty() || s.message().find("'" + name + "'") == std::string::npos) continue;
@@ -182,10 +235,15 @@ Status with_scope_rule(const config::Config& cfg, const Graph& g, const Status& 
       return s.with_context(rule->where.to_string() + ": key 'model_config.scope_options." + rule->pattern + "'");
     }
   }
+  // Or a compile option the config set (e.g. an arena_limit_bytes the plan exceeds).
+  for (const config::CompileOptionSetting& setting : cfg.compile_settings) {
+    const std::string& m = s.message();
+    if (m.find("option '" + setting.key + "'") != std::string::npos ||
+        m.find("option " + setting.key + " ") != std::string::npos)
+      return s.with_context(setting.where.to_string() + ": key 'model_config.compile_options." + setting.key + "'");
+  }
   return s;
 }
-
-}  // namespace
 
 Expected<std::shared_ptr<Runtime>> create_runtime(const config::Config& cfg) {
   RuntimeOptions ro;
@@ -196,7 +254,33 @@ Expected<std::shared_ptr<Runtime>> create_runtime(const config::Config& cfg) {
   return rt;
 }
 
-Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress& progress, const comm::Group& ranks) {
+int64_t available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kib) == 1) return static_cast<int64_t>(kib) * 1024;
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : INT64_MAX;
+}
+
+std::string human_bytes(int64_t bytes) {
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " bytes";
+  double v = static_cast<double>(bytes);
+  int u = -1;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f %s", v, units[u]);
+  return buf;
+}
+
+Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress& progress, int cache_copies,
+                                             const comm::Group& ranks) {
   auto m = std::make_unique<Model>();
   std::shared_ptr<Checkpoint> ckpt;
   m->name = cfg.model.architecture;
@@ -232,22 +316,29 @@ Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress
   Status s;
   switch (m->arch) {
     case Architecture::kLongCatFlash:
-      s = build_graphs<models::LongCatFlashConfig>(cfg, ckpt.get(), *weights, progress, *m,
-                                                   models::build_longcat_flash);
+      s = build_graphs<models::LongCatFlashConfig>(
+          cfg, ckpt.get(), *weights, progress, *m, cache_copies, models::build_longcat_flash,
+          [](const models::LongCatFlashConfig& c, const models::BuildOptions& o) {
+            return models::estimate_memory(c, o);
+          });
       break;
     case Architecture::kLlama:
-      s = build_graphs<models::LlamaConfig>(cfg, ckpt.get(), *weights, progress, *m, models::build_llama);
+      s = build_graphs<models::LlamaConfig>(
+          cfg, ckpt.get(), *weights, progress, *m, cache_copies, models::build_llama,
+          [](const models::LlamaConfig& c, const models::BuildOptions& o) { return models::estimate_memory(c, o); });
       break;
     case Architecture::kLongCatFlashAfd: {
       // One FFN step graph (the decode phase); build_graphs asks for no prefill.
       auto afd = [](const models::LongCatFlashConfig& c, const models::BuildOptions& o, models::Phase,
                     WeightSource& w) { return models::build_longcat_flash_afd(c, o, w); };
-      s = build_graphs<models::LongCatFlashConfig>(cfg, ckpt.get(), *weights, progress, *m, afd);
+      s = build_graphs<models::LongCatFlashConfig>(cfg, ckpt.get(), *weights, progress, *m, cache_copies, afd,
+                                                   models::estimate_memory_afd);
       break;
     }
   }
   if (!s) return s;
   m->weight_bytes = constant_bytes(m->decode);
+  m->cache_bytes = variable_bytes(m->decode);
   return m;
 }
 
@@ -279,7 +370,7 @@ Expected<std::unique_ptr<Generator>> Generator::create(const config::Config& cfg
   gen->model_ = &model;
   auto compile = [&](const Graph& g) -> Expected<std::unique_ptr<Executable>> {
     auto exe = runtime.compile(g, options);
-    if (!exe) return with_scope_rule(cfg, g, exe.status());
+    if (!exe) return locate_compile_error(cfg, g, exe.status());
     return exe;
   };
   auto decode = compile(model.decode);
@@ -317,6 +408,28 @@ Expected<std::unique_ptr<Generator>> Generator::create(const config::Config& cfg
 }
 
 Status Generator::bind_caches(Executable& exe) { return caches_.bind(exe, model_->caches); }
+
+std::vector<std::pair<std::string, const Executable*>> Generator::executables() const {
+  std::vector<std::pair<std::string, const Executable*>> out = {{"decode", decode_.get()}};
+  if (prefill_) out.push_back({"prefill", prefill_.get()});
+  if (sampler_) out.push_back({"sampler", sampler_.get()});
+  return out;
+}
+
+std::string memory_plan(const Model& model, const std::vector<std::pair<std::string, const Executable*>>& arenas) {
+  std::string out = "memory: weights " + human_bytes(model.weight_bytes);
+  if (model.cache_bytes > 0)
+    out += ", KV cache " + human_bytes(model.cache_bytes) + " (one buffer the prefill and decode executables share)";
+  int64_t total = 0;
+  std::string each;
+  for (const auto& [name, exe] : arenas) {
+    total += exe->report().arena_bytes;
+    each += std::string(each.empty() ? "" : ", ") + name + " " + human_bytes(exe->report().arena_bytes);
+  }
+  out += ", " + std::string(arenas.size() == 1 ? "arena " : "arenas ") + human_bytes(total);
+  if (arenas.size() > 1) out += " (" + each + ")";
+  return out + "; " + human_bytes(available_memory_bytes()) + " available\n";
+}
 
 Status Generator::read_logits(Executable& exe, const std::vector<int64_t>& rows) {
   const char* out = model_->arch == Architecture::kLongCatFlashAfd ? models::kHiddenStatesOut : models::kLogits;

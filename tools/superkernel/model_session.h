@@ -34,15 +34,34 @@ struct Model {
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t weight_bytes = 0;  // bytes of the decode graph's constants
+  int64_t cache_bytes = 0;   // bytes of the caches (decode graph variables), once
   // What loading left aside: config.json keys that do not change the logits, checkpoint tensors
   // not read (the published definition's own skips, or all with model.allow_unused_tensors).
   std::vector<std::string> notes;
 };
 
 Expected<std::shared_ptr<Runtime>> create_runtime(const config::Config& cfg);
+// A compile error of `g` with the config line whose scope options the scope it names got (the
+// error as it is when it names no such scope).
+Status locate_compile_error(const config::Config& cfg, const Graph& g, const Status& s);
+// Builds the model's graphs. Before any weight is made or mapped, the weights and `cache_copies`
+// copies of the caches (one per Generator the command keeps alive at once) are estimated from the
+// config and checked against the memory available; a model that does not fit is an error naming
+// the config line, the bytes needed and the bytes available.
 // `ranks`: this process among those of a `parallel` config (BuildOptions::parallel).
-Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress& progress,
+Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress& progress, int cache_copies,
                                              const comm::Group& ranks = {});
+
+// The machine's available memory (MemAvailable of /proc/meminfo; the free physical pages where
+// that is missing).
+int64_t available_memory_bytes();
+// "1.5 GiB", "12.0 MiB", "512 bytes".
+std::string human_bytes(int64_t bytes);
+
+// One line of what the model takes: "memory: weights 7.6 MiB, KV cache 64.0 KiB (one buffer the
+// executables share), arenas 1.2 MiB (decode 0.4 MiB, prefill 0.8 MiB); 21.0 GiB available".
+// `arenas`: the executables by name, with the arena each planned.
+std::string memory_plan(const Model& model, const std::vector<std::pair<std::string, const Executable*>>& arenas);
 
 // The prompts of every sequence: `ids` (the same for each) or, when empty, decode.prompt_tokens
 // ids derived from decode.sampling.seed.
@@ -70,6 +89,8 @@ class Generator {
   // The tokens sampled from logits() (empty for AFD).
   const std::vector<int32_t>& ids() const { return ids_; }
   Executable& decode_executable() { return *decode_; }
+  // The executables with their names, for memory_plan().
+  std::vector<std::pair<std::string, const Executable*>> executables() const;
   // The step inputs of the last decode step (empty before the first).
   const models::StepInputs& last_inputs() const { return last_; }
   // Binds the shared caches to another executable of the decode graph (same contents).

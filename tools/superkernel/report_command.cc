@@ -181,7 +181,7 @@ int report_command(const TraceArgs& args) {
   const int runs = std::max(1, s.cfg.bench.runs);
   auto traced = trace_modes(s, args.mode, runs, progress);
   progress.done();
-  if (!traced) return fail(traced.status(), kExitFailed);
+  if (!traced) return fail(traced.status(), failure_code(s.cfg, traced.status()));
 
   int64_t longest = 1;
   for (const TracedMode& t : *traced)

@@ -11,6 +11,7 @@ namespace sk::cli {
 namespace {
 
 Expected<std::vector<int32_t>> parse_ids(const std::string& text) {
+  if (text.empty()) return Status::invalid_argument("--prompt: expected comma-separated token ids >= 0, got nothing");
   std::vector<int32_t> ids;
   size_t pos = 0;
   while (pos <= text.size()) {
@@ -36,12 +37,16 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 int run_command(const RunArgs& args) {
   Progress progress(args.common.quiet);
   std::vector<int32_t> prompt;
-  if (!args.prompt.empty()) {
+  if (args.prompt_given) {
     auto ids = parse_ids(args.prompt);
     if (!ids) return fail(ids.status(), kExitUsage);
     prompt = std::move(*ids);
   }
+  const Status no_tokens = Status::invalid_argument(
+      "--prompt: the FFN-only model longcat_flash_afd takes no tokens (it steps over hidden states from the "
+      "attention side); leave --prompt out");
   auto opened = open_session(args.common, progress, [&](config::Config& cfg) -> Status {
+    if (args.prompt_given && cfg.model.architecture == "longcat_flash_afd") return no_tokens;
     if (args.tokens > 0) cfg.decode.new_tokens = args.tokens;
     if (!prompt.empty()) cfg.decode.prompt_tokens = static_cast<int>(prompt.size());
     if (!args.mode.empty()) cfg.exe_mode = *parse_execution_mode(args.mode);
@@ -50,6 +55,8 @@ int run_command(const RunArgs& args) {
   if (auto* code = std::get_if<int>(&opened)) return *code;
   Session& s = *std::get<std::unique_ptr<Session>>(opened);
   const config::Config& cfg = s.cfg;
+  const bool afd = s.model->arch == Architecture::kLongCatFlashAfd;
+  if (afd && args.prompt_given) return fail(no_tokens, kExitUsage);  // named by a checkpoint's model_type
   for (int32_t id : prompt) {
     if (id >= s.model->vocab_size) {
       return fail(Status::invalid_argument("--prompt: token id " + std::to_string(id) + " is not below vocab_size " +
@@ -60,10 +67,20 @@ int run_command(const RunArgs& args) {
 
   progress.update(std::string("compiling (") + execution_mode_name(cfg.exe_mode) + ")");
   auto gen = Generator::create(cfg, *s.model, *s.runtime, cfg.compile_options(cfg.exe_mode));
-  if (!gen) return fail(gen.status(), kExitBadConfig);
+  if (!gen) {
+    progress.done();
+    return fail(gen.status(), failure_code(cfg, gen.status()));
+  }
   const auto prompts = make_prompts(cfg, *s.model, prompt);
-  const bool afd = s.model->arch == Architecture::kLongCatFlashAfd;
+  progress.done();
+  std::printf("model %s (%s), mode %s, %d cores, batch %d\n", s.model->name.c_str(), cfg.file.c_str(),
+              execution_mode_name(cfg.exe_mode), s.runtime->num_cores(), cfg.decode.batch);
+  std::printf("%s", memory_plan(*s.model, (*gen)->executables()).c_str());
+  std::fflush(stdout);
 
+  // N new ids: the first from the prefill's logits, one more per decode step. The FFN-only model
+  // has no prefill: N steps over hidden states.
+  const int steps = afd ? cfg.decode.new_tokens : cfg.decode.new_tokens - 1;
   progress.update("prefill");
   auto t0 = std::chrono::steady_clock::now();
   if (Status st = (*gen)->prefill(prompts); !st) return fail(st, kExitFailed);
@@ -75,8 +92,8 @@ int run_command(const RunArgs& args) {
   collect();
 
   std::vector<double> latency;
-  for (int i = 0; i < cfg.decode.new_tokens; ++i) {
-    progress.update("decode " + std::to_string(i + 1) + "/" + std::to_string(cfg.decode.new_tokens));
+  for (int i = 0; i < steps; ++i) {
+    progress.update("decode " + std::to_string(i + 1) + "/" + std::to_string(steps));
     t0 = std::chrono::steady_clock::now();
     if (Status st = (*gen)->decode_step(); !st) return fail(st, kExitFailed);
     latency.push_back(seconds_since(t0));
@@ -84,10 +101,8 @@ int run_command(const RunArgs& args) {
   }
   progress.done();
 
-  std::printf("model %s (%s), mode %s, %d cores, batch %d\n", s.model->name.c_str(), cfg.file.c_str(),
-              execution_mode_name(cfg.exe_mode), s.runtime->num_cores(), cfg.decode.batch);
   if (afd) {
-    std::printf("FFN-only model: %d steps over hidden states (no tokens)\n", cfg.decode.new_tokens);
+    std::printf("FFN-only model: %d steps over hidden states (no tokens)\n", steps);
   } else {
     std::printf("prefill: %zu tokens per sequence, %.3f ms\n", prompts.front().size(), prefill_s * 1e3);
     for (size_t b = 0; b < prompts.size(); ++b) {
@@ -98,6 +113,10 @@ int run_command(const RunArgs& args) {
       for (int32_t id : generated[b]) std::printf(" %d", id);
       std::printf("\n");
     }
+  }
+  if (latency.empty()) {
+    std::printf("decode: no decode step (the one new token comes from the prefill)\n");
+    return kExitOk;
   }
   std::printf("step  latency_ms\n");
   for (size_t i = 0; i < latency.size(); ++i) std::printf("%4zu  %.3f\n", i + 1, latency[i] * 1e3);

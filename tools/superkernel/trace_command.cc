@@ -20,7 +20,10 @@ Expected<std::vector<TracedMode>> trace_modes(const Session& s, const std::strin
     CompileOptions opts = s.cfg.compile_options(m);
     opts.super_kernel_debug_options.debug_op_exec_trace = true;
     auto gen = Generator::create(s.cfg, *s.model, *s.runtime, opts);
-    if (!gen) return gen.status().with_context("mode " + name);
+    // A config error (file:line) reads the same whichever mode met it first.
+    if (!gen)
+      return failure_code(s.cfg, gen.status()) == kExitBadConfig ? gen.status()
+                                                                 : gen.status().with_context("mode " + name);
     SK_RETURN_IF_ERROR((*gen)->prefill(make_prompts(s.cfg, *s.model, {})).with_context(name + " prefill"));
     SK_RETURN_IF_ERROR((*gen)->decode_step().with_context(name + " decode step"));
     TracedMode t;
@@ -49,7 +52,7 @@ int trace_command(const TraceArgs& args) {
   const Session& s = *std::get<std::unique_ptr<Session>>(opened);
   auto traced = trace_modes(s, args.mode, 1, progress);
   progress.done();
-  if (!traced) return fail(traced.status(), kExitFailed);
+  if (!traced) return fail(traced.status(), failure_code(s.cfg, traced.status()));
   std::vector<TraceRun> runs;
   for (TracedMode& t : *traced) runs.push_back({execution_mode_name(t.mode), std::move(t.trace)});
   if (Status st = write_chrome_trace(args.output, runs); !st) return fail(st, kExitFailed);

@@ -19,6 +19,18 @@ float bf16_at(const sk_tensor_arg& t, const int64_t* idx) {
   return f;
 }
 
+// IEEE binary16 by its definition: (-1)^s * 2^(e - 15) * (1 + m / 1024), subnormals
+// 2^-14 * m / 1024, e = 31 infinities and NaN.
+float f16_at(const sk_tensor_arg& t, const int64_t* idx) {
+  const uint16_t h = static_cast<const uint16_t*>(t.data)[offset_of(t, idx)];
+  const int e = (h >> 10) & 0x1F;
+  const int m = h & 0x3FF;
+  const double sign = (h & 0x8000) != 0 ? -1.0 : 1.0;
+  if (e == 31) return static_cast<float>(m == 0 ? sign * HUGE_VAL : std::nan(""));
+  if (e == 0) return static_cast<float>(sign * std::ldexp(m / 1024.0, -14));
+  return static_cast<float>(sign * std::ldexp(1.0 + m / 1024.0, e - 15));
+}
+
 int8_t& i8_at(const sk_tensor_arg& t, const int64_t* idx) { return static_cast<int8_t*>(t.data)[offset_of(t, idx)]; }
 
 int32_t i32_at(const sk_tensor_arg& t, const int64_t* idx) {
@@ -106,15 +118,13 @@ void w8_row(const std::vector<int8_t>& q, float row_scale, const sk_tensor_arg& 
   }
 }
 
-}  // namespace
-
-// y[..., n] = sum_k x[..., k] * float(w[n, k]), w bf16
-int32_t matmul_bf16(const sk_kernel_args* args) {
+// y[..., n] = sum_k x[..., k] * float(w[n, k]) for 16-bit float weights read by `at`.
+int32_t matmul_half(const sk_kernel_args* args, int32_t w_dtype, float (*at)(const sk_tensor_arg&, const int64_t*)) {
   if (!has_operands(args, 2, 1)) return SK_ERR_INVALID_ARGUMENT;
   const sk_tensor_arg& x = args->inputs[0];
   const sk_tensor_arg& w = args->inputs[1];
   const sk_tensor_arg& y = args->outputs[0];
-  if (x.dtype != SK_DTYPE_F32 || w.dtype != SK_DTYPE_BF16 || y.dtype != SK_DTYPE_F32) return SK_ERR_INVALID_ARGUMENT;
+  if (x.dtype != SK_DTYPE_F32 || w.dtype != w_dtype || y.dtype != SK_DTYPE_F32) return SK_ERR_INVALID_ARGUMENT;
   if (!linear_shapes(x, w, y)) return SK_ERR_INVALID_ARGUMENT;
   const int last = x.rank - 1;
   const int64_t k = x.shape[last];
@@ -128,13 +138,15 @@ int32_t matmul_bf16(const sk_kernel_args* args) {
       int64_t wi[2] = {yi[last], 0};
       for (xi[last] = 0; xi[last] < k; ++xi[last]) {
         wi[1] = xi[last];
-        acc += static_cast<double>(f32_at(x, xi)) * bf16_at(w, wi);
+        acc += static_cast<double>(f32_at(x, xi)) * at(w, wi);
       }
       f32_at(y, yi) = static_cast<float>(acc);
     }
   });
   return SK_OK;
 }
+
+}  // namespace
 
 // q[..., k], scale[...] per row of x
 int32_t quantize_i8(const sk_kernel_args* args) {
@@ -216,6 +228,123 @@ int32_t matmul_w8a8_dyn(const sk_kernel_args* args) {
 
 namespace {
 
+// The 4-bit weight operands: w i8 [N, K/2] (k = 2j in the low 4 bits of byte j, k = 2j + 1 in the
+// high 4), w_scale f32 or f16 [K/G, N], optional w_zero i8 [K/G, N] (8 when absent).
+struct W4Ref {
+  const sk_tensor_arg* w = nullptr;
+  const sk_tensor_arg* scale = nullptr;
+  const sk_tensor_arg* zero = nullptr;
+  int64_t group = 0;
+
+  int32_t q(int64_t n, int64_t k) const {
+    int64_t wi[2] = {n, k / 2};
+    const auto byte = static_cast<uint8_t>(static_cast<const int8_t*>(w->data)[offset_of(*w, wi)]);
+    return k % 2 == 0 ? byte & 0xF : byte >> 4;
+  }
+  float s(int64_t g, int64_t n) const {
+    int64_t si[2] = {g, n};
+    return scale->dtype == SK_DTYPE_F16 ? f16_at(*scale, si) : f32_at(*scale, si);
+  }
+  int32_t z(int64_t g, int64_t n) const {
+    if (zero == nullptr) return 8;
+    int64_t zi[2] = {g, n};
+    return static_cast<const int8_t*>(zero->data)[offset_of(*zero, zi)];
+  }
+};
+
+// Operands of matmul.w4 / matmul.w4a8_dyn, or false.
+bool w4_operands(const sk_kernel_args* args, W4Ref* r) {
+  if (args == nullptr || (args->num_inputs != 3 && args->num_inputs != 4) || !has_operands(args, args->num_inputs, 1)) {
+    return false;
+  }
+  const sk_tensor_arg& x = args->inputs[0];
+  const sk_tensor_arg& w = args->inputs[1];
+  const sk_tensor_arg& s = args->inputs[2];
+  const sk_tensor_arg& y = args->outputs[0];
+  if (x.dtype != SK_DTYPE_F32 || w.dtype != SK_DTYPE_I8 || y.dtype != SK_DTYPE_F32) return false;
+  if (s.dtype != SK_DTYPE_F32 && s.dtype != SK_DTYPE_F16) return false;
+  if (x.rank < 1 || w.rank != 2 || s.rank != 2 || y.rank != x.rank) return false;
+  const int64_t k = x.shape[x.rank - 1];
+  if (w.shape[1] * 2 != k || s.shape[1] != w.shape[0] || y.shape[y.rank - 1] != w.shape[0]) return false;
+  if (k > 0 && (s.shape[0] == 0 || k % s.shape[0] != 0)) return false;
+  r->w = &w;
+  r->scale = &s;
+  r->zero = args->num_inputs == 4 ? &args->inputs[3] : nullptr;
+  r->group = k > 0 ? k / s.shape[0] : 1;
+  return true;
+}
+
+}  // namespace
+
+// matmul.w4a8_dyn: quantize.i8 of each row of x, exact int32 group dot products minus the zero
+// point times the group's sum of q, an f32 fused multiply-add per group in group order, times the
+// row's scale.
+int32_t matmul_w4a8_dyn(const sk_kernel_args* args) {
+  W4Ref wr;
+  if (!w4_operands(args, &wr)) return SK_ERR_INVALID_ARGUMENT;
+  const sk_tensor_arg& x = args->inputs[0];
+  const sk_tensor_arg& y = args->outputs[0];
+  const int last = x.rank - 1;
+  const int64_t k = x.shape[last];
+  const int64_t n = wr.w->shape[0];
+  for_each_row(x, [&](const int64_t* row) {
+    int64_t xi[SK_MAX_RANK] = {};
+    for (int i = 0; i < last; ++i) xi[i] = row[i];
+    std::vector<float> values(static_cast<size_t>(k));
+    for (xi[last] = 0; xi[last] < k; ++xi[last]) values[static_cast<size_t>(xi[last])] = f32_at(x, xi);
+    std::vector<int8_t> qv;
+    const float xs = quantize_values(values, &qv);
+    int64_t yi[SK_MAX_RANK] = {};
+    for (int i = 0; i < last; ++i) yi[i] = row[i];
+    for (yi[last] = 0; yi[last] < n; ++yi[last]) {
+      const int64_t j = yi[last];
+      float acc = 0.0f;
+      for (int64_t g = 0; g * wr.group < k; ++g) {
+        int64_t dot = 0;
+        int64_t qsum = 0;
+        for (int64_t i = g * wr.group; i < (g + 1) * wr.group; ++i) {
+          dot += static_cast<int64_t>(qv[static_cast<size_t>(i)]) * wr.q(j, i);
+          qsum += qv[static_cast<size_t>(i)];
+        }
+        const int64_t d = dot - static_cast<int64_t>(wr.z(g, j)) * qsum;
+        acc = std::fma(static_cast<float>(d), wr.s(g, j), acc);
+      }
+      f32_at(y, yi) = acc * xs;
+    }
+  });
+  return SK_OK;
+}
+
+// matmul.w4: x times the dequantised weights s * (q - z) (each rounded to f32), in double.
+int32_t matmul_w4(const sk_kernel_args* args) {
+  W4Ref wr;
+  if (!w4_operands(args, &wr)) return SK_ERR_INVALID_ARGUMENT;
+  const sk_tensor_arg& x = args->inputs[0];
+  const sk_tensor_arg& y = args->outputs[0];
+  const int last = x.rank - 1;
+  const int64_t k = x.shape[last];
+  const int64_t n = wr.w->shape[0];
+  for_each_row(x, [&](const int64_t* row) {
+    int64_t xi[SK_MAX_RANK] = {};
+    int64_t yi[SK_MAX_RANK] = {};
+    for (int i = 0; i < last; ++i) xi[i] = yi[i] = row[i];
+    for (yi[last] = 0; yi[last] < n; ++yi[last]) {
+      const int64_t j = yi[last];
+      double acc = 0.0;
+      for (xi[last] = 0; xi[last] < k; ++xi[last]) {
+        const int64_t i = xi[last];
+        const int64_t g = i / wr.group;
+        const float wv = wr.s(g, j) * static_cast<float>(wr.q(j, i) - wr.z(g, j));
+        acc += static_cast<double>(f32_at(x, xi)) * wv;
+      }
+      f32_at(y, yi) = static_cast<float>(acc);
+    }
+  });
+  return SK_OK;
+}
+
+namespace {
+
 // Grouped matmuls: x [R, K], counts [E], w [E, N, K] (, w_scale [E, N]) -> y [R, N].
 int32_t grouped(const sk_kernel_args* args, int32_t w_dtype) {
   const int32_t inputs = w_dtype == SK_DTYPE_I8 ? 4 : 3;
@@ -280,6 +409,12 @@ int32_t grouped(const sk_kernel_args* args, int32_t w_dtype) {
 }
 
 }  // namespace
+
+// y[..., n] = sum_k x[..., k] * float(w[n, k]), w bf16
+int32_t matmul_bf16(const sk_kernel_args* args) { return matmul_half(args, SK_DTYPE_BF16, bf16_at); }
+
+// y[..., n] = sum_k x[..., k] * float(w[n, k]), w f16
+int32_t matmul_f16(const sk_kernel_args* args) { return matmul_half(args, SK_DTYPE_F16, f16_at); }
 
 int32_t grouped_matmul_f32(const sk_kernel_args* args) { return grouped(args, SK_DTYPE_F32); }
 int32_t grouped_matmul_bf16(const sk_kernel_args* args) { return grouped(args, SK_DTYPE_BF16); }

@@ -16,9 +16,12 @@ constexpr Reference kReferences[] = {
     {"prefetch", prefetch, 0.0, 0.0},
     // ---- matmul family ----
     {"matmul.bf16", matmul_bf16, 8e-2, 1e-4},
+    {"matmul.f16", matmul_f16, 1e-4, 1e-4},
     {"quantize.i8", quantize_i8, 0.0, 0.0},
     {"matmul.w8a8", matmul_w8a8, 0.0, 0.0},
     {"matmul.w8a8_dyn", matmul_w8a8_dyn, 0.0, 0.0},
+    {"matmul.w4", matmul_w4, 1e-4, 1e-4},
+    {"matmul.w4a8_dyn", matmul_w4a8_dyn, 0.0, 0.0},
     {"grouped_matmul.f32", grouped_matmul_f32, 1e-4, 1e-4},
     {"grouped_matmul.bf16", grouped_matmul_bf16, 8e-2, 1e-4},
     {"grouped_matmul.w8a8_dyn", grouped_matmul_w8a8_dyn, 0.0, 0.0},
@@ -45,6 +48,21 @@ constexpr Reference kReferences[] = {
     {"moe_combine_shared.f32", moe_combine_shared_f32, 1e-5, 1e-5},
     {"argmax.f32", argmax_f32, 0.0, 0.0},
     {"sample.f32", sample_f32, 0.0, 0.0},
+    // ---- general tensor family ----
+    {"tensor.unary", tensor_unary, 1e-6, 1e-5},
+    {"tensor.cast", tensor_cast, 0.0, 0.0},
+    {"tensor.binary", tensor_binary, 1e-37, 1e-6},
+    {"tensor.binary_scalar", tensor_binary_scalar, 1e-37, 1e-6},
+    {"tensor.where", tensor_where, 0.0, 0.0},
+    {"tensor.reduce", tensor_reduce, 1e-5, 1e-5},
+    {"tensor.cumsum", tensor_cumsum, 1e-5, 1e-5},
+    {"tensor.index_select", tensor_index_select, 0.0, 0.0},
+    {"tensor.gather", tensor_gather, 0.0, 0.0},
+    {"tensor.index_copy", tensor_index_copy, 0.0, 0.0},
+    {"tensor.index_put", tensor_index_put, 0.0, 0.0},
+    {"tensor.topk", tensor_topk, 0.0, 0.0},
+    {"tensor.batched_mm", tensor_batched_mm, 1e-4, 1e-4},
+    {"tensor.sdpa", tensor_sdpa, 1e-5, 1e-4},
 };
 
 }  // namespace

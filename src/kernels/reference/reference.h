@@ -32,10 +32,15 @@
 //                                    (docs/kernels_matmul.md). Below avx512_bf16 the paths are
 //                                    matmul.f32 on the widened weights, bit for bit, and the direct
 //                                    tests hold them to matmul.f32's tolerance.
+//   matmul.f16     1e-4     1e-4     f16 weights are exact in f32: matmul.f32 on the widened
+//                                    weights at every level, bit for bit (direct tests)
 //   grouped_matmul.f32  1e-4 1e-4    as matmul.f32
 //   quantize.i8    0        0        every step is exact or one correctly rounded f32 operation
 //   matmul.w8a8    0        0        exact int32 sums, then the documented f32 expression
 //   matmul.w8a8_dyn, grouped_matmul.w8a8_dyn  0  0   quantize.i8, then as matmul.w8a8
+//   matmul.w4a8_dyn 0       0        quantize.i8, exact int32 group sums, then one f32 fused
+//                                    multiply-add per group in group order and one product
+//   matmul.w4      1e-4     1e-4     matmul.f32 on the dequantised weights fl(s * (q - z))
 //   ---- attention family ----
 //   layer_norm.f32        1e-5  1e-5  f32 mean and variance in 8-64 partial sums (two passes)
 //   rope.f32              1e-6  1e-5  two products and a sum per element (FMA on wide levels)
@@ -63,6 +68,25 @@
 //   sample.f32          0     0     the token is specified to the bit: double arithmetic without
 //                                   FMA in a fixed order (docs/kernels_moe.md), which the
 //                                   reference repeats with a full sort instead of partial selection
+//   ---- general tensor family (tensor.*, docs/kernels_tensor.md) ----
+//   tensor.unary        1e-6  1e-5  f32 functions: IEEE sqrt and division, and exp / log / tanh
+//                                   within a few ulp; erf (gelu) within 1.5e-7 absolute at avx2
+//   tensor.binary       1e-37 1e-6  IEEE f32 operations (exact after rounding) except pow:
+//   tensor.binary_scalar            powf and the special exponents' products, within 2 ulp;
+//                                   integer results exactly
+//   tensor.where        0     0     selections
+//   tensor.cast         0     0     conversions are specified to the bit
+//   tensor.reduce       1e-5  1e-5  f32 sums in 8 partial sums (data in [-1, 1], a few thousand
+//                                   elements); max / min / arg* and integers exactly
+//   tensor.cumsum       1e-5  1e-5  a running f32 sum (lines of a few hundred elements)
+//   tensor.index_select, tensor.gather, tensor.index_copy  0  0  copies
+//   tensor.index_put    0     0     copies, or one f32 add per element rounded like the reference's
+//   tensor.topk         0     0     a unique order: copies of the chosen elements and their indices
+//   tensor.batched_mm   1e-4  1e-4  as matmul.f32 (eight partial sums; data in [-1, 1], K <= 4096)
+//   tensor.sdpa         1e-5  1e-4  as paged_attention.f32: f32 dot products, exp() approximation,
+//                                   f32 weighted sums (values in [-1, 1], a few thousand keys)
+//   bf16 / f16 outputs of a kernel with a non-zero tolerance may also differ by one unit in the
+//   last place of that dtype: the kernel rounds its f32 result, the reference its own.
 #ifndef SUPERKERNEL_KERNELS_REFERENCE_REFERENCE_H_
 #define SUPERKERNEL_KERNELS_REFERENCE_REFERENCE_H_
 
@@ -101,9 +125,12 @@ int32_t prefetch(const sk_kernel_args* args);
 // ---- matmul family ----
 // matmul_family.cc
 int32_t matmul_bf16(const sk_kernel_args* args);
+int32_t matmul_f16(const sk_kernel_args* args);
 int32_t quantize_i8(const sk_kernel_args* args);
 int32_t matmul_w8a8(const sk_kernel_args* args);
 int32_t matmul_w8a8_dyn(const sk_kernel_args* args);
+int32_t matmul_w4(const sk_kernel_args* args);
+int32_t matmul_w4a8_dyn(const sk_kernel_args* args);
 int32_t grouped_matmul_f32(const sk_kernel_args* args);
 int32_t grouped_matmul_bf16(const sk_kernel_args* args);
 int32_t grouped_matmul_w8a8_dyn(const sk_kernel_args* args);
@@ -131,6 +158,26 @@ int32_t moe_combine_f32(const sk_kernel_args* args);
 int32_t moe_combine_shared_f32(const sk_kernel_args* args);
 int32_t argmax_f32(const sk_kernel_args* args);
 int32_t sample_f32(const sk_kernel_args* args);
+// ---- general tensor family ----
+// tensor_elementwise.cc
+int32_t tensor_unary(const sk_kernel_args* args);
+int32_t tensor_cast(const sk_kernel_args* args);
+int32_t tensor_binary(const sk_kernel_args* args);
+int32_t tensor_binary_scalar(const sk_kernel_args* args);
+int32_t tensor_where(const sk_kernel_args* args);
+// tensor_reduce.cc
+int32_t tensor_reduce(const sk_kernel_args* args);
+int32_t tensor_cumsum(const sk_kernel_args* args);
+// tensor_index.cc
+int32_t tensor_index_select(const sk_kernel_args* args);
+int32_t tensor_gather(const sk_kernel_args* args);
+int32_t tensor_index_copy(const sk_kernel_args* args);
+int32_t tensor_index_put(const sk_kernel_args* args);
+// tensor_topk.cc
+int32_t tensor_topk(const sk_kernel_args* args);
+// tensor_attention.cc
+int32_t tensor_batched_mm(const sk_kernel_args* args);
+int32_t tensor_sdpa(const sk_kernel_args* args);
 // The building blocks of sample.f32's specification, for known-answer and statistical tests:
 // Philox4x32-10 in place on the counter, and the specified exp() (0 below x = -708).
 void philox4x32_10(uint32_t ctr[4], const uint32_t key[2]);

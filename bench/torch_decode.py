@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""One decode step of transformers' LlamaForCausalLM (random weights, f32, batch 1, static KV
+cache), side by side in one run: torch eager, torch.compile with inductor, torch.compile with
+backend="superkernel" in each execution mode, and the same model built by the C++ API
+(superkernel.cpp_models.build_llama, paged cache) in graph and superkernel mode. Prints a
+Markdown table of median step times and ratios (and --json in the project's bench format).
+
+    PYTHONPATH=build/python build/venv/bin/python bench/torch_decode.py
+    PYTHONPATH=build/python build/venv/bin/python bench/torch_decode.py --sizes llama-mini --runs 20
+
+Sizes: llama-mini (configs/llama-mini.yaml: hidden 128, 4 layers, vocab 512) and llama-8l-1024
+(hidden 1024, intermediate 2816, 8 layers, 16 heads / 4 KV heads, vocab 32000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+SIZES = {
+    "llama-mini": dict(vocab_size=512, hidden_size=128, intermediate_size=344, num_hidden_layers=4,
+                       num_attention_heads=4, num_key_value_heads=2),
+    "llama-8l-1024": dict(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
+                          num_attention_heads=16, num_key_value_heads=4),
+}
+PROMPT = 8
+CACHE_LEN = 128
+
+
+def median_ms(fn, warmup: int, runs: int) -> tuple[float, float, float]:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times), min(times), max(times)
+
+
+def torch_configs(size: dict, args):
+    """(name, step function factory) for the torch model in each configuration."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
+
+    torch.manual_seed(0)
+    config = LlamaConfig(**size, max_position_embeddings=CACHE_LEN * 2)
+    model = LlamaForCausalLM(config).eval()
+
+    def stepper(forward):
+        """Prefill once, then each call is one decode step (the cache grows by one token)."""
+        cache = StaticCache(config=config, max_cache_len=CACHE_LEN)
+        token = torch.tensor([[1]])
+        with torch.no_grad():
+            forward(torch.arange(1, PROMPT + 1)[None], cache=cache, use_cache=True)
+
+        def step():
+            with torch.no_grad():
+                forward(token, cache=cache, use_cache=True)
+
+        return step
+
+    configs = [("torch eager", lambda: stepper(model))]
+    if not args.no_inductor:
+        configs.append(("torch inductor", lambda: stepper(
+            torch.compile(model, backend="inductor", fullgraph=True, dynamic=False))))
+    modes = {
+        "eager": {"static_kernel_compile": False},
+        "graph": {"static_kernel_compile": True},
+        "superkernel": {"static_kernel_compile": True, "super_kernel_optimize": True},
+    }
+    for mode, opts in modes.items():
+        configs.append((f"backend superkernel {mode}", lambda opts=opts: stepper(torch.compile(
+            model, backend="superkernel", options={**opts, "frozen_parameter": True}, fullgraph=True,
+            dynamic=False))))
+    return configs
+
+
+def cpp_configs(size: dict):
+    """The same Llama built by the C++ API: one Executable.run() per step."""
+    import numpy as np
+
+    import superkernel as sk
+
+    config = dict(size, rms_norm_eps=1e-6, rope_theta=10000.0)
+    block = 16
+    graph = sk.cpp_models.build_llama(config, phase="decode", batch=1, block_size=block, max_context=CACHE_LEN)
+
+    def stepper(mode_opts):
+        exe = sk.compile(graph, mode_opts)
+        pos = PROMPT
+        exe.set_input("input_ids", np.array([1], np.int32))
+        exe.set_input("positions", np.array([pos], np.int32))
+        exe.set_input("slot_mapping", np.array([pos], np.int32))
+        exe.set_input("block_tables", np.arange(CACHE_LEN // block, dtype=np.int32)[None])
+        exe.set_input("context_lens", np.array([pos + 1], np.int32))
+        return exe.run
+
+    return [
+        ("C++ model graph", lambda: stepper({"static_kernel_compile": True})),
+        ("C++ model superkernel", lambda: stepper({"static_kernel_compile": True, "super_kernel_optimize": True})),
+    ]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="llama-mini,llama-8l-1024")
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--runs", type=int, default=30)
+    p.add_argument("--threads", type=int, default=0, help="torch threads and superkernel cores (0: all CPUs)")
+    p.add_argument("--no-inductor", action="store_true", help="skip torch.compile with inductor (slow to compile)")
+    p.add_argument("--json", help="write the results here")
+    args = p.parse_args()
+
+    import torch
+
+    cores = args.threads or len(os.sched_getaffinity(0))
+    torch.set_num_threads(cores)
+    # torch's thread pool first: the superkernel runtime pins the calling thread to one CPU, and
+    # threads created after that would inherit the pinning.
+    torch.ones(1024, 1024) @ torch.ones(1024, 1024)
+    import superkernel as sk
+
+    sk.configure_runtime(num_cores=cores)
+    results = []
+    isa = sk.Runtime.cpu_isa()
+    print(f"machine: {cores} cores, {isa}; torch {torch.__version__}; batch 1, prompt {PROMPT}, "
+          f"static cache {CACHE_LEN}; median of {args.runs} steps after {args.warmup}", file=sys.stderr)
+    for name in args.sizes.split(","):
+        size = SIZES[name]
+        rows = []
+        for label, make in torch_configs(size, args) + cpp_configs(size):
+            t0 = time.perf_counter()
+            try:
+                step = make()
+                med, lo, hi = median_ms(step, args.warmup, args.runs)
+                rows.append((label, med, lo, hi, None))
+            except Exception as e:  # a configuration that cannot run is reported, not fatal
+                rows.append((label, None, None, None, f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"))
+            print(f"  {name} {label}: set-up and timing {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        times = {label: med for label, med, *_ in rows if med is not None}
+        refs = {"vs torch eager": "torch eager", "vs inductor": "torch inductor",
+                "vs C++ model": "C++ model superkernel"}
+        print("\n| model | config | cores | step ms | min | max | " + " | ".join(refs) + " |")
+        print("|---|---|---|---|---|---|" + "---|" * len(refs))
+        for label, med, lo, hi, err in rows:
+            if med is None:
+                print(f"| {name} | {label} | {cores} | n/a ({err}) | | | " + " | ".join("" for _ in refs) + " |")
+                results.append({"bench": name, "mode": label, "cores": cores, "metric": "decode step",
+                                "median": None, "min": None, "max": None, "runs": 0, "unit": "ms",
+                                "unsupported": err})
+                continue
+            ratios = {k: (med / times[v] if v in times else None) for k, v in refs.items()}
+            cells = " | ".join(f"{r:.2f}x" if r else "" for r in ratios.values())
+            print(f"| {name} | {label} | {cores} | {med:.3f} | {lo:.3f} | {hi:.3f} | {cells} |")
+            results.append({"bench": name, "mode": label, "cores": cores, "metric": "decode step", "median": med,
+                            "min": lo, "max": hi, "runs": args.runs, "unit": "ms",
+                            "ratios": {k: v for k, v in ratios.items() if v}})
+        sys.stdout.flush()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": {"cores": cores, "isa": isa}, "results": results}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+// The bytes a model's graphs will hold, from its config and build options alone: the constants
+// each builder creates (longcat_flash.cc, llama.cc) and the cache variables, counted without
+// building anything. Products saturate at INT64_MAX, so an absurd config reads as "too large"
+// instead of overflowing.
+#include <cstdint>
+#include <initializer_list>
+
+#include "superkernel/models.h"
+
+namespace sk::models {
+namespace {
+
+int64_t times(std::initializer_list<int64_t> factors) {
+  int64_t out = 1;
+  for (int64_t f : factors) {
+    if (f <= 0) return 0;
+    if (__builtin_mul_overflow(out, f, &out)) return INT64_MAX;
+  }
+  return out;
+}
+
+// Adds up bytes, saturating.
+struct Bytes {
+  int64_t total = 0;
+  void add(int64_t bytes) {
+    if (__builtin_add_overflow(total, bytes, &total)) total = INT64_MAX;
+  }
+};
+
+// Bytes of a Linear weight [rows, cols] (or stacked experts [experts, rows, cols]) stored as the
+// build's weight dtype: f32, bf16, or int8 with an f32 scale per output row.
+int64_t linear_bytes(WeightDType dtype, int64_t experts, int64_t rows, int64_t cols) {
+  const int64_t elements = times({experts, rows, cols});
+  switch (dtype) {
+    case WeightDType::kF32:
+      return times({elements, 4});
+    case WeightDType::kBF16:
+      return times({elements, 2});
+    case WeightDType::kW8A8: {
+      Bytes b;
+      b.add(elements);
+      b.add(times({experts, rows, 4}));
+      return b.total;
+    }
+  }
+  return 0;
+}
+
+int64_t f32_bytes(std::initializer_list<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n = times({n, d});
+  return times({n, 4});
+}
+
+int64_t blocks(const BuildOptions& o) {
+  return o.block_size > 0 ? times({o.batch, (o.max_context + o.block_size - 1) / o.block_size}) : 0;
+}
+
+int64_t cache_dtype_bytes(const BuildOptions& o) { return o.kv_cache_dtype == DType::kBF16 ? 2 : 4; }
+
+// A LongCat-Flash layer's MoE: router, its bias, and the routed experts' gate/up and down.
+int64_t longcat_moe_bytes(const LongCatFlashConfig& c, const BuildOptions& o) {
+  const int64_t D = c.hidden_size, E = c.n_routed_experts, Z = c.zero_expert_num, F = c.expert_ffn_hidden_size;
+  Bytes b;
+  b.add(f32_bytes({E + Z, D}));
+  b.add(f32_bytes({E + Z}));
+  b.add(linear_bytes(o.weight_dtype, E, 2 * F, D));
+  b.add(linear_bytes(o.weight_dtype, E, D, F));
+  return b.total;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const LongCatFlashConfig& c, const BuildOptions& o) {
+  const WeightDType w = o.weight_dtype;
+  const int64_t D = c.hidden_size, H = c.num_attention_heads, R = c.kv_lora_rank, Q = c.q_lora_rank;
+  const int64_t nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim, v = c.v_head_dim, F = c.ffn_hidden_size;
+  Bytes mla;                                                     // one MLA sublayer
+  mla.add(linear_bytes(w, 1, Q, D));                             // q_a_proj
+  mla.add(f32_bytes({Q}));                                       // q_a_layernorm
+  mla.add(linear_bytes(w, 1, H * (nope + rope), Q));             // q_b_proj
+  mla.add(linear_bytes(w, 1, R + rope, D));                      // kv_a_proj_with_mqa
+  mla.add(f32_bytes({R}));                                       // kv_a_layernorm
+  if (c.mla_scale_kv_lora) mla.add(f32_bytes({R}));              // kv_lora_scale
+  mla.add(f32_bytes({H * (nope + v), R}));                       // kv_b_proj (W_UV is a view of it)
+  mla.add(f32_bytes({H, R, nope}));                              // its absorbed W_UK
+  mla.add(linear_bytes(w, 1, D, H * v));                         // o_proj
+  if (c.attention_bias) mla.add(f32_bytes({Q + R + rope + D}));  // q_a_proj, kv_a_proj_with_mqa, o_proj biases
+  Bytes mlp;  // gate, up [F, D] and down [D, F] (w8a8: a scale per output row)
+  mlp.add(times({2, linear_bytes(w, 1, F, D)}));
+  mlp.add(linear_bytes(w, 1, D, F));
+  Bytes layer;
+  layer.add(times({2, mla.total}));
+  layer.add(times({2, mlp.total}));
+  layer.add(f32_bytes({4, D}));  // input_layernorm.0/1, post_attention_layernorm.0/1
+  layer.add(longcat_moe_bytes(c, o));
+
+  MemoryEstimate m;
+  Bytes weights;
+  weights.add(f32_bytes({c.vocab_size, D}));  // embed_tokens
+  weights.add(times({c.num_layers, layer.total}));
+  weights.add(f32_bytes({D}));  // model.norm
+  // A tied head in f32 is the embedding table itself; in another dtype, a converted copy of it.
+  if (!c.tie_word_embeddings || w != WeightDType::kF32) weights.add(linear_bytes(w, 1, c.vocab_size, D));
+  weights.add(f32_bytes({o.max_context, rope}));  // the rope cos/sin table (the decode graph's rows)
+  m.weight_bytes = weights.total;
+  // Two latent caches per layer, [blocks, block_size, kv_lora_rank + rope].
+  m.cache_bytes = times({c.num_layers, 2, blocks(o), o.block_size, R + rope, cache_dtype_bytes(o)});
+  return m;
+}
+
+MemoryEstimate estimate_memory_afd(const LongCatFlashConfig& c, const BuildOptions& o) {
+  MemoryEstimate m;
+  m.weight_bytes = times({c.num_layers, longcat_moe_bytes(c, o)});
+  return m;
+}
+
+MemoryEstimate estimate_memory(const LlamaConfig& c, const BuildOptions& o) {
+  const WeightDType w = o.weight_dtype;
+  const int64_t D = c.hidden_size, Hq = c.num_attention_heads, Hkv = c.resolved_kv_heads();
+  const int64_t Dh = c.resolved_head_dim(), F = c.intermediate_size;
+  Bytes layer;
+  layer.add(linear_bytes(w, 1, Hq * Dh, D));               // q_proj
+  layer.add(times({2, linear_bytes(w, 1, Hkv * Dh, D)}));  // k_proj, v_proj
+  layer.add(linear_bytes(w, 1, D, Hq * Dh));               // o_proj
+  layer.add(times({2, linear_bytes(w, 1, F, D)}));         // gate, up
+  layer.add(linear_bytes(w, 1, D, F));                     // down
+  layer.add(f32_bytes({2, D}));                            // input_layernorm, post_attention_layernorm
+  if (c.attention_bias) layer.add(f32_bytes({Hq * Dh + 2 * Hkv * Dh + D}));  // q, k, v, o biases
+  if (c.mlp_bias) layer.add(f32_bytes({2 * F + D}));                         // gate, up, down biases
+
+  MemoryEstimate m;
+  Bytes weights;
+  weights.add(f32_bytes({c.vocab_size, D}));  // embed_tokens
+  weights.add(times({c.num_hidden_layers, layer.total}));
+  weights.add(f32_bytes({D}));  // model.norm
+  // A tied head in f32 is the embedding table itself; in another dtype, a converted copy of it.
+  if (!c.tie_word_embeddings || w != WeightDType::kF32) weights.add(linear_bytes(w, 1, c.vocab_size, D));
+  weights.add(f32_bytes({o.max_context, Dh}));  // the rope cos/sin table (the decode graph's rows)
+  m.weight_bytes = weights.total;
+  // A key and a value cache per layer, [blocks, block_size, kv heads, head_dim].
+  m.cache_bytes = times({c.num_hidden_layers, 2, blocks(o), o.block_size, Hkv, Dh, cache_dtype_bytes(o)});
+  return m;
+}
+
+}  // namespace sk::models

@@ -1,0 +1,146 @@
+// models::estimate_memory, computed from a config without building anything, gives exactly the
+// bytes of the constants and cache variables the builders then create, for every architecture,
+// weight dtype and cache dtype. (A builder that adds or drops a constant must update
+// src/models/memory_estimate.cc: this test names the graph and the difference.)
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "superkernel/models.h"
+#include "superkernel/weights.h"
+
+namespace sk {
+namespace {
+
+struct GraphBytes {
+  int64_t constants = 0;
+  int64_t variables = 0;
+};
+
+GraphBytes bytes_of(const Graph& g) {
+  GraphBytes b;
+  for (size_t i = 0; i < g.num_tensors(); ++i) {
+    const TensorInfo& t = g.tensor(static_cast<int32_t>(i));
+    if (t.kind == TensorKind::kConstant) b.constants += t.storage_bytes;
+    if (t.kind == TensorKind::kVariable) b.variables += t.storage_bytes;
+  }
+  return b;
+}
+
+models::LongCatFlashConfig longcat() {
+  models::LongCatFlashConfig c;
+  c.vocab_size = 96;
+  c.hidden_size = 64;
+  c.num_layers = 3;
+  c.num_attention_heads = 4;
+  c.q_lora_rank = 24;
+  c.kv_lora_rank = 16;
+  c.qk_nope_head_dim = 8;
+  c.qk_rope_head_dim = 4;
+  c.v_head_dim = 12;
+  c.ffn_hidden_size = 40;
+  c.expert_ffn_hidden_size = 24;
+  c.n_routed_experts = 6;
+  c.zero_expert_num = 2;
+  c.moe_topk = 2;
+  return c;
+}
+
+models::LlamaConfig llama() {
+  models::LlamaConfig c;
+  c.vocab_size = 80;
+  c.hidden_size = 48;
+  c.intermediate_size = 72;
+  c.num_hidden_layers = 3;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  return c;
+}
+
+models::BuildOptions options(models::WeightDType w, DType cache) {
+  models::BuildOptions o;
+  o.weight_dtype = w;
+  o.kv_cache_dtype = cache;
+  o.batch = 3;
+  o.prefill_tokens = 8;
+  o.block_size = 4;
+  o.max_context = 22;  // not a multiple of the block size
+  return o;
+}
+
+const models::WeightDType kWeightDTypes[] = {models::WeightDType::kF32, models::WeightDType::kBF16,
+                                             models::WeightDType::kW8A8};
+
+TEST(MemoryEstimate, LongCatFlashDecodeGraph) {
+  for (models::WeightDType w : kWeightDTypes)
+    for (DType cache : {DType::kF32, DType::kBF16})
+      for (bool variant : {true, false}) {
+        SCOPED_TRACE(std::string(models::weight_dtype_name(w)) + " cache " + dtype_name(cache) +
+                     (variant ? " kv scale, bias, tied" : ""));
+        models::LongCatFlashConfig c = longcat();
+        c.mla_scale_kv_lora = variant;
+        c.attention_bias = variant;
+        c.tie_word_embeddings = variant;
+        const models::BuildOptions o = options(w, cache);
+        auto weights = random_weights(7);
+        auto g = models::build_longcat_flash(c, o, models::Phase::kDecode, *weights);
+        ASSERT_TRUE(g.has_value()) << g.status().to_string();
+        const models::MemoryEstimate m = models::estimate_memory(c, o);
+        EXPECT_EQ(m.weight_bytes, bytes_of(*g).constants);
+        EXPECT_EQ(m.cache_bytes, bytes_of(*g).variables);
+      }
+}
+
+TEST(MemoryEstimate, LongCatFlashAfdGraph) {
+  for (models::WeightDType w : kWeightDTypes) {
+    SCOPED_TRACE(models::weight_dtype_name(w));
+    const models::BuildOptions o = options(w, DType::kF32);
+    auto weights = random_weights(7);
+    auto g = models::build_longcat_flash_afd(longcat(), o, *weights);
+    ASSERT_TRUE(g.has_value()) << g.status().to_string();
+    const models::MemoryEstimate m = models::estimate_memory_afd(longcat(), o);
+    EXPECT_EQ(m.weight_bytes, bytes_of(*g).constants);
+    EXPECT_EQ(m.cache_bytes, 0);
+  }
+}
+
+TEST(MemoryEstimate, LlamaDecodeGraph) {
+  for (models::WeightDType w : kWeightDTypes)
+    for (bool tied : {false, true})
+      for (int64_t head_dim : {0, 16}) {
+        SCOPED_TRACE(std::string(models::weight_dtype_name(w)) + (tied ? " tied" : "") + " head_dim " +
+                     std::to_string(head_dim));
+        models::LlamaConfig c = llama();
+        c.tie_word_embeddings = tied;
+        c.head_dim = head_dim;
+        // Biases, and the key/value heads left at their default (the query heads'), on some cases.
+        c.attention_bias = c.mlp_bias = head_dim > 0;
+        if (tied) c.num_key_value_heads = 0;
+        const models::BuildOptions o = options(w, DType::kBF16);
+        auto weights = random_weights(7);
+        auto g = models::build_llama(c, o, models::Phase::kDecode, *weights);
+        ASSERT_TRUE(g.has_value()) << g.status().to_string();
+        const models::MemoryEstimate m = models::estimate_memory(c, o);
+        EXPECT_EQ(m.weight_bytes, bytes_of(*g).constants);
+        EXPECT_EQ(m.cache_bytes, bytes_of(*g).variables);
+      }
+}
+
+// The published LongCat-Flash: about 560 billion parameters, counted without a byte allocated.
+TEST(MemoryEstimate, PublishedLongCatFlashIsCountedNotBuilt) {
+  const models::MemoryEstimate m = models::estimate_memory(models::LongCatFlashConfig{}, models::BuildOptions{});
+  EXPECT_GT(m.weight_bytes, int64_t{500} * 1000 * 1000 * 1000 * 4);
+  EXPECT_LT(m.weight_bytes, int64_t{600} * 1000 * 1000 * 1000 * 4);
+}
+
+// Absurd sizes saturate instead of overflowing into a small or negative count.
+TEST(MemoryEstimate, SaturatesInsteadOfOverflowing) {
+  models::LongCatFlashConfig c;
+  c.hidden_size = int64_t{1} << 40;
+  c.vocab_size = int64_t{1} << 40;
+  const models::MemoryEstimate m = models::estimate_memory(c, models::BuildOptions{});
+  EXPECT_EQ(m.weight_bytes, INT64_MAX);
+}
+
+}  // namespace
+}  // namespace sk
