@@ -308,6 +308,7 @@ class CacheStorage {
 //
 //   sk::models::MemoryEstimate m = sk::models::estimate_memory(cfg, opts);
 //   if (m.weight_bytes + m.cache_bytes > available) ...   // name the sizes, do not build
+// With BuildOptions::parallel, one rank's share: its heads, hidden units and experts.
 struct MemoryEstimate {
   int64_t weight_bytes = 0;  // the decode graph's constants (weights, norms, rope table, absorbed MLA)
   int64_t cache_bytes = 0;   // the cache variables (cache_names()), once
