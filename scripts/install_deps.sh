@@ -12,9 +12,10 @@
 #   python3-venv         the project's Python environment (make venv: torch, transformers)
 #   python3-dev          Python's headers, for the Python package's extension module (python/)
 #   libxbyak-dev         the x86-64 JIT backend's code generator (header-only)
+#   openmpi-bin libopenmpi-dev   the MPI collectives (src/comm) and their tests under mpirun
 set -euo pipefail
 
-required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev libyaml-cpp-dev libcli11-dev python3-numpy clang libclang-rt-14-dev libxbyak-dev python3-venv python3-dev)
+required=(g++ cmake make libgtest-dev libgmock-dev libyaml-dev libyaml-cpp-dev libcli11-dev python3-numpy clang libclang-rt-14-dev libxbyak-dev python3-venv python3-dev openmpi-bin libopenmpi-dev)
 optional=(libdnnl-dev chromium)
 
 missing=()

@@ -31,6 +31,7 @@ enum class CutReason {
   kScopeBypassed,  // strict-scope-check=bypass turned the scope off
   kSplitMode,      // split-mode divided the segment
   kTilingSink,     // a tiling-sink kernel with tiling-sink off: it runs unfused, tiled in its own launch
+  kCommunication,  // communication other than the collectives that fuse (comm.broadcast, ...): its own launch
 };
 const char* cut_reason_name(CutReason reason);
 
@@ -55,6 +56,10 @@ struct SegmentReport {
   // every core instead of split plus a sync, and why ("op 'n' (rms_norm.f32): recomputed on
   // cores 0,1, ..." / "...: not recomputed: too costly (...)"), or "off: <why>".
   std::vector<std::string> recompute;
+  // Each collective (a fusible `comm.*` kernel, include/superkernel/comm.h) inside the segment:
+  // "op 'o_proj.all_reduce' (comm.all_reduce.f32) on core 0 (stream 'default')". The op's other
+  // cores go on with what does not depend on it; its consumers wait for that core.
+  std::vector<std::string> collectives;
 };
 
 // An op that runs outside every super kernel, and why.

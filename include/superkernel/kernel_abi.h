@@ -30,7 +30,9 @@
  *  - Determinism: the value of every output element must not depend on `num_cores`. Split work
  *    so that each element is computed entirely by one core, in a fixed order. All execution
  *    modes rely on this to produce bit-identical results.
- *  - `run` must not block on anything but `core->sync_all`, and returns SK_OK or an error code.
+ *  - `run` must not block on anything but `core->sync_all`, and returns SK_OK or an error code. A
+ *    kernel that waits for something outside the launch (a message from another process) polls
+ *    it and calls `core->poll` on every round, so the launch's abort and watchdog reach it.
  *  - `access` (optional) describes, per core, the byte ranges of each operand that core reads or
  *    writes in `run`. Ranges must cover every byte touched; they may be conservative. READ means
  *    "depends on the bytes' values from before this op": reading back what this same core wrote
@@ -66,8 +68,9 @@ enum {
   SK_OK = 0,
   SK_ERR_INVALID_ARGUMENT = 1, /* shapes, dtypes or attributes the kernel cannot handle */
   SK_ERR_INTERNAL = 2,
-  SK_ERR_ABORTED = 3, /* sync_all returned because another core failed; pass it on */
-  SK_ERR_CAPACITY = 4 /* an output buffer given to a callback is too small */
+  SK_ERR_ABORTED = 3,  /* sync_all returned because another core failed; pass it on */
+  SK_ERR_CAPACITY = 4, /* an output buffer given to a callback is too small */
+  SK_ERR_TIMEOUT = 5   /* poll: a wait outside the launch saw no progress for the watchdog's time */
 };
 
 /* Element types. The numbering is part of the ABI. */
@@ -140,6 +143,17 @@ typedef struct sk_core_ctx {
   char* error_message; /* a kernel may describe an error here (NUL-terminated) */
   uint32_t error_capacity;
   uint32_t flags; /* SK_CORE_* bits: what the runtime tells this call about its circumstances */
+  /* For a kernel that waits for something outside the launch (a message from another process):
+   * call it on every round of the wait, with the nanoseconds since the wait last made progress.
+   * It returns SK_OK to go on waiting (after a pause, or a short sleep once `idle_ns` is past the
+   * runtime's spin time, so a waiting core does not starve an oversubscribed machine),
+   * SK_ERR_ABORTED when another core of the launch failed (return it at once), or SK_ERR_TIMEOUT
+   * when `idle_ns` is past the runtime's watchdog (describe what the wait lacks in error_message
+   * and return SK_ERR_TIMEOUT: the run fails as a deadlock). NULL where a context is built by hand
+   * (tests calling a kernel directly): bound the wait yourself then. Appended to the structure
+   * without a version change: the runtime builds every context, so kernels built against the
+   * header before it never read past `flags`. */
+  int32_t (*poll)(const struct sk_core_ctx* self, int64_t idle_ns);
 } sk_core_ctx;
 
 /* sk_core_ctx.flags: this prologue call runs ahead of the waits for its op's inputs (early start),

@@ -26,8 +26,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "superkernel/comm.h"
 #include "superkernel/graph.h"
 #include "superkernel/nn.h"
 #include "superkernel/status.h"
@@ -146,9 +148,11 @@ Status load_config_json(const Checkpoint& checkpoint, LlamaConfig& config, std::
 // off, an LM head stored beside tie_word_embeddings, ...). Tensors the published definition itself
 // skips (LongCat-Flash's multi-token-prediction layer `model.mtp.*`, stored
 // `rotary_emb.inv_freq` buffers) are not errors; they, and with allow_unread every unread tensor,
-// are appended to *skipped.
+// are appended to *skipped. With `ep_rank` = {rank, ep} (expert parallelism, ep > 1) the per-expert
+// tensors of the other ranks' experts (`...mlp.experts.{e}.*`) are not errors either: another
+// process reads them.
 Status check_unread_tensors(const LongCatFlashConfig& config, const WeightSource& weights, bool allow_unread = false,
-                            std::vector<std::string>* skipped = nullptr);
+                            std::vector<std::string>* skipped = nullptr, std::pair<int32_t, int32_t> ep_rank = {0, 1});
 Status check_unread_tensors(const LlamaConfig& config, const WeightSource& weights, bool allow_unread = false,
                             std::vector<std::string>* skipped = nullptr);
 
@@ -181,6 +185,18 @@ struct BuildOptions {
   int32_t prefetch_core_limit = 0;  // cores of the prefetch stream (LimitCoreNum); 0 = no limit
   // Options string for a scope ("key=value:key=value", docs/OPTIONS.md), from its name.
   std::function<std::string(std::string_view scope)> scope_options;
+  // LongCat-Flash across processes (docs/MODELS.md, "Parallel LongCat-Flash"): `tp` ranks split
+  // the attention heads and the dense MLPs' hidden units (an all-reduce after o_proj and
+  // down_proj), `ep` ranks split the routed experts (tokens dispatched and combined by
+  // all-to-all-v; zero experts stay on the token's rank). Each of tp and ep is 1 or
+  // ranks.size; `ranks` is this process in the communicator (sk::comm::Communicator::group()).
+  // The graph then holds only this rank's shard of each split weight.
+  struct Parallel {
+    int32_t tp = 1;
+    int32_t ep = 1;
+    comm::Group ranks;
+  };
+  Parallel parallel;
 
   Status validate() const;
 };
@@ -292,6 +308,7 @@ class CacheStorage {
 //
 //   sk::models::MemoryEstimate m = sk::models::estimate_memory(cfg, opts);
 //   if (m.weight_bytes + m.cache_bytes > available) ...   // name the sizes, do not build
+// With BuildOptions::parallel, one rank's share: its heads, hidden units and experts.
 struct MemoryEstimate {
   int64_t weight_bytes = 0;  // the decode graph's constants (weights, norms, rope table, absorbed MLA)
   int64_t cache_bytes = 0;   // the cache variables (cache_names()), once

@@ -13,6 +13,9 @@
 //   if (!w) return w.status();                                  // names the file and the tensor
 //   auto q = weights->get_w8a8(g, "model.layers.0.mlps.0.down_proj.weight", {hidden, ffn});
 //   // q->weight (i8 [N, K]) and q->scale (f32 [N]) feed matmul.w8a8 / matmul.w8a8_dyn
+//   // Tensor parallelism: rank r of 2 holds half of the rows, reading only those bytes.
+//   auto half = weights->get_shard(g, "model.layers.0.mlps.0.up_proj.weight", sk::DType::kF32,
+//                                  {ffn, hidden}, {0, r * ffn / 2, (r + 1) * ffn / 2}, sk::WeightInit::kLinear);
 //
 // Tests write tiny checkpoints with write_safetensors().
 #ifndef SUPERKERNEL_WEIGHTS_H_
@@ -135,6 +138,14 @@ class Checkpoint {
 
 // ---- weight sources ------------------------------------------------------------------------
 
+// The slice [begin, end) along dimension `dim` of a weight: what one rank of a tensor- or
+// expert-parallel model holds.
+struct Shard {
+  int dim = 0;
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
 // How a random source fills a weight (a checkpoint source ignores it).
 enum class WeightInit {
   kLinear,     // [.., out, in]: uniform in [-1/sqrt(in), 1/sqrt(in)]
@@ -168,6 +179,16 @@ class WeightSource {
   // A linear weight [N, K] or stacked expert weights [E, N, K] (stored as f32 or bf16), quantised
   // per row at load time; the constants are named `name` (i8) and `name + ".scale"` (f32).
   Expected<QuantizedWeight> get_w8a8(Graph& g, const std::string& name, const Shape& shape);
+  // The part `shard` of the weight `name` whose whole shape is `shape` (checked against the
+  // source): a constant named `name` of `shape` with dimension `shard.dim` cut to the shard. A
+  // checkpoint reads only the shard's bytes, in place when they are contiguous and of `dtype`;
+  // random weights are generated whole and sliced, so the shards of every rank put together are
+  // exactly the weight a one-rank model gets.
+  Expected<Tensor> get_shard(Graph& g, const std::string& name, DType dtype, const Shape& shape, const Shard& shard,
+                             WeightInit init);
+  // The shard quantised per row as get_w8a8 does (a shard along the last dimension gets its own
+  // scales: each rank quantises the part of the row it multiplies).
+  Expected<QuantizedWeight> get_w8a8_shard(Graph& g, const std::string& name, const Shape& shape, const Shard& shard);
 
   // "checkpoint DIR" or "random weights (seed N)", for messages.
   virtual std::string describe() const = 0;
@@ -183,6 +204,10 @@ class WeightSource {
     std::shared_ptr<const void> owner;
   };
   virtual Expected<Loaded> load(const std::string& name, DType dtype, const Shape& shape, WeightInit init) = 0;
+  // The shard's bytes (dense, of the shard's shape). The default loads the whole weight and
+  // copies the shard out (or points into it, when the shard is contiguous).
+  virtual Expected<Loaded> load_shard(const std::string& name, DType dtype, const Shape& shape, const Shard& shard,
+                                      WeightInit init);
 
  private:
   struct Cache;

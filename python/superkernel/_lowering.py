@@ -787,6 +787,12 @@ ATEN_LOWERINGS: dict[Any, Row] = {
 }
 
 
+# torch.distributed's functional collectives, lowered to the collective kernels over MPI.
+from ._lower_comm import register as _register_collectives  # noqa: E402 (needs Row above)
+
+_register_collectives(ATEN_LOWERINGS)
+
+
 def row_of(node: fx.Node) -> Row | None:
     return ATEN_LOWERINGS.get(node.target)
 
@@ -804,6 +810,8 @@ def kernel_reason(node: fx.Node, caps: Capabilities) -> str | None:
     row = row_of(node)
     if row is None:
         return f"no lowering for {node.target}"
+    if getattr(row, "check_before_dtypes", False):  # collectives: unsupported forms raise
+        return row.check(node, caps) or dtype_reason(node, caps)
     reason = dtype_reason(node, caps)
     if reason:
         return reason

@@ -49,6 +49,8 @@ const char* cut_reason_name(CutReason reason) {
       return "SPLIT_MODE";
     case CutReason::kTilingSink:
       return "TILING_SINK";
+    case CutReason::kCommunication:
+      return "COMMUNICATION";
   }
   return "?";
 }
@@ -310,6 +312,7 @@ std::string explain_text(const Graph& graph, const CompileOptions& options, cons
     if (!s.cut_detail.empty()) out += " (" + s.cut_detail + ")";
     out += "\n";
     for (const std::string& p : s.partitions) out += "  partition " + p + "\n";
+    for (const std::string& c : s.collectives) out += "  collective: " + c + "\n";
     for (const std::string& p : s.sync_points) out += "  cross-stream sync: " + p + "\n";
     if (!s.schedule.empty()) out += "  schedule: " + s.schedule + "\n";
     for (const std::string& d : s.recompute) out += "  recompute: " + d + "\n";

@@ -7,6 +7,7 @@
 #include "compiler/assign_cores.h"
 #include "compiler/graph_program.h"
 #include "compiler/interval_map.h"
+#include "compiler/segment.h"
 
 namespace sk {
 namespace {
@@ -466,6 +467,12 @@ Status schedule_segments(CompileContext& ctx) {
           std::to_string(p.first_core + p.num_cores - 1) +
           (p.core_limit > 0 ? " (LimitCoreNum " + std::to_string(p.core_limit) + ")" : " (no limit)"));
     r.sync_points = std::move(sync_points[seg.id]);
+    for (int32_t i : seg.ops) {
+      const PlanOp& op = plan.ops[i];
+      if (!is_communication_kernel(op.kernel_name)) continue;
+      std::string line = "op '" + op.name + "' (" + op.kernel_name + ") on core " + std::to_string(op.cores.front());
+      r.collectives.push_back(line + " (stream '" + ctx.graph.stream_name(ctx.graph.op(op.graph_op).stream) + "')");
+    }
     r.schedule = describe_schedule(ctx, seg, schedule_counts[seg.id]);
     ctx.report.segments.push_back(std::move(r));
   }

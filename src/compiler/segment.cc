@@ -57,6 +57,12 @@ void collect_event_deps(CompileContext& ctx) {
   }
 }
 
+}  // namespace
+
+bool is_communication_kernel(std::string_view kernel_name) { return kernel_name.rfind("comm.", 0) == 0; }
+
+namespace {
+
 std::string describe_op(const PlanOp& op) {
   if (op.kind == OpKind::kHost) return "host op '" + op.name + "'";
   return "op '" + op.name + "' (kernel '" + op.kernel_name + "')";
@@ -153,7 +159,7 @@ Status segment_graph(CompileContext& ctx) {
       unfused_reason = CutReason::kHostOp;
     } else if (!is_fusible_kernel(op)) {
       fuse = false;
-      unfused_reason = CutReason::kOpUnsupported;
+      unfused_reason = is_communication_kernel(op.kernel_name) ? CutReason::kCommunication : CutReason::kOpUnsupported;
     } else if (op.tiling_sink && !tiling_sink_on(options_of(*key), ctx.options)) {
       fuse = false;
       unfused_reason = CutReason::kTilingSink;
@@ -161,6 +167,10 @@ Status segment_graph(CompileContext& ctx) {
     if (!fuse) {
       if (op.kind == OpKind::kHost) unfused_reason = CutReason::kHostOp;
       std::string detail = describe_op(op) + " runs outside the super kernel";
+      if (unfused_reason == CutReason::kCommunication)
+        detail = describe_op(op) +
+                 " is communication that does not fuse (only AllReduce, ReduceScatter, AllGather and AlltoAll(v) do): "
+                 "it runs in a launch of its own";
       if (unfused_reason == CutReason::kTilingSink)
         detail = describe_op(op) + " is a tiling-sink kernel and " +
                  tiling_sink_off_by(options_of(*key), stack_label(g, *key)) +

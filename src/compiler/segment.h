@@ -24,14 +24,24 @@
 // of another stream each later op of the waiting stream must follow. Without stream fusion, a
 // second stream inside one scope is an error naming both streams and the option; a stream
 // switch at a scope change cuts (STREAM_LIMIT).
+//
+// Communication: a collective kernel fuses like any fusible kernel (it runs on its op's first
+// core); a non-fusible communication kernel cuts with COMMUNICATION rather than OP_UNSUPPORTED,
+// so explain tells the two apart.
 #ifndef SUPERKERNEL_COMPILER_SEGMENT_H_
 #define SUPERKERNEL_COMPILER_SEGMENT_H_
+
+#include <string_view>
 
 #include "compiler/compile_context.h"
 
 namespace sk {
 
 Status segment_graph(CompileContext& ctx);
+
+// Communication kernels are named `comm.*` (include/superkernel/comm.h). The fusible ones are the
+// collectives (AllReduce, ReduceScatter, AllGather, AlltoAll(v)); any other cuts (COMMUNICATION).
+bool is_communication_kernel(std::string_view kernel_name);
 
 }  // namespace sk
 

@@ -101,6 +101,15 @@ struct DecodeSection {
   Sampling sampling;
 };
 
+// `parallel`: LongCat-Flash across MPI processes (docs/COMM.md): tensor-parallel ranks (heads and
+// dense MLP hidden units split) and expert-parallel ranks (routed experts split). Each is 1 or the
+// number of ranks `mpirun -np N` starts; the command line checks that when it starts MPI.
+struct ParallelSection {
+  bool set = false;  // the file has a `parallel` section: the command runs under MPI
+  int tp = 1;
+  int ep = 1;
+};
+
 // `bench`: how `superkernel bench` samples each mode.
 struct BenchSection {
   int warmup = 3;
@@ -117,6 +126,7 @@ struct Config {
   RuntimeSection runtime;
   DecodeSection decode;
   BenchSection bench;
+  ParallelSection parallel;
   // Where each key that the file sets was written, by dotted path
   // ("model_config.custom_params.enable_prefetch").
   std::map<std::string, Location, std::less<>> lines;

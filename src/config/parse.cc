@@ -338,21 +338,30 @@ Status read_bench(Reader& r, const Entry& section, Config& cfg) {
   });
 }
 
+Status read_parallel(Reader& r, const Entry& section, Config& cfg) {
+  cfg.parallel.set = true;
+  return r.for_each(section, {"tp", "ep"}, [&](const Entry& e) -> Status {
+    return r.integer(e, 1, 1 << 16, e.key.Scalar() == "tp" ? cfg.parallel.tp : cfg.parallel.ep);
+  });
+}
+
 Status read_document(Reader& r, const YAML::Node& root, Config& cfg) {
   Entry top{"", YAML::Node(), root};
   if (!root.IsMap()) {
     return Status::invalid_argument(cfg.file +
                                     ":1: expected a mapping of sections (model_config, model, runtime, "
-                                    "decode, bench)");
+                                    "decode, bench, parallel)");
   }
-  Status s = r.for_each(top, {"model_config", "model", "runtime", "decode", "bench"}, [&](const Entry& e) -> Status {
-    const std::string& k = e.key.Scalar();
-    if (k == "model_config") return read_model_config(r, e, cfg);
-    if (k == "model") return read_model(r, e, cfg);
-    if (k == "runtime") return read_runtime(r, e, cfg);
-    if (k == "decode") return read_decode(r, e, cfg);
-    return read_bench(r, e, cfg);
-  });
+  Status s = r.for_each(top, {"model_config", "model", "runtime", "decode", "bench", "parallel"},
+                        [&](const Entry& e) -> Status {
+                          const std::string& k = e.key.Scalar();
+                          if (k == "model_config") return read_model_config(r, e, cfg);
+                          if (k == "model") return read_model(r, e, cfg);
+                          if (k == "runtime") return read_runtime(r, e, cfg);
+                          if (k == "decode") return read_decode(r, e, cfg);
+                          if (k == "parallel") return read_parallel(r, e, cfg);
+                          return read_bench(r, e, cfg);
+                        });
   if (!s) return s;
   if (!cfg.lines.count("model")) return Status::invalid_argument(cfg.file + ":1: the 'model' section is missing");
   return Status::ok();

@@ -5,6 +5,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -499,6 +500,17 @@ Status BuildOptions::validate() const {
     return bad("prefetch_core_limit", "must be >= 0, got " + std::to_string(prefetch_core_limit));
   if (prefetch && multi_streams == 0)
     return bad("prefetch", "needs multi_streams 1 or 2 (prefetches run on a stream of their own)");
+  const int32_t ranks = parallel.ranks.size;
+  if (ranks < 1 || parallel.ranks.rank < 0 || parallel.ranks.rank >= ranks)
+    return bad("parallel.ranks",
+               "rank " + std::to_string(parallel.ranks.rank) + " of " + std::to_string(ranks) + " ranks is not a rank");
+  for (const auto& [name, value] :
+       {std::pair<const char*, int32_t>{"parallel.tp", parallel.tp}, {"parallel.ep", parallel.ep}})
+    if (value != 1 && value != ranks)
+      return bad(name, "must be 1 or the number of ranks (" + std::to_string(ranks) + "), got " +
+                           std::to_string(value) +
+                           (value > ranks ? "; run with as many ranks (mpirun -np " + std::to_string(value) + ")"
+                                          : "; splitting the ranks into groups is not supported yet"));
   return Status::ok();
 }
 

@@ -100,6 +100,8 @@ Expected<Graph> build_llama(const LlamaConfig& config, const BuildOptions& optio
   if (options.prefetch)
     return Status::unimplemented(
         "build option 'prefetch': only the LongCat-Flash AFD variant prefetches weights; build with prefetch off");
+  if (options.parallel.tp > 1 || options.parallel.ep > 1)
+    return Status::unimplemented("build option 'parallel': only LongCat-Flash runs across processes");
   Graph g(phase == Phase::kDecode ? "llama_decode" : "llama_prefill");
   ModelWeights w(g, weights, options.weight_dtype);
   Llama m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}};

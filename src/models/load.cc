@@ -1,9 +1,12 @@
 // A checkpoint's config.json and tensors against what the published definitions read: every
 // config key applied, refused or reported ignored; every tensor read or reported.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "superkernel/models.h"
@@ -142,10 +145,25 @@ bool skipped_by_definition(const std::string& name, bool longcat) {
   return longcat && name.rfind("model.mtp.", 0) == 0;                      // multi-token prediction
 }
 
+// `model.layers.{i}.mlp.experts.{e}.*` with e outside rank `ep_rank.first`'s share of `experts`.
+bool another_ranks_expert(const std::string& name, int64_t experts, std::pair<int32_t, int32_t> ep_rank) {
+  if (ep_rank.second <= 1) return false;
+  const size_t at = name.find(".mlp.experts.");
+  if (name.rfind("model.layers.", 0) != 0 || at == std::string::npos) return false;
+  const char* digits = name.c_str() + at + std::strlen(".mlp.experts.");
+  char* end = nullptr;
+  const long e = std::strtol(digits, &end, 10);
+  if (end == digits || *end != '.') return false;  // packed tensors: every rank reads its part
+  const int64_t per_rank = experts / ep_rank.second;
+  return e < per_rank * ep_rank.first || e >= per_rank * (ep_rank.first + 1);
+}
+
 Status check_unread(const WeightSource& weights, bool longcat, bool tied, bool allow_unread,
-                    std::vector<std::string>* skipped) {
+                    std::vector<std::string>* skipped, int64_t experts = 0,
+                    std::pair<int32_t, int32_t> ep_rank = {0, 1}) {
   std::vector<std::string> unread;
   for (std::string& name : weights.unread_tensors()) {
+    if (another_ranks_expert(name, experts, ep_rank)) continue;
     if (skipped_by_definition(name, longcat) || allow_unread) {
       if (skipped) skipped->push_back(std::move(name));
     } else {
@@ -177,8 +195,9 @@ Status load_config_json(const Checkpoint& checkpoint, LlamaConfig& config, std::
 }
 
 Status check_unread_tensors(const LongCatFlashConfig& config, const WeightSource& weights, bool allow_unread,
-                            std::vector<std::string>* skipped) {
-  return check_unread(weights, true, config.tie_word_embeddings, allow_unread, skipped);
+                            std::vector<std::string>* skipped, std::pair<int32_t, int32_t> ep_rank) {
+  return check_unread(weights, true, config.tie_word_embeddings, allow_unread, skipped, config.n_routed_experts,
+                      ep_rank);
 }
 
 Status check_unread_tensors(const LlamaConfig& config, const WeightSource& weights, bool allow_unread,

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "models/longcat_parallel.h"
 #include "models/model_util.h"
 #include "superkernel/models.h"
 #include "superkernel/nn.h"
@@ -21,6 +22,7 @@ struct LongCat {
   StepTensors in;
   Tensor cos_sin;               // rope table [max_context, qk_rope_head_dim]
   Stream moe_stream;            // the MoE branch's stream: "moe" with multi_streams, else the main stream
+  LongCatParallel& par;         // this rank's share across processes (everything with tp = ep = 1)
   double softmax_mscale = 1.0;  // yarn's mscale_all_dim factor on every attention score
   float eps() const { return static_cast<float>(cfg.rms_norm_eps); }
 };
@@ -53,7 +55,9 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
   const LongCatFlashConfig& c = m.cfg;
   Graph& g = m.g;
   const std::string p = layer_prefix(layer) + "self_attn." + std::to_string(sublayer) + ".";
-  const int64_t T = m.in.tokens, D = c.hidden_size, H = c.num_attention_heads, R = c.kv_lora_rank;
+  // H: this rank's heads; all_heads: every rank's, the weights' whole shapes.
+  const int64_t T = m.in.tokens, D = c.hidden_size, H = m.par.heads(), R = c.kv_lora_rank;
+  const int64_t all_heads = c.num_attention_heads;
   const int64_t nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim, v = c.v_head_dim;
   const sk_rope_attrs interleaved{static_cast<int32_t>(rope), static_cast<int32_t>(rope), 0};
 
@@ -63,7 +67,8 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
   // Query: low-rank down, norm, up; per head [nope | rope].
   Tensor q_a = linear(g, x, biased("q_a_proj", {c.q_lora_rank, D}), p + "q_a_proj");
   q_a = rms_norm(g, q_a, m.w.norm(p + "q_a_layernorm.weight", c.q_lora_rank), kLoraNormEps, p + "q_a_layernorm");
-  Tensor q = nn::linear(g, q_a, m.w.linear(p + "q_b_proj.weight", {H * (nope + rope), c.q_lora_rank}), p + "q_b_proj");
+  Tensor q = nn::linear(
+      g, q_a, m.par.rows(p + "q_b_proj.weight", {all_heads * (nope + rope), c.q_lora_rank}, all_heads), p + "q_b_proj");
   Tensor q3 = g.reshape(q, {T, H, nope + rope});
   Tensor q_nope = g.slice(q3, 2, 0, nope);
   Tensor q_pe = nn::rope(g, g.slice(q3, 2, nope, nope + rope), m.in.positions, m.cos_sin, interleaved, p + "q_rope");
@@ -81,7 +86,7 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
   nn::mla_cache_append(g, c_kv, k_pe, m.in.slot_mapping, cache, p + "cache_append");
 
   // Absorbed projections: W_UK folds k_nope's expansion into the query, W_UV v's into the output.
-  Tensor kv_b = m.w.f32(p + "kv_b_proj.weight", {H * (nope + v), R}, WeightInit::kLinear);
+  Tensor kv_b = m.par.f32_rows(p + "kv_b_proj.weight", {all_heads * (nope + v), R}, all_heads);
   if (!m.w.status()) return Tensor{};
   Tensor w_uk = absorbed_w_uk(g, kv_b, H, nope, v, R, p + "kv_b_proj.w_uk");
   Tensor w_uv = g.slice(g.reshape(kv_b, {H, nope + v, R}), 1, nope, nope + v);  // [H, v, R]
@@ -98,16 +103,15 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
                                                   m.in.positions, float(scale), p + "attention");
   Tensor heads = nn::batched_matmul(g, g.transpose(latent, {1, 0, 2}), w_uv, p + "w_uv");  // [H, T, v]
   Tensor o = g.reshape(copy(g, g.transpose(heads, {1, 0, 2}), p + "heads"), {T, H * v});
-  return linear(g, o, biased("o_proj", {D, H * v}), p + "o_proj");
+  return m.par.row_parallel(o, p + "o_proj", {D, all_heads * v}, all_heads, c.attention_bias);
 }
 
 // SwiGLU MLP: down(silu(gate(x)) * up(x)).
 Tensor mlp(LongCat& m, Tensor x, const std::string& prefix, int64_t ffn) {
   const int64_t D = m.cfg.hidden_size;
-  Tensor gate = nn::linear(m.g, x, m.w.linear(prefix + "gate_proj.weight", {ffn, D}), prefix + "gate_proj");
-  Tensor up = nn::linear(m.g, x, m.w.linear(prefix + "up_proj.weight", {ffn, D}), prefix + "up_proj");
-  return nn::linear(m.g, silu_mul(m.g, gate, up, prefix + "act"), m.w.linear(prefix + "down_proj.weight", {D, ffn}),
-                    prefix + "down_proj");
+  Tensor gate = nn::linear(m.g, x, m.par.rows(prefix + "gate_proj.weight", {ffn, D}, ffn), prefix + "gate_proj");
+  Tensor up = nn::linear(m.g, x, m.par.rows(prefix + "up_proj.weight", {ffn, D}, ffn), prefix + "up_proj");
+  return m.par.row_parallel(silu_mul(m.g, gate, up, prefix + "act"), prefix + "down_proj", {D, ffn}, ffn, false);
 }
 
 // Router over routed + zero-computation experts, then the routed experts' SwiGLU FFNs (weights
@@ -130,11 +134,11 @@ MoeWeights moe_weights(LongCat& m, int64_t layer) {
   MoeWeights mw;
   mw.router = m.w.f32(p + "router.classifier.weight", {E + Z, D}, WeightInit::kLinear);
   mw.bias = m.w.f32(p + "router.e_score_correction_bias", {E + Z}, WeightInit::kBias);
-  mw.gate_up = m.w.experts(p + "experts.gate_up_proj", {E, 2 * F, D}, [&](int64_t e) {
+  mw.gate_up = m.par.experts(p + "experts.gate_up_proj", {E, 2 * F, D}, [&](int64_t e) {
     return std::vector<std::string>{expert(e, "gate_proj"), expert(e, "up_proj")};
   });
-  mw.down = m.w.experts(p + "experts.down_proj", {E, D, F},
-                        [&](int64_t e) { return std::vector<std::string>{expert(e, "down_proj")}; });
+  mw.down = m.par.experts(p + "experts.down_proj", {E, D, F},
+                          [&](int64_t e) { return std::vector<std::string>{expert(e, "down_proj")}; });
   return mw;
 }
 
@@ -143,6 +147,8 @@ Tensor moe(LongCat& m, Tensor x, int64_t layer, const MoeWeights& mw) {
   Graph& g = m.g;
   const std::string p = layer_prefix(layer) + "mlp.";
   const int64_t E = c.n_routed_experts, Z = c.zero_expert_num, F = c.expert_ffn_hidden_size;
+  // Expert parallelism: this rank routes its slice of the tokens (to experts on every rank).
+  if (m.par.expert_parallel()) x = m.par.local_tokens(x, m.in.tokens, p);
   Tensor logits = matmul(g, x, mw.router, p + "router.classifier");
   Tensor bias = mw.bias;
   const sk_moe_router_attrs router{static_cast<int32_t>(c.moe_topk), static_cast<int32_t>(E), SK_MOE_SCORING_SOFTMAX,
@@ -150,12 +156,17 @@ Tensor moe(LongCat& m, Tensor x, int64_t layer, const MoeWeights& mw) {
   nn::RouterOutput route = nn::moe_router(g, logits, bias, router, p + "router");
   nn::DispatchOutput sorted =
       nn::moe_dispatch(g, x, route.topk_ids, {static_cast<int32_t>(E), static_cast<int32_t>(Z)}, p + "dispatch");
-  const nn::Linear& w_gate_up = mw.gate_up;
-  const nn::Linear& w_down = mw.down;
-  Tensor gate_up = nn::grouped_matmul(g, sorted.x_sorted, sorted.counts, w_gate_up, p + "experts.gate_up_proj");
-  Tensor h = silu_mul(g, g.slice(gate_up, 1, 0, F), g.slice(gate_up, 1, F, 2 * F), p + "experts.act");
-  Tensor y = nn::grouped_matmul(g, h, sorted.counts, w_down, p + "experts.down_proj");
-  return nn::moe_combine(g, y, sorted.row_map, route.topk_weights, x, p + "combine");
+  // The routed experts' SwiGLU FFNs over rows grouped by expert (this rank's experts, over the
+  // rows every rank sent them, with expert parallelism).
+  auto experts = [&](Tensor rows, Tensor counts) {
+    Tensor gate_up = nn::grouped_matmul(g, rows, counts, mw.gate_up, p + "experts.gate_up_proj");
+    Tensor h = silu_mul(g, g.slice(gate_up, 1, 0, F), g.slice(gate_up, 1, F, 2 * F), p + "experts.act");
+    return nn::grouped_matmul(g, h, counts, mw.down, p + "experts.down_proj");
+  };
+  Tensor y =
+      m.par.expert_parallel() ? m.par.dispatch_combine(sorted, experts, p) : experts(sorted.x_sorted, sorted.counts);
+  Tensor out = nn::moe_combine(g, y, sorted.row_map, route.topk_weights, x, p + "combine");
+  return m.par.expert_parallel() ? m.par.gather_tokens(out, m.in.tokens, p) : out;
 }
 
 Tensor moe(LongCat& m, Tensor x, int64_t layer) { return moe(m, x, layer, moe_weights(m, layer)); }
@@ -239,7 +250,9 @@ Expected<Graph> build_longcat_flash(const LongCatFlashConfig& config, const Buil
         "build option 'prefetch': only the LongCat-Flash AFD variant prefetches weights; build with prefetch off");
   Graph g(phase == Phase::kDecode ? "longcat_flash_decode" : "longcat_flash_prefill");
   ModelWeights w(g, weights, options.weight_dtype);
-  LongCat m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}, g.current_stream()};
+  LongCatParallel par(config, options, g, w);
+  SK_RETURN_IF_ERROR(par.validate());
+  LongCat m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}, g.current_stream(), par};
   if (options.multi_streams > 0) m.moe_stream = g.create_stream("moe");
   auto rope = config.rope_scaling();
   if (!rope) return rope.status();
@@ -272,9 +285,14 @@ Expected<Graph> build_longcat_flash(const LongCatFlashConfig& config, const Buil
 Expected<Graph> build_longcat_flash_afd(const LongCatFlashConfig& config, const BuildOptions& options,
                                         WeightSource& weights) {
   SK_RETURN_IF_ERROR(check(config, options));
+  if (options.parallel.tp > 1 || options.parallel.ep > 1)
+    return Status::unimplemented(
+        "build option 'parallel': the LongCat-Flash AFD variant runs in one process only (the decode and prefill "
+        "graphs of build_longcat_flash split across processes)");
   Graph g("longcat_flash_afd");
   ModelWeights w(g, weights, options.weight_dtype);
-  LongCat m{config, options, g, w, StepTensors{}, Tensor{}, g.current_stream()};
+  LongCatParallel par(config, options, g, w);
+  LongCat m{config, options, g, w, StepTensors{}, Tensor{}, g.current_stream(), par};
   m.in.tokens = options.batch;
   Tensor x = g.input(kHiddenStates, DType::kF32, {options.batch, config.hidden_size});
   // With prefetch, each layer's scope also warms the next layer's router and expert gate/up

@@ -58,14 +58,23 @@ int64_t blocks(const BuildOptions& o) {
 
 int64_t cache_dtype_bytes(const BuildOptions& o) { return o.kv_cache_dtype == DType::kBF16 ? 2 : 4; }
 
-// A LongCat-Flash layer's MoE: router, its bias, and the routed experts' gate/up and down.
+// Tensor- and expert-parallel ranks of a parallel build (1 and 1 otherwise).
+int64_t tp_of(const BuildOptions& o) { return o.parallel.tp > 1 ? o.parallel.tp : 1; }
+int64_t ep_of(const BuildOptions& o) { return o.parallel.ep > 1 ? o.parallel.ep : 1; }
+
+// A LongCat-Flash layer's MoE: router, its bias, and the routed experts' gate/up and down (with
+// expert parallelism, this rank's experts only).
 int64_t longcat_moe_bytes(const LongCatFlashConfig& c, const BuildOptions& o) {
   const int64_t D = c.hidden_size, E = c.n_routed_experts, Z = c.zero_expert_num, F = c.expert_ffn_hidden_size;
+  const int64_t local = E / ep_of(o);
   Bytes b;
   b.add(f32_bytes({E + Z, D}));
   b.add(f32_bytes({E + Z}));
-  b.add(linear_bytes(o.weight_dtype, E, 2 * F, D));
-  b.add(linear_bytes(o.weight_dtype, E, D, F));
+  b.add(linear_bytes(o.weight_dtype, local, 2 * F, D));
+  b.add(linear_bytes(o.weight_dtype, local, D, F));
+  // The decode graph's token slice of this rank, when the batch does not divide (i32 row ids).
+  const int64_t ep = ep_of(o);
+  if (ep > 1 && o.batch % ep != 0) b.add(times({(o.batch + ep - 1) / ep, 4}));
   return b.total;
 }
 
@@ -73,8 +82,10 @@ int64_t longcat_moe_bytes(const LongCatFlashConfig& c, const BuildOptions& o) {
 
 MemoryEstimate estimate_memory(const LongCatFlashConfig& c, const BuildOptions& o) {
   const WeightDType w = o.weight_dtype;
-  const int64_t D = c.hidden_size, H = c.num_attention_heads, R = c.kv_lora_rank, Q = c.q_lora_rank;
-  const int64_t nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim, v = c.v_head_dim, F = c.ffn_hidden_size;
+  // With tensor parallelism a rank holds its heads and hidden units only (longcat_parallel.h).
+  const int64_t D = c.hidden_size, H = c.num_attention_heads / tp_of(o), R = c.kv_lora_rank, Q = c.q_lora_rank;
+  const int64_t nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim, v = c.v_head_dim,
+                F = c.ffn_hidden_size / tp_of(o);
   Bytes mla;                                                     // one MLA sublayer
   mla.add(linear_bytes(w, 1, Q, D));                             // q_a_proj
   mla.add(f32_bytes({Q}));                                       // q_a_layernorm

@@ -65,17 +65,52 @@ const void* constant_bytes(const TensorInfo& info) {
   return info.external_data != nullptr ? info.external_data : info.data.data();
 }
 
-nn::Linear ModelWeights::experts(const std::string& packed, const Shape& shape,
-                                 const std::function<std::vector<std::string>(int64_t)>& per_expert) {
+Tensor ModelWeights::f32_shard(const std::string& name, const Shape& shape, const Shard& shard, WeightInit init) {
+  if (!status_) return Tensor{};
+  Expected<Tensor> t = source_.get_shard(g_, name, DType::kF32, shape, shard, init);
+  if (!t) {
+    status_ = t.status();
+    return Tensor{};
+  }
+  return *t;
+}
+
+nn::Linear ModelWeights::linear_shard(const std::string& name, const Shape& shape, const Shard& shard) {
   if (!status_) return {};
+  if (dtype_ == WeightDType::kW8A8) {
+    Expected<QuantizedWeight> q = source_.get_w8a8_shard(g_, name, shape, shard);
+    if (!q) {
+      status_ = q.status();
+      return {};
+    }
+    return {q->weight, q->scale};
+  }
+  const DType dtype = dtype_ == WeightDType::kBF16 ? DType::kBF16 : DType::kF32;
+  Expected<Tensor> t = source_.get_shard(g_, name, dtype, shape, shard, WeightInit::kLinear);
+  if (!t) {
+    status_ = t.status();
+    return {};
+  }
+  return {*t, Tensor{}};
+}
+
+nn::Linear ModelWeights::experts(const std::string& packed, const Shape& shape,
+                                 const std::function<std::vector<std::string>(int64_t)>& per_expert, int64_t first,
+                                 int64_t count) {
+  if (!status_) return {};
+  if (count < 0) count = shape[0] - first;
+  const bool all = first == 0 && count == shape[0];
+  const Shard mine{0, first, first + count};
   Expected<nn::Linear> packed_weights = [&]() -> Expected<nn::Linear> {
     if (dtype_ == WeightDType::kW8A8) {
-      Expected<QuantizedWeight> q = source_.get_w8a8(g_, packed, shape);
+      Expected<QuantizedWeight> q =
+          all ? source_.get_w8a8(g_, packed, shape) : source_.get_w8a8_shard(g_, packed, shape, mine);
       if (!q) return q.status();
       return nn::Linear{q->weight, q->scale};
     }
-    Expected<Tensor> t =
-        source_.get(g_, packed, dtype_ == WeightDType::kBF16 ? DType::kBF16 : DType::kF32, shape, WeightInit::kLinear);
+    const DType dtype = dtype_ == WeightDType::kBF16 ? DType::kBF16 : DType::kF32;
+    Expected<Tensor> t = all ? source_.get(g_, packed, dtype, shape, WeightInit::kLinear)
+                             : source_.get_shard(g_, packed, dtype, shape, mine, WeightInit::kLinear);
     if (!t) return t.status();
     return nn::Linear{*t, Tensor{}};
   }();
@@ -84,21 +119,22 @@ nn::Linear ModelWeights::experts(const std::string& packed, const Shape& shape,
     status_ = packed_weights.status();
     return {};
   }
-  nn::Linear stacked = stack_experts(packed, shape, per_expert);
+  nn::Linear stacked = stack_experts(packed, shape, per_expert, first, count);
   if (!status_) status_ = status_.with_context("expert weights: no packed '" + packed + "' and per-expert");
   return stacked;
 }
 
 nn::Linear ModelWeights::stack_experts(const std::string& packed, const Shape& shape,
-                                       const std::function<std::vector<std::string>(int64_t)>& per_expert) {
-  const int64_t experts = shape[0], out = shape[1], in = shape[2];
+                                       const std::function<std::vector<std::string>(int64_t)>& per_expert,
+                                       int64_t first, int64_t count) {
+  const int64_t experts = count, out = shape[1], in = shape[2];
   const bool quantised = dtype_ == WeightDType::kW8A8;
   const DType dtype = quantised ? DType::kI8 : dtype_ == WeightDType::kBF16 ? DType::kBF16 : DType::kF32;
   const size_t row_bytes = static_cast<size_t>(in) * dtype_size(dtype);
   auto weight = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(experts * out) * row_bytes);
   auto scale = std::make_shared<std::vector<float>>(quantised ? static_cast<size_t>(experts * out) : 0);
   for (int64_t e = 0; e < experts; ++e) {
-    const std::vector<std::string> names = per_expert(e);
+    const std::vector<std::string> names = per_expert(first + e);
     const int64_t rows = out / static_cast<int64_t>(names.size());
     for (size_t part = 0; part < names.size(); ++part) {
       const size_t first_row = static_cast<size_t>(e * out + static_cast<int64_t>(part) * rows);
@@ -109,7 +145,8 @@ nn::Linear ModelWeights::stack_experts(const std::string& packed, const Shape& s
     }
   }
   nn::Linear stacked;
-  stacked.weight = g_.constant_external(packed, dtype, shape, weight->data(), weight->size(), weight);
+  const Shape stacked_shape{experts, out, in};
+  stacked.weight = g_.constant_external(packed, dtype, stacked_shape, weight->data(), weight->size(), weight);
   if (quantised)
     stacked.scale = g_.constant_external(packed + ".scale", DType::kF32, {experts, out}, scale->data(),
                                          scale->size() * sizeof(float), scale);

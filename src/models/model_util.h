@@ -53,14 +53,21 @@ class ModelWeights {
   // Stacked expert weights [E, out, in] in the build's weight dtype: the packed tensor `packed`
   // when the source has it; otherwise, for each expert e, the tensors `per_expert(e)` (each
   // [out / parts, in]) stacked along `out` and copied once into one constant of this graph.
-  // Under w8a8 either layout is quantised per expert output row (scales [E, out]).
+  // Under w8a8 either layout is quantised per expert output row (scales [E, out]). With
+  // `count` >= 0 only experts [first, first + count) (expert parallelism: this rank's experts).
   nn::Linear experts(const std::string& packed, const Shape& shape,
-                     const std::function<std::vector<std::string>(int64_t)>& per_expert);
+                     const std::function<std::vector<std::string>(int64_t)>& per_expert, int64_t first = 0,
+                     int64_t count = -1);
+  // Tensor parallelism: the part `shard` of a weight whose whole shape is `shape`
+  // (WeightSource::get_shard), as f32 or as a Linear in the build's weight dtype.
+  Tensor f32_shard(const std::string& name, const Shape& shape, const Shard& shard, WeightInit init);
+  nn::Linear linear_shard(const std::string& name, const Shape& shape, const Shard& shard);
   const Status& status() const { return status_; }
 
  private:
   nn::Linear stack_experts(const std::string& packed, const Shape& shape,
-                           const std::function<std::vector<std::string>(int64_t)>& per_expert);
+                           const std::function<std::vector<std::string>(int64_t)>& per_expert, int64_t first,
+                           int64_t count);
   Graph& g_;
   WeightSource& source_;
   WeightDType dtype_;

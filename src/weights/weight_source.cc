@@ -72,6 +72,48 @@ std::shared_ptr<uint8_t> convert(DType from, const uint8_t* src, DType to, int64
   return out;
 }
 
+Shape shard_shape(Shape shape, const Shard& shard) {
+  shape[static_cast<size_t>(shard.dim)] = shard.end - shard.begin;
+  return shape;
+}
+
+// Elements before dimension `dim` (how many separate runs a shard along it has) and per index of
+// it (the length of each run).
+std::pair<int64_t, int64_t> outer_inner(const Shape& shape, int dim) {
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < dim; ++i) outer *= shape[static_cast<size_t>(i)];
+  for (size_t i = static_cast<size_t>(dim) + 1; i < shape.size(); ++i) inner *= shape[i];
+  return {outer, inner};
+}
+
+Status check_shard(const std::string& name, const Shape& shape, const Shard& shard) {
+  if (shard.dim < 0 || static_cast<size_t>(shard.dim) >= shape.size() || shard.begin < 0 || shard.end <= shard.begin ||
+      shard.end > shape[static_cast<size_t>(shard.dim)])
+    return Status::invalid_argument("weight '" + name + "': shard [" + std::to_string(shard.begin) + ", " +
+                                    std::to_string(shard.end) + ") of dimension " + std::to_string(shard.dim) +
+                                    " does not fit its shape " + shape_to_string(shape));
+  return Status::ok();
+}
+
+// The shard of a dense tensor `src` of `shape`, read run by run (only the shard's bytes) and
+// converted between float dtypes where `from` and `to` differ.
+std::shared_ptr<uint8_t> gather_shard(DType from, const uint8_t* src, DType to, const Shape& shape,
+                                      const Shard& shard) {
+  const auto [outer, inner] = outer_inner(shape, shard.dim);
+  const int64_t dim = shape[static_cast<size_t>(shard.dim)], run = (shard.end - shard.begin) * inner;
+  auto out = allocate_shared_bytes(static_cast<size_t>(outer * run) * dtype_size(to));
+  for (int64_t o = 0; o < outer; ++o) {
+    const int64_t first = (o * dim + shard.begin) * inner;
+    if (from == to) {
+      std::memcpy(out.get() + static_cast<size_t>(o * run) * dtype_size(to),
+                  src + static_cast<size_t>(first) * dtype_size(from), static_cast<size_t>(run) * dtype_size(to));
+    } else {
+      for (int64_t i = 0; i < run; ++i) store_float(to, out.get(), o * run + i, load_float(from, src, first + i));
+    }
+  }
+  return out;
+}
+
 // Per-row symmetric int8 quantisation with exactly the definition of quantize.i8
 // (docs/kernels_matmul.md): scale = max|x| / 127 (NaN ignored), q = round_half_even(clamp(x /
 // scale, -127, 127)), 0 where the quotient is NaN. The kernel lives in a package loaded at run
@@ -178,6 +220,28 @@ class CheckpointWeights final : public WeightSource {
     return Loaded{bytes.get(), bytes};
   }
 
+  Expected<Loaded> load_shard(const std::string& name, DType dtype, const Shape& shape, const Shard& shard,
+                              WeightInit) override {
+    auto found = ckpt_->find(name);
+    if (!found) return found.status();
+    read_.insert(name);  // this rank's part of it: read, as far as this process can tell
+    const SafetensorsTensor& t = *found->tensor;
+    const std::string where = found->file->path() + ": tensor '" + name + "'";
+    if (t.shape != shape)
+      return Status::invalid_argument(where + " has shape " + shape_to_string(t.shape) + ", expected " +
+                                      shape_to_string(shape));
+    if (t.dtype != dtype && !(is_float(t.dtype) && is_float(dtype)))
+      return Status::invalid_argument(where + " is " + dtype_name(t.dtype) + ", expected " + dtype_name(dtype) +
+                                      " (only float dtypes convert into each other)");
+    const auto [outer, inner] = outer_inner(shape, shard.dim);
+    const uint8_t* first = t.data + static_cast<size_t>(shard.begin * inner) * dtype_size(t.dtype);
+    // A shard along the outermost dimension (that is not 1) is one run of the file: bound in place.
+    if (t.dtype == dtype && outer == 1 && reinterpret_cast<uintptr_t>(first) % dtype_size(dtype) == 0)
+      return Loaded{first, std::shared_ptr<const void>(found->file, first)};
+    auto bytes = gather_shard(t.dtype, t.data, dtype, shape, shard);
+    return Loaded{bytes.get(), bytes};
+  }
+
  private:
   std::shared_ptr<const Checkpoint> ckpt_;
   std::set<std::string, std::less<>> read_;
@@ -211,6 +275,12 @@ struct WeightSource::Cache {
   };
   std::map<std::pair<std::string, Shape>, Quantized> quantized;
   std::map<std::tuple<uint32_t, std::string, Shape>, QuantizedWeight> quantized_tensors;
+  // Shards: by (name, dtype, whole shape, dim, begin, end), and per graph.
+  using ShardKey = std::tuple<std::string, DType, Shape, int, int64_t, int64_t>;
+  std::map<ShardKey, Loaded> shards;
+  std::map<std::pair<uint32_t, ShardKey>, Tensor> shard_tensors;
+  std::map<ShardKey, Quantized> quantized_shards;
+  std::map<std::pair<uint32_t, ShardKey>, QuantizedWeight> quantized_shard_tensors;
 };
 
 WeightSource::WeightSource() : cache_(std::make_unique<Cache>()) {}
@@ -263,6 +333,73 @@ Expected<QuantizedWeight> WeightSource::get_w8a8(Graph& g, const std::string& na
   out.scale = g.constant_external(name + ".scale", DType::kF32, scale_shape, it->second.scale.get(),
                                   static_cast<size_t>(rows) * sizeof(float), it->second.scale);
   cache_->quantized_tensors.emplace(key, out);
+  return out;
+}
+
+Expected<WeightSource::Loaded> WeightSource::load_shard(const std::string& name, DType dtype, const Shape& shape,
+                                                        const Shard& shard, WeightInit init) {
+  auto whole = load(name, dtype, shape, init);
+  if (!whole) return whole.status();
+  const auto [outer, inner] = outer_inner(shape, shard.dim);
+  if (outer == 1) {
+    const auto* first =
+        static_cast<const uint8_t*>(whole->data) + static_cast<size_t>(shard.begin * inner) * dtype_size(dtype);
+    return Loaded{first, std::shared_ptr<const void>(whole->owner, first)};
+  }
+  auto bytes = gather_shard(dtype, static_cast<const uint8_t*>(whole->data), dtype, shape, shard);
+  return Loaded{bytes.get(), bytes};
+}
+
+Expected<Tensor> WeightSource::get_shard(Graph& g, const std::string& name, DType dtype, const Shape& shape,
+                                         const Shard& shard, WeightInit init) {
+  SK_RETURN_IF_ERROR(check_shard(name, shape, shard));
+  const Cache::ShardKey key{name, dtype, shape, shard.dim, shard.begin, shard.end};
+  if (auto it = cache_->shard_tensors.find({g.uid(), key}); it != cache_->shard_tensors.end()) return it->second;
+  auto it = cache_->shards.find(key);
+  if (it == cache_->shards.end()) {
+    auto loaded = load_shard(name, dtype, shape, shard, init);
+    if (!loaded) return loaded.status();
+    it = cache_->shards.emplace(key, std::move(*loaded)).first;
+  }
+  const Shape part = shard_shape(shape, shard);
+  Tensor t = g.constant_external(name, dtype, part, it->second.data,
+                                 static_cast<size_t>(shape_numel(part)) * dtype_size(dtype), it->second.owner);
+  cache_->shard_tensors.emplace(std::make_pair(g.uid(), key), t);
+  return t;
+}
+
+Expected<QuantizedWeight> WeightSource::get_w8a8_shard(Graph& g, const std::string& name, const Shape& shape,
+                                                       const Shard& shard) {
+  const bool valid_rank = shape.size() == 2 || shape.size() == 3;
+  if (!valid_rank || std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
+    return Status::invalid_argument("get_w8a8_shard('" + name + "'): shape " + shape_to_string(shape) +
+                                    " is not a linear weight [N, K] or stacked expert weights [E, N, K]");
+  SK_RETURN_IF_ERROR(check_shard(name, shape, shard));
+  const Cache::ShardKey key{name, DType::kI8, shape, shard.dim, shard.begin, shard.end};
+  if (auto it = cache_->quantized_shard_tensors.find({g.uid(), key}); it != cache_->quantized_shard_tensors.end())
+    return it->second;
+  const Shape part = shard_shape(shape, shard);
+  const int64_t k = part.back();
+  const Shape scale_shape(part.begin(), part.end() - 1);
+  const int64_t rows = shape_numel(scale_shape);
+  auto it = cache_->quantized_shards.find(key);
+  if (it == cache_->quantized_shards.end()) {
+    auto values = load_shard(name, DType::kF32, shape, shard, WeightInit::kLinear);
+    if (!values) return values.status().with_context("get_w8a8_shard('" + name + "')");
+    Cache::Quantized q{allocate_shared_bytes(static_cast<size_t>(shape_numel(part))),
+                       allocate_shared_bytes(static_cast<size_t>(rows) * sizeof(float))};
+    const auto* w = static_cast<const float*>(values->data);
+    auto* qw = reinterpret_cast<int8_t*>(q.weight.get());
+    auto* scale = reinterpret_cast<float*>(q.scale.get());
+    for (int64_t row = 0; row < rows; ++row) scale[row] = quantize_row(w + row * k, k, qw + row * k);
+    it = cache_->quantized_shards.emplace(key, std::move(q)).first;
+  }
+  QuantizedWeight out;
+  out.weight = g.constant_external(name, DType::kI8, part, it->second.weight.get(),
+                                   static_cast<size_t>(shape_numel(part)), it->second.weight);
+  out.scale = g.constant_external(name + ".scale", DType::kF32, scale_shape, it->second.scale.get(),
+                                  static_cast<size_t>(rows) * sizeof(float), it->second.scale);
+  cache_->quantized_shard_tensors.emplace(std::make_pair(g.uid(), key), out);
   return out;
 }
 

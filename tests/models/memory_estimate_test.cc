@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "superkernel/models.h"
 #include "superkernel/weights.h"
@@ -89,6 +90,28 @@ TEST(MemoryEstimate, LongCatFlashDecodeGraph) {
         EXPECT_EQ(m.weight_bytes, bytes_of(*g).constants);
         EXPECT_EQ(m.cache_bytes, bytes_of(*g).variables);
       }
+}
+
+// A rank of the tensor- and expert-parallel model holds its heads, hidden units and experts only
+// (and, when the batch does not divide between the expert-parallel ranks, its token slice's row
+// ids). Built without MPI: the graph builders only record the communicator's handle.
+TEST(MemoryEstimate, ParallelLongCatFlashRank) {
+  for (models::WeightDType w : kWeightDTypes)
+    for (int32_t batch : {3, 4})
+      for (int32_t rank : {0, 1})
+        for (auto [tp, ep] : {std::pair{2, 2}, std::pair{1, 2}, std::pair{2, 1}}) {
+          SCOPED_TRACE(std::string(models::weight_dtype_name(w)) + " batch " + std::to_string(batch) + " rank " +
+                       std::to_string(rank) + " tp " + std::to_string(tp) + " ep " + std::to_string(ep));
+          models::BuildOptions o = options(w, DType::kF32);
+          o.batch = batch;
+          o.parallel = {tp, ep, comm::Group{1, rank, 2}};
+          auto weights = random_weights(7);
+          auto g = models::build_longcat_flash(longcat(), o, models::Phase::kDecode, *weights);
+          ASSERT_TRUE(g.has_value()) << g.status().to_string();
+          const models::MemoryEstimate m = models::estimate_memory(longcat(), o);
+          EXPECT_EQ(m.weight_bytes, bytes_of(*g).constants);
+          EXPECT_EQ(m.cache_bytes, bytes_of(*g).variables);
+        }
 }
 
 TEST(MemoryEstimate, LongCatFlashAfdGraph) {

@@ -401,6 +401,63 @@ TEST_F(CheckpointSourceTest, ErrorsNameTheFileAndTheTensor) {
   expect_error(source_->get_w8a8(g, "ids", {3}).status(), StatusCode::kInvalidArgument, {"'ids'", "[N, K]"});
 }
 
+// Tensor / expert parallelism: one rank's part of a weight. Rows are bound in place (only those
+// bytes of the file are touched), columns gathered run by run, bf16 converted on the way.
+TEST_F(CheckpointSourceTest, ShardsReadOnlyTheirPart) {
+  Graph g;
+  auto rows = source_->get_shard(g, "w.f32", DType::kF32, {8, 16}, {0, 2, 5}, WeightInit::kLinear);
+  ASSERT_TRUE(rows) << rows.status().to_string();
+  EXPECT_EQ(g.tensor(*rows).shape, (Shape{3, 16}));
+  EXPECT_EQ(g.tensor(*rows).external_data,
+            static_cast<const void*>(ckpt_->find("w.f32")->tensor->data + 2 * 16 * sizeof(float)));
+  auto cols = source_->get_shard(g, "w.f32", DType::kF32, {8, 16}, {1, 4, 12}, WeightInit::kLinear);
+  ASSERT_TRUE(cols) << cols.status().to_string();
+  EXPECT_EQ(g.tensor(*cols).shape, (Shape{8, 8}));
+  const auto* c = static_cast<const float*>(g.tensor(*cols).external_data);
+  for (int r = 0; r < 8; ++r)
+    for (int k = 0; k < 8; ++k) ASSERT_EQ(c[r * 8 + k], f32_[static_cast<size_t>(r * 16 + 4 + k)]) << r << "," << k;
+  auto up = source_->get_shard(g, "w.bf16", DType::kF32, {8, 16}, {1, 8, 16}, WeightInit::kLinear);
+  ASSERT_TRUE(up) << up.status().to_string();
+  const auto* u = static_cast<const float*>(g.tensor(*up).external_data);
+  for (int r = 0; r < 8; ++r)
+    for (int k = 0; k < 8; ++k) ASSERT_EQ(u[r * 8 + k], bf16_to_f32(bf16_[static_cast<size_t>(r * 16 + 8 + k)]));
+  // A row shard quantises exactly the rows the whole weight's quantisation gives them.
+  auto whole = source_->get_w8a8(g, "w.f32", {8, 16});
+  auto part = source_->get_w8a8_shard(g, "w.f32", {8, 16}, {0, 4, 8});
+  ASSERT_TRUE(whole && part);
+  EXPECT_EQ(std::memcmp(static_cast<const int8_t*>(g.tensor(whole->weight).external_data) + 4 * 16,
+                        g.tensor(part->weight).external_data, 4 * 16),
+            0);
+  EXPECT_EQ(std::memcmp(static_cast<const float*>(g.tensor(whole->scale).external_data) + 4,
+                        g.tensor(part->scale).external_data, 4 * sizeof(float)),
+            0);
+  expect_error(source_->get_shard(g, "w.f32", DType::kF32, {8, 16}, {2, 0, 1}, WeightInit::kLinear).status(),
+               StatusCode::kInvalidArgument, {"weight 'w.f32'", "dimension 2", "[8, 16]"});
+  expect_error(source_->get_shard(g, "w.f32", DType::kF32, {8, 16}, {0, 4, 9}, WeightInit::kLinear).status(),
+               StatusCode::kInvalidArgument, {"weight 'w.f32'", "[4, 9)"});
+  expect_error(source_->get_shard(g, "w.f32", DType::kF32, {16, 8}, {0, 0, 8}, WeightInit::kLinear).status(),
+               StatusCode::kInvalidArgument, {"tensor 'w.f32'", "[8, 16]", "[16, 8]"});
+  EXPECT_TRUE(g.verify().is_ok());
+}
+
+// Random weights are generated whole and sliced: the shards put together are the whole weight.
+TEST(RandomWeights, ShardsPutTogetherAreTheWholeWeight) {
+  auto source = random_weights(9);
+  Graph g;
+  auto whole = source->get(g, "w", DType::kF32, {6, 10}, WeightInit::kLinear);
+  ASSERT_TRUE(whole);
+  const auto* w = static_cast<const float*>(g.tensor(*whole).external_data);
+  for (int part = 0; part < 2; ++part) {
+    auto rows = source->get_shard(g, "w", DType::kF32, {6, 10}, {0, part * 3, part * 3 + 3}, WeightInit::kLinear);
+    auto cols = source->get_shard(g, "w", DType::kF32, {6, 10}, {1, part * 5, part * 5 + 5}, WeightInit::kLinear);
+    ASSERT_TRUE(rows && cols);
+    EXPECT_EQ(std::memcmp(g.tensor(*rows).external_data, w + part * 30, 30 * sizeof(float)), 0);
+    const auto* c = static_cast<const float*>(g.tensor(*cols).external_data);
+    for (int r = 0; r < 6; ++r)
+      for (int k = 0; k < 5; ++k) ASSERT_EQ(c[r * 5 + k], w[r * 10 + part * 5 + k]);
+  }
+}
+
 TEST(RandomWeights, DeterministicPerSeedAndName) {
   auto values = [](WeightSource& src, const std::string& name, WeightInit init, const Shape& shape) {
     Graph g;

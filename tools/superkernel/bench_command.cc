@@ -345,9 +345,13 @@ int bench_command(const BenchArgs& args) {
   // The timed step is the last decode step: it attends to the prompt and every token appended.
   const int context = cfg.decode.prompt_tokens + decode_steps(cfg, model);
   const std::string test = "decode b" + std::to_string(cfg.decode.batch) + " ctx" + std::to_string(context);
-  std::printf("machine: %d cores, isa %s; config %s\n\n", cores, Runtime::cpu_isa().c_str(), cfg.file.c_str());
-  std::printf(
-      "| model | size | mode | cores | test | step ms | t/s | vs eager | vs graph | outside kernels | %% triad |\n");
+  std::printf("machine: %d cores, isa %s; config %s", cores, Runtime::cpu_isa().c_str(), cfg.file.c_str());
+  // Under MPI every figure is rank 0's: its cores, its share of the weights, its step time.
+  if (s.comm)
+    std::printf("; rank 0 of %d (tp %d, ep %d), cores and size per rank", s.comm->size(), cfg.parallel.tp,
+                cfg.parallel.ep);
+  std::printf("\n\n");
+  std::printf("| model | size | mode | cores | test | step ms | t/s | vs eager | vs graph | outside kernels | %% triad |\n");
   std::printf("|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
   std::vector<bench::Result> results;
   const double eager_s = bench::stats_of(runs[0].step_s).median, graph_s = bench::stats_of(runs[1].step_s).median;

@@ -11,6 +11,7 @@
 
 #include "config/config.h"
 #include "model_session.h"
+#include "superkernel/comm.h"
 
 namespace sk::cli {
 
@@ -23,8 +24,13 @@ enum ExitCode : int {
   kExitMismatch = 4,   // bench: the execution modes' outputs differ
 };
 
-// Prints `s` on stderr ("superkernel: error: ...") and returns `code`.
+// Prints `s` on stderr ("superkernel: error: ...") and returns `code`. Under MPI (a config with
+// `parallel`) the message names this rank, and the other ranks are told that it failed, so their
+// collectives stop with an error naming it instead of waiting for it.
 int fail(const Status& s, int code);
+// The end of main: finalises MPI when a command started it (bounded after a failure) and returns
+// `code`.
+int finish(int code);
 // The exit code of a failure to compile or run: kExitBadConfig when the message points at a line
 // of the config file (the config caused it), kExitFailed otherwise.
 int failure_code(const config::Config& cfg, const Status& s);
@@ -59,6 +65,7 @@ struct ExplainArgs {
 // A config loaded and turned into a runtime and model graphs.
 struct Session {
   config::Config cfg;
+  std::shared_ptr<comm::Communicator> comm;  // with `parallel`: this rank among the processes
   std::shared_ptr<Runtime> runtime;
   std::unique_ptr<Model> model;
 };

@@ -30,6 +30,9 @@ const char* plain_words(CutReason reason) {
       return "split-mode divides the segment here";
     case CutReason::kTilingSink:
       return "the next op is a tiling-sink kernel and tiling-sink is off: it runs unfused, tiled in its own launch";
+    case CutReason::kCommunication:
+      return "the next op is communication that does not fuse (only the four collectives do): it runs in its own "
+             "launch";
   }
   return "?";
 }
@@ -95,6 +98,9 @@ int explain_command(const ExplainArgs& args) {
 
   std::printf("model %s (%s): decode step, mode %s, %d cores, %zu ops, %zu launches per step\n", s.model->name.c_str(),
               cfg.file.c_str(), execution_mode_name(rep.mode), s.runtime->num_cores(), rep.num_ops, rep.num_launches);
+  if (s.comm)
+    std::printf("rank %d of %d (tp %d, ep %d): this rank's share of the model, its collectives fused\n", s.comm->rank(),
+                s.comm->size(), cfg.parallel.tp, cfg.parallel.ep);
   std::printf("%s", memory_plan(*s.model, {{"decode", exe->get()}}).c_str());
   // Streams and the core limits their ops run under.
   std::map<int32_t, std::set<std::pair<int32_t, int32_t>>> limits;
@@ -139,6 +145,7 @@ int explain_command(const ExplainArgs& args) {
     if (!seg.cut_detail.empty()) std::printf(" [%s]", seg.cut_detail.c_str());
     std::printf("\n");
     for (const std::string& p : seg.partitions) std::printf("    partition %s\n", p.c_str());
+    for (const std::string& c : seg.collectives) std::printf("    collective: %s\n", c.c_str());
     for (const std::string& p : seg.sync_points) std::printf("    cross-stream sync: %s\n", p.c_str());
     if (!seg.schedule.empty()) std::printf("    schedule: %s\n", seg.schedule.c_str());
     for (const std::string& d : seg.recompute) std::printf("    recompute: %s\n", d.c_str());

@@ -12,6 +12,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <cstdlib>
+#include <string>
+
 #include "commands.h"
 #include "config/suggest.h"
 
@@ -184,22 +187,36 @@ int main(int argc, char** argv) {
     if (cmd->parsed())
       if (int rc = check_extras(*cmd)) return rc;
 
+  // Under mpirun only rank 0 shows progress (every rank still prints its errors), and the files
+  // the other ranks write get their rank in the name (file.json -> file.rank1.json).
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+    const char* rank = std::getenv(var);
+    if (!rank || std::string(rank) == "0") continue;
+    for (CommonArgs* c : {&run.common, &bench.common, &explain.common, &trace.common, &report.common}) c->quiet = true;
+    for (std::string* path : {&bench.json, &trace.output, &report.output}) {
+      if (path->empty()) continue;
+      const size_t slash = path->rfind('/'), dot = path->rfind('.');
+      const size_t at = dot != std::string::npos && (slash == std::string::npos || dot > slash) ? dot : path->size();
+      path->insert(at, std::string(".rank") + rank);
+    }
+    break;
+  }
   if (run_cmd->parsed()) {
     run.prompt_given = prompt->count() > 0;
-    return run_command(run);
+    return finish(run_command(run));
   }
   if (bench_cmd->parsed()) {
     if (!bench.json.empty())
       if (int rc = check_writable("--json", bench.json)) return rc;
-    return bench_command(bench);
+    return finish(bench_command(bench));
   }
   if (trace_cmd->parsed()) {
     if (int rc = check_writable("-o", trace.output)) return rc;
-    return trace_command(trace);
+    return finish(trace_command(trace));
   }
   if (report_cmd->parsed()) {
     if (int rc = check_writable("-o", report.output)) return rc;
-    return report_command(report);
+    return finish(report_command(report));
   }
-  return explain_command(explain);
+  return finish(explain_command(explain));
 }

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <initializer_list>
 #include <numeric>
+#include <type_traits>
 
 #include "superkernel/attrs_moe.h"
 #include "superkernel/ops.h"
@@ -89,6 +90,7 @@ std::string key_of_build_error(const config::Config& cfg, const Status& s) {
   if (cfg.custom.enable_multi_streams && m.find("stream") != std::string::npos) {
     return "model_config.custom_params.enable_multi_streams";
   }
+  if (cfg.parallel.set && m.find("'parallel") != std::string::npos) return "parallel";
   return "model";
 }
 
@@ -100,7 +102,7 @@ int64_t cache_tokens(const config::Config& cfg) {
   return static_cast<int64_t>(cfg.decode.prompt_tokens) + std::max(cfg.decode.new_tokens - 1, 1);
 }
 
-Expected<models::BuildOptions> build_options(const config::Config& cfg) {
+Expected<models::BuildOptions> build_options(const config::Config& cfg, const comm::Group& ranks) {
   models::BuildOptions b;
   std::string dtype = cfg.model.w8a8 ? "w8a8" : cfg.model.dtype;
   auto wd = models::parse_weight_dtype(dtype);
@@ -125,6 +127,7 @@ Expected<models::BuildOptions> build_options(const config::Config& cfg) {
   const config::StreamCoreLimit prefetch = cfg.core_limit("prefetch");
   b.prefetch_core_limit = std::max(prefetch.cube, prefetch.vector);
   b.scope_options = [&cfg](std::string_view scope) { return cfg.scope_options_for(scope); };
+  b.parallel = {cfg.parallel.tp, cfg.parallel.ep, ranks};
   if (Status s = b.validate(); !s) return at_key(cfg, key_of_build_error(cfg, s), s);
   return b;
 }
@@ -206,7 +209,15 @@ Status build_graphs(const config::Config& cfg, const Checkpoint* ckpt, WeightSou
   // Every checkpoint tensor must be read by some graph (AFD reads only the FFN side's).
   std::vector<std::string> skipped;
   const bool allow = cfg.model.allow_unused_tensors || m.arch == Architecture::kLongCatFlashAfd;
-  if (Status s = models::check_unread_tensors(mc, weights, allow, &skipped); !s) {
+  Status unread;
+  if constexpr (std::is_same_v<ModelConfig, models::LongCatFlashConfig>) {
+    // Expert parallelism: the other ranks' experts are theirs to read.
+    unread =
+        models::check_unread_tensors(mc, weights, allow, &skipped, {m.build.parallel.ranks.rank, m.build.parallel.ep});
+  } else {
+    unread = models::check_unread_tensors(mc, weights, allow, &skipped);
+  }
+  if (Status s = unread; !s) {
     const Status located = at_key(cfg, "model.checkpoint", s);
     return Status(located.code(), located.message() + "; --allow-unused-tensors runs it anyway");
   }
@@ -268,7 +279,8 @@ std::string human_bytes(int64_t bytes) {
   return buf;
 }
 
-Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress& progress, int cache_copies) {
+Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress& progress, int cache_copies,
+                                             const comm::Group& ranks) {
   auto m = std::make_unique<Model>();
   std::shared_ptr<Checkpoint> ckpt;
   m->name = cfg.model.architecture;
@@ -296,7 +308,7 @@ Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress
     return Status::invalid_argument(where + ": expected one of " + architecture_list() + ", got '" + m->name + "'");
   }
   m->arch = found->arch;
-  auto b = build_options(cfg);
+  auto b = build_options(cfg, ranks);
   if (!b) return b.status();
   m->build = std::move(*b);
   std::unique_ptr<WeightSource> weights = ckpt ? checkpoint_weights(ckpt) : random_weights(cfg.model.seed);

@@ -48,7 +48,9 @@ Status locate_compile_error(const config::Config& cfg, const Graph& g, const Sta
 // copies of the caches (one per Generator the command keeps alive at once) are estimated from the
 // config and checked against the memory available; a model that does not fit is an error naming
 // the config line, the bytes needed and the bytes available.
-Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress& progress, int cache_copies);
+// `ranks`: this process among those of a `parallel` config (BuildOptions::parallel).
+Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress& progress, int cache_copies,
+                                             const comm::Group& ranks = {});
 
 // The machine's available memory (MemAvailable of /proc/meminfo; the free physical pages where
 // that is missing).

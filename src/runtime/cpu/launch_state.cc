@@ -1,5 +1,8 @@
 #include "runtime/cpu/launch_state.h"
 
+#include <sched.h>
+#include <time.h>
+
 #include <cstdio>
 #include <string>
 
@@ -89,6 +92,26 @@ int32_t sync_all_entry(const sk_core_ctx* ctx) {
   return barrier(*cs->ls, *cs, 0) ? SK_OK : SK_ERR_ABORTED;
 }
 
+int32_t poll_entry(const sk_core_ctx* ctx, int64_t idle_ns) {
+  const auto* cs = static_cast<const CoreState*>(ctx->runtime);
+  const LaunchState& ls = *cs->ls;
+  // relaxed: only the flag matters here; the error it stands for is read after the join.
+  if (ls.abort.load(std::memory_order_relaxed)) return SK_ERR_ABORTED;
+  if (ls.wait.watchdog_ns > 0 && idle_ns > ls.wait.watchdog_ns) return SK_ERR_TIMEOUT;
+  // The same back-off as a WAIT: spin while a message is likely to arrive soon, then give the CPU
+  // away, since what is awaited (another process) may need this very CPU on a busy machine. The
+  // sleep is short because nothing can wake it: the other side only writes memory or a socket.
+  if (idle_ns < ls.wait.spin_ns) {
+    cpu_relax();
+  } else if (idle_ns < ls.wait.spin_ns + 1'000'000) {
+    sched_yield();
+  } else {
+    const timespec pause{0, 50'000};
+    nanosleep(&pause, nullptr);
+  }
+  return SK_OK;
+}
+
 bool wait_slow(LaunchState& ls, CoreState& cs, const Instr& in) {
   WaitResult r = wait_at_least_slow(ls.dev->progress(in.a), tag(cs.epoch, static_cast<uint32_t>(in.b)), ls.wait,
                                     ls.dev->thread_clock(in.a));
@@ -108,6 +131,15 @@ void instruction_failed(LaunchState& ls, CoreState& cs, const Instr& in, int32_t
     return;
   }
   if (rc == SK_ERR_ABORTED && ls.abort.load(std::memory_order_relaxed)) return;
+  if (rc == SK_ERR_TIMEOUT) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.1f", ls.dev->options().watchdog_seconds);
+    std::string msg = std::string("watchdog: kernel '") + op.kernel->desc->name + "' (op '" + op.name + "') on " +
+                      describe(ls, cs.core, cs.pc) + " waited " + buf + " s without progress";
+    if (cs.error[0]) msg += ": " + std::string(cs.error);
+    fail(ls, Status::deadlock(msg));
+    return;
+  }
   std::string msg = std::string("kernel '") + op.kernel->desc->name + "' (op '" + op.name + "') failed on core " +
                     std::to_string(cs.core) + " with code " + std::to_string(rc);
   if (cs.error[0]) msg += ": " + std::string(cs.error);

@@ -55,6 +55,9 @@ inline const sk_kernel_desc* kernel_for_core(const PlanOp& op, int core) {
 
 // sync_all of the kernels' core context: a barrier over group 0 of the launch.
 int32_t sync_all_entry(const sk_core_ctx* ctx);
+// poll of the kernels' core context: the launch's abort flag and watchdog for a kernel waiting on
+// something outside the launch, and the back-off between its rounds.
+int32_t poll_entry(const sk_core_ctx* ctx, int64_t idle_ns);
 
 // The context a RUN or PROLOGUE instruction hands its kernel on the core whose state is `cs`
 // (both backends build it the same way; the JIT once per instruction, at code generation).
@@ -67,6 +70,7 @@ inline sk_core_ctx core_ctx_for(const Instr& in, CoreState& cs) {
   ctx.error_message = cs.error;
   ctx.error_capacity = kErrorBytes;
   ctx.flags = (in.flags & kInstrAhead) ? SK_CORE_AHEAD : 0;
+  ctx.poll = poll_entry;
   return ctx;
 }
 // BARRIER `group` on core `cs`; false when the launch aborted or the watchdog fired (recorded).
