@@ -24,6 +24,7 @@
 #include "kernels/kernels.h"
 #include "kernels/moe_common.h"
 #include "kernels/moe_topk.h"
+#include "kernels/sampling_exp2.h"
 #include "kernels/simd.h"
 #include "superkernel/attrs_moe.h"
 
@@ -644,16 +645,6 @@ constexpr int kProfileSize = sizeof kProfile / sizeof kProfile[0];
 constexpr int kProfileStride = 16;  // the profile samples every 16th vector of 16 logits
 constexpr double kHeavy = 1024.0;   // heavy tokens weigh at least S~ / kHeavy
 
-// 2^f for f in [-0.5, 0.5]: a degree-5 fit of minimal relative error (1 + 0.693147 f + ...;
-// truncation 7.5e-8), which with its coefficients rounded to f32 and Horner's f32 FMAs is within
-// 2.15e-7 relative of 2^f on every float in [-0.5, 0.5] (checked against exp2l over all of them),
-// inside the 3e-7 the bound below allows for the polynomial. Degree 5 instead of the 7 of a
-// Taylor series (7.3e-8 in all) takes 2 of the ~20 vector operations per vector of logits off
-// the pass over all V.
-constexpr int kExp2Degree = 5;
-constexpr float kExp2C[kExp2Degree + 1] = {1.0000000716548105f,  0.6931469670618053f,   0.24022119723079793f,
-                                           0.05550713277838843f, 0.009675541379347327f, 0.0013276470743018576f};
-
 // Approximate weights of 16 logits: 2^t with t = (l - lmax) * a, a = log2(e) / temperature,
 // clamped below at -150 (NaN included: max() returns its second operand), so NaN and -inf give
 // a weight below 2^-149. t_out receives t.
@@ -1225,7 +1216,7 @@ int64_t sample_nucleus_fast(const FastPath& fp, const float* l, int64_t v, float
   const ApproxTotal at = fp.approx_total(l, v, lmax, inv_t);
   // The sum of the approximate weights of a set of tokens differs from the sum of their specified
   // weights by at most bound(its sum, its sum of w~ |t|): the f32 weights are within 3e-7 relative
-  // of exp (the polynomial with its f32 coefficients and roundings: 2.15e-7, kExp2C) plus
+  // of exp (the polynomial with its f32 coefficients and roundings: 2.15e-7, sampling_exp2.h) plus
   // 1.5e-7 |t| (t's three roundings); weights below 2^-125 are off by less than 2^-125 each; the
   // double sums (S's block order, S~ and the subtractions below) add at most V 2^-52 relative;
   // S~'s f32 pairs are bounded apart (they are not the rest's alone).
