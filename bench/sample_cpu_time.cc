@@ -2,12 +2,12 @@
 // (CLOCK_THREAD_CPUTIME_ID), for machines too busy for sk_bench_kernels' wall-clock medians, and
 // for packages side by side: each round times every package once, in turn, on the same rows.
 //
-//   build/bench/sk_bench_sample_cpu_time [--runs N] [--rounds R] [--package PATH]...
+//   build/bench/sk_bench_sample_cpu_time [--runs N] [--rounds R] [--row NAME] [--package PATH]...
 //
 // Rows: sk_bench_kernels' sampling rows over V = 131072 (uniform logits in [-12, 4], the "flat"
-// row with a ~19k-token nucleus at top_p 0.9; "peaked": 40 logits in [8, 14] over that tail; top_k
-// 50 with top_p 0.9 at temperature 0.8). Prints per package and row the minimum and median µs of
-// each round, then the minima over all rounds. Without --package, the built package.
+// row with a ~19k-token nucleus at top_p 0.9; "peaked": 40 logits in [8, 14] over that tail;
+// "peaked2": the same drawn in float; top_k 50 with top_p 0.9 at temperature 0.8). Prints per package and row the
+// minimum and median µs of each round, then the minima over all rounds. Without --package, the built package.
 #include <dlfcn.h>
 #include <superkernel/attrs_moe.h>
 #include <superkernel/kernel_abi.h>
@@ -48,8 +48,17 @@ std::vector<Row> rows() {
   std::vector<float> flat(l.begin(), l.end());
   for (int j = 0; j < 40; ++j) l[static_cast<size_t>(static_cast<int64_t>(rng() % kVocab))] = top(rng);
   std::vector<float> peaked(l.begin(), l.end());
+  // The same construction drawn in float: its profile sample (1/16 of V) holds a strong token,
+  // which made the path gather the whole flat prefix before it tried the heavy tokens.
+  std::mt19937 rng2(7);
+  std::uniform_real_distribution<float> tail2(-12.0f, 4.0f);
+  std::uniform_real_distribution<float> top2(8.0f, 14.0f);
+  std::vector<float> peaked2(kVocab);
+  for (float& x : peaked2) x = tail2(rng2);
+  for (int j = 0; j < 40; ++j) peaked2[rng2() % kVocab] = top2(rng2);
   return {{"flat_p0.9", flat, {42, 1.0f, 0.9f, 0, 0}},
           {"peaked_p0.9", peaked, {42, 1.0f, 0.9f, 0, 0}},
+          {"peaked2_p0.9", peaked2, {42, 1.0f, 0.9f, 0, 0}},
           {"flat_k50_p0.9", flat, {42, 0.8f, 0.9f, 50, 0}}};
 }
 
@@ -132,11 +141,14 @@ int main(int argc, char** argv) {
   int runs = 31;
   int rounds = 3;
   std::vector<std::string> packages;
+  std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--runs") == 0) {
       runs = std::max(1, std::atoi(argv[i + 1]));
     } else if (std::strcmp(argv[i], "--rounds") == 0) {
       rounds = std::max(1, std::atoi(argv[i + 1]));
+    } else if (std::strcmp(argv[i], "--row") == 0) {
+      only = argv[i + 1];
     } else if (std::strcmp(argv[i], "--package") == 0) {
       packages.emplace_back(argv[i + 1]);
     } else {
@@ -151,6 +163,13 @@ int main(int argc, char** argv) {
     if (kernels.back() == nullptr) return 1;
   }
   std::vector<Row> rs = rows();
+  if (!only.empty()) {
+    std::erase_if(rs, [&](const Row& r) { return only != r.name; });
+    if (rs.empty()) {
+      std::fprintf(stderr, "no row %s (rows: flat_p0.9, peaked_p0.9, peaked2_p0.9, flat_k50_p0.9)\n", only.c_str());
+      return 2;
+    }
+  }
   std::vector<double> best(packages.size() * rs.size(), 1e30);
   for (int round = 1; round <= rounds; ++round) {
     for (size_t r = 0; r < rs.size(); ++r) {
