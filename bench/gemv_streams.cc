@@ -18,7 +18,6 @@
 //
 //   build/bench/sk_bench_gemv_streams [--runs N]
 #include <immintrin.h>
-#include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -26,7 +25,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
