@@ -225,6 +225,13 @@ int main(int argc, char** argv) {
     best_ours = std::min(best_ours, ours.min);
     if (have_dnn) best_dnn = std::min(best_dnn, dnn.min);
   }
+  if (best_dnn >= 1e30) {
+    // No round had a oneDNN primitive for the type (bf16 / f16 matmul on CPUs without them).
+    std::printf("%s %lldx%lldx%lld: ours %.1f us, oneDNN n/a (minima over %d rounds)\n", type.c_str(),
+                static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k), 1e6 * best_ours,
+                rounds);
+    return 0;
+  }
   std::printf("%s %lldx%lldx%lld: ours %.1f us, oneDNN %.1f us, ours/oneDNN %.2f (minima over %d rounds)\n",
               type.c_str(), static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
               1e6 * best_ours, 1e6 * best_dnn, best_ours / best_dnn, rounds);

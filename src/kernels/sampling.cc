@@ -24,6 +24,7 @@
 #include "kernels/kernels.h"
 #include "kernels/moe_common.h"
 #include "kernels/moe_topk.h"
+#include "kernels/sampling_exp2.h"
 #include "kernels/simd.h"
 #include "superkernel/attrs_moe.h"
 
@@ -644,17 +645,6 @@ constexpr int kProfileSize = sizeof kProfile / sizeof kProfile[0];
 constexpr int kProfileStride = 16;  // the profile samples every 16th vector of 16 logits
 constexpr double kHeavy = 1024.0;   // heavy tokens weigh at least S~ / kHeavy
 
-// 2^f for f in [-0.5, 0.5]: Taylor coefficients of exp(f ln 2) up to degree 7 (truncation
-// below 1e-8 relative).
-constexpr float kExp2C[8] = {1.0f,
-                             0.693147180559945f,
-                             0.240226506959101f,
-                             0.0555041086648216f,
-                             0.00961812910762848f,
-                             0.00133335581464284f,
-                             0.000154035303933816f,
-                             1.52527338040598e-05f};
-
 // Approximate weights of 16 logits: 2^t with t = (l - lmax) * a, a = log2(e) / temperature,
 // clamped below at -150 (NaN included: max() returns its second operand), so NaN and -inf give
 // a weight below 2^-149. t_out receives t.
@@ -662,8 +652,8 @@ SK_TARGET_AVX512 inline __m512 approx_weights16(__m512 l, __m512 lm, __m512 a, _
   const __m512 t = _mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(l, lm), a), _mm512_set1_ps(-150.0f));
   const __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 f = _mm512_sub_ps(t, k);
-  __m512 p = _mm512_set1_ps(kExp2C[7]);
-  for (int i = 6; i >= 0; --i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2C[i]));
+  __m512 p = _mm512_set1_ps(kExp2C[kExp2Degree]);
+  for (int i = kExp2Degree - 1; i >= 0; --i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2C[i]));
   *t_out = t;
   return _mm512_scalef_ps(p, k);
 }
@@ -985,17 +975,19 @@ SK_TARGET_AVX512 double sum_any_order(const double* w, int64_t n) {
 
 // approx_weights16 on 8 lanes. AVX2 has no VSCALEFPS: 2^k is built from its exponent bits for
 // k >= -126 and taken as 0 below, where 2^t < 2^-126 (within the 2^-120 per token the bound allows
-// weights below 2^-125).
+// weights below 2^-125). t is clamped at -127 (NaN included, as in approx_weights16), so k >= -127
+// and k = -127 gives the exponent field 0, the scale +0 and the weight 0 with no compare and mask
+// (2 of the ~21 vector operations per 8 logits; the same weights as a clamp at -150 and a mask
+// of k < -126).
 SK_TARGET_AVX2 inline __m256 approx_weights8(__m256 l, __m256 lm, __m256 a, __m256* t_out) {
-  const __m256 t = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(l, lm), a), _mm256_set1_ps(-150.0f));
+  const __m256 t = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(l, lm), a), _mm256_set1_ps(-127.0f));
   const __m256 k = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m256 f = _mm256_sub_ps(t, k);
-  __m256 p = _mm256_set1_ps(kExp2C[7]);
-  for (int i = 6; i >= 0; --i) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(kExp2C[i]));
+  __m256 p = _mm256_set1_ps(kExp2C[kExp2Degree]);
+  for (int i = kExp2Degree - 1; i >= 0; --i) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(kExp2C[i]));
   *t_out = t;
   const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127));
-  const __m256 scale = _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
-  return _mm256_and_ps(_mm256_mul_ps(p, scale), _mm256_cmp_ps(k, _mm256_set1_ps(-126.0f), _CMP_GE_OQ));
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
 }
 
 SK_TARGET_AVX2 inline __m256d hi_pd(__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
@@ -1224,7 +1216,7 @@ int64_t sample_nucleus_fast(const FastPath& fp, const float* l, int64_t v, float
   const ApproxTotal at = fp.approx_total(l, v, lmax, inv_t);
   // The sum of the approximate weights of a set of tokens differs from the sum of their specified
   // weights by at most bound(its sum, its sum of w~ |t|): the f32 weights are within 3e-7 relative
-  // of exp (truncation 1e-8, rounded coefficients 1.2e-7, Horner's roundings 1.7e-7) plus
+  // of exp (the polynomial with its f32 coefficients and roundings: 2.15e-7, sampling_exp2.h) plus
   // 1.5e-7 |t| (t's three roundings); weights below 2^-125 are off by less than 2^-125 each; the
   // double sums (S's block order, S~ and the subtractions below) add at most V 2^-52 relative;
   // S~'s f32 pairs are bounded apart (they are not the rest's alone).
@@ -1260,9 +1252,15 @@ int64_t sample_nucleus_fast(const FastPath& fp, const float* l, int64_t v, float
   const double c_heavy = std::log2(kHeavy / at.sum);
   uint32_t* idx = sc.seq.idx.data();
   float* vals = sc.vals.data();
-  // The heavy tokens, the guess, wider ones, then the bound (or twice the guess, if wider).
-  const double tries[] = {c_heavy > 0.0 && c_heavy < c_t ? c_heavy : -1.0, c_t, c_t * 1.15, c_t * 1.3,
-                          std::max(c0_t, c_t * 2.0)};
+  // The heavy tokens, the guess, wider ones, then the bound (or twice the guess, if wider), in
+  // increasing c. The heavy tokens come after the guesses when the guess is narrower: the profile
+  // samples 1/16 of the vocabulary, and a strong token in the sample makes it guess far too few
+  // tokens (measured on a peaked row: the three guesses gathered 3 tokens, and the bound then
+  // gathered 18097 where the heavy tokens, 33, held the nucleus: 3x the row's time).
+  const double c_last = std::max(c0_t, c_t * 2.0);
+  const bool heavy = c_heavy > 0.0 && c_heavy < c_last;
+  const double tries[] = {heavy && c_heavy < c_t ? c_heavy : -1.0,       c_t,   c_t * 1.15, c_t * 1.3,
+                          heavy && c_heavy > c_t * 1.3 ? c_heavy : -1.0, c_last};
   const double need = tau_hi + 1e-5 * at.sum;  // the approximate mass a gathered prefix must show
   for (double c : tries) {
     if (c < 0.0) continue;
