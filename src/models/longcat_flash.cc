@@ -238,7 +238,7 @@ Expected<Graph> build_longcat_flash(const LongCatFlashConfig& config, const Buil
     return Status::unimplemented(
         "build option 'prefetch': only the LongCat-Flash AFD variant prefetches weights; build with prefetch off");
   Graph g(phase == Phase::kDecode ? "longcat_flash_decode" : "longcat_flash_prefill");
-  ModelWeights w(g, weights, options.weight_dtype);
+  ModelWeights w(g, weights, options);
   LongCat m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}, g.current_stream()};
   if (options.multi_streams > 0) m.moe_stream = g.create_stream("moe");
   auto rope = config.rope_scaling();
@@ -273,7 +273,7 @@ Expected<Graph> build_longcat_flash_afd(const LongCatFlashConfig& config, const 
                                         WeightSource& weights) {
   SK_RETURN_IF_ERROR(check(config, options));
   Graph g("longcat_flash_afd");
-  ModelWeights w(g, weights, options.weight_dtype);
+  ModelWeights w(g, weights, options);
   LongCat m{config, options, g, w, StepTensors{}, Tensor{}, g.current_stream()};
   m.in.tokens = options.batch;
   Tensor x = g.input(kHiddenStates, DType::kF32, {options.batch, config.hidden_size});
