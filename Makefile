@@ -34,9 +34,9 @@ demo: build
 	@./scripts/demo.sh $(BUILD)
 
 # `make test` (what CI runs): four phases, one after the other, each timed into $(PHASE_LOG):
-#   test-release  the release build and the whole suite
 #   test-asan     the suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
 #   test-tsan     the suite under ThreadSanitizer (build-tsan/)
+#   test-release  the release build and the whole suite, Python tests included
 #   test-fuzz     every libFuzzer target for FUZZ_SECONDS, plus its seeds and regressions (build-fuzz/)
 # docs/RELIABILITY.md says what each phase covers and how to rerun one.
 PHASE_LOG ?= $(BUILD)/test-phases.txt
@@ -46,16 +46,23 @@ FUZZ_SECONDS ?= 20
 timed = mkdir -p $(dir $(PHASE_LOG)); exec 3>&1 4>&2; TIMEFORMAT='%0R %0U %0S'; t=$$( { time { ( $(2) ) 1>&3 2>&4; }; } 2>&1 ) || exit $$?; \
 	set -- $$t; echo "make test: $(1): $$1 s wall, $$(( $$2 + $$3 )) s CPU" | tee -a $(PHASE_LOG)
 
+# The Python environment is mostly downloading and unpacking torch (minutes on a fresh machine, little
+# CPU), and only the release phase needs it: it installs in the background beside the sanitizer
+# phases (its output in $(BUILD)/venv-install.log, shown if it fails), and the release phase waits
+# for it.
 test: deps
-	@rm -f $(PHASE_LOG)
+	@rm -f $(PHASE_LOG); mkdir -p $(BUILD)
+	@( $(call timed,python environment (beside the sanitizer phases),$(MAKE) --no-print-directory $(VENV)/.requirements-stamp) ) \
+	    > $(BUILD)/venv-install.log 2>&1 & venv=$$!; \
+	  if ! { $(MAKE) --no-print-directory test-asan && $(MAKE) --no-print-directory test-tsan; }; then \
+	    wait $$venv; exit 1; fi; \
+	  echo "make test: waiting for the python environment"; \
+	  if ! wait $$venv; then cat $(BUILD)/venv-install.log; exit 1; fi
 	@$(MAKE) --no-print-directory test-release
-	@$(MAKE) --no-print-directory test-asan
-	@$(MAKE) --no-print-directory test-tsan
 	@$(MAKE) --no-print-directory test-fuzz
 	@echo "make test: all phases passed"; cat $(PHASE_LOG)
 
-test-release: deps
-	@$(call timed,python environment,$(MAKE) --no-print-directory venv)
+test-release: deps venv
 	@$(call timed,release build,cmake --preset release $(CMAKE_PY) >/dev/null && cmake --build $(BUILD) -j $(JOBS))
 	@$(call timed,release tests,ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600)
 
