@@ -217,7 +217,7 @@ TEST_F(WeightTypesTest, Int4AtLoadWithinToleranceOfF32) {
       EXPECT_LT(max_relative_error(q, f32), kInt4Tolerance);
       EXPECT_GT(max_relative_error(q, f32), 0.0);  // it did quantise
       // Greedy ids: the f32 model's in most rows (random tiny-model logits are close together, so
-      // some rows flip; measured 13-15 of 17).
+      // a row may flip; measured 12-13 of 13).
       const std::vector<int64_t> want = argmax_rows(f32, cfg.vocab_size), got = argmax_rows(q, cfg.vocab_size);
       size_t same = 0;
       for (size_t r = 0; r < want.size(); ++r) same += want[r] == got[r];
