@@ -55,6 +55,7 @@ struct BenchArgs {
   std::vector<int> batches;         // --batch: decode batch sizes; empty: the config's decode.batch
   std::string format = "md";        // --format: md or llama-bench
   std::string mode;                 // --mode: the sweep's execution mode (default superkernel)
+  bool contend = false;             // also time every mode beside one busy process (unpinned, then pinned)
 };
 
 struct ExplainArgs {

@@ -164,6 +164,9 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--format", bench.format, "sweep output: md (default) or llama-bench (its column layout)")
       ->check(one_of({"md", "llama-bench"}));
   bench_cmd->add_option("--mode", bench.mode, "sweep: execution mode (default superkernel)")->check(one_of(kModes));
+  bench_cmd->add_flag("--contend", bench.contend,
+                      "also time every mode beside one busy process, unpinned and then pinned to the last CPU the "
+                      "runtime uses, with each mode's ratio to its quiet step and to graph mode");
 
   ExplainArgs explain;
   CLI::App* explain_cmd = app.add_subcommand("explain",
