@@ -99,6 +99,25 @@ struct LongCatFlashConfig {
   Expected<nn::RopeScaling> rope_scaling() const;
 };
 
+// A checkpoint's packed 4-bit weights, from config.json's `quantization_config` (Llama only):
+// AWQ (GEMM layout: `qweight` i32 [in, out / 8], `qzeros` i32 [in / G, out / 8], `scales` f16
+// [in / G, out]) or GPTQ (`qweight` i32 [in / 8, out], `qzeros` i32 [in / G, out / 8], `scales`
+// f16 [in / G, out], `g_idx` i32 [in]), 4 bits, a group G that is a power of two >= 32 (or -1:
+// one group over `in`). Set through the dotted keys "quantization_config.<field>"; a field whose
+// value the 4-bit kernels cannot run (other bits, act-order, AWQ's GEMV layout, other methods)
+// or that this loader does not know is refused naming it. Loaded with BuildOptions::weight_dtype
+// kW4A8 or kW4 (docs/WEIGHTS.md, "Packed 4-bit checkpoints").
+struct CheckpointQuantization {
+  enum class Method { kNone, kAwq, kGptq };
+  bool given = false;  // config.json has a quantization_config object
+  Method method = Method::kNone;
+  int64_t bits = 4;
+  int64_t group_size = 128;   // -1: one group over the whole input
+  bool desc_act = false;      // GPTQ act-order (refused)
+  bool gptq_v1_zeros = true;  // GPTQ checkpoint_format "gptq": zeros stored minus one
+  bool present() const { return given; }
+};
+
 struct LlamaConfig {
   int64_t vocab_size = 32000;
   int64_t hidden_size = 4096;
@@ -114,6 +133,7 @@ struct LlamaConfig {
   bool attention_bias = false;             // q_proj, k_proj, v_proj, o_proj biases
   bool mlp_bias = false;                   // gate_proj, up_proj, down_proj biases
   RopeKeys rope;
+  CheckpointQuantization quantization;  // config.json's quantization_config (absent: float weights)
 
   Status set(std::string_view key, std::string_view value);
   Status validate() const;
@@ -156,17 +176,28 @@ Status check_unread_tensors(const LongCatFlashConfig& config, const WeightSource
 Status check_unread_tensors(const LlamaConfig& config, const WeightSource& weights, bool allow_unread = false,
                             std::vector<std::string>* skipped = nullptr);
 
-// How Linear weights are stored and multiplied: f32, bf16 (matmul.bf16), or int8 weights with
-// per-channel scales and per-token dynamic activation quantisation (matmul.w8a8_dyn).
-// Norms, embeddings, the router and the MLA absorbed projections stay f32.
-enum class WeightDType { kF32, kBF16, kW8A8 };
+// How Linear weights are stored and multiplied: f32, bf16 (matmul.bf16), f16 (matmul.f16), int8
+// weights with per-channel scales and per-token dynamic activation quantisation
+// (matmul.w8a8_dyn), or group-wise 4-bit weights (BuildOptions::int4_group) with per-token int8
+// activations (w4a8: matmul.w4a8_dyn) or f32 activations (w4: matmul.w4). 4-bit weights come from
+// the checkpoint when it holds packed AWQ / GPTQ weights (LlamaConfig::quantization), else they
+// are quantised at load (nn::quantize_int4). Norms, embeddings, the router and the MLA absorbed
+// projections stay f32; LongCat-Flash's experts have no f16 or 4-bit grouped matmul (refused).
+enum class WeightDType { kF32, kBF16, kW8A8, kF16, kW4A8, kW4 };
 const char* weight_dtype_name(WeightDType dtype);
-Expected<WeightDType> parse_weight_dtype(std::string_view text);  // "f32" | "bf16" | "w8a8"
+// "f32" | "bf16" | "f16" | "w8a8" | "w4a8" | "w4"
+Expected<WeightDType> parse_weight_dtype(std::string_view text);
+bool is_int4(WeightDType dtype);
 
 enum class Phase { kDecode, kPrefill };
 
 struct BuildOptions {
   WeightDType weight_dtype = WeightDType::kF32;
+  // 4-bit weights quantised at load: values per scale (a power of two >= 32 dividing every Linear
+  // input size), and symmetric groups (zero point 8, as llama.cpp's Q4_0) instead of min/max ones
+  // (as AWQ and GPTQ). A checkpoint's packed 4-bit weights bring their own grouping.
+  int64_t int4_group = 128;
+  bool int4_symmetric = false;
   DType kv_cache_dtype = DType::kF32;  // kF32 or kBF16
   int64_t batch = 1;                   // B sequences (decode tokens per step, AFD tokens)
   int64_t prefill_tokens = 16;         // T tokens of the prefill graph (all sequences together)

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -189,6 +190,19 @@ class WeightSource {
   // The shard quantised per row as get_w8a8 does (a shard along the last dimension gets its own
   // scales: each rank quantises the part of the row it multiplies).
   Expected<QuantizedWeight> get_w8a8_shard(Graph& g, const std::string& name, const Shape& shape, const Shard& shard);
+
+  // The bytes get() would bind, without adding a constant to any graph: for loaders that repack or
+  // quantise a weight (4-bit weights). Loaded once and shared like get()'s; a checkpoint tensor
+  // read this way counts as read (unread_tensors()).
+  Expected<std::shared_ptr<const void>> read(const std::string& name, DType dtype, const Shape& shape, WeightInit init);
+  // The dtype and shape of a stored tensor; NOT_FOUND when the source has none (random sources
+  // store nothing: their weights take any dtype and shape).
+  virtual Expected<std::pair<DType, Shape>> stored(const std::string& name) const;
+  // Data derived from the weights (a repacked or quantised copy), made by `make` on the first call
+  // with `key` and shared by every later one, so graphs built from this source (prefill, decode)
+  // share one copy. A failure is returned and not kept.
+  using Derived = std::shared_ptr<const void>;
+  Expected<Derived> derived(const std::string& key, const std::function<Expected<Derived>()>& make);
 
   // "checkpoint DIR" or "random weights (seed N)", for messages.
   virtual std::string describe() const = 0;

@@ -64,8 +64,10 @@ struct ModelKey {
 struct ModelSection {
   std::string architecture;            // as written; the model builders check it (empty with a checkpoint)
   std::string checkpoint;              // directory, resolved against the config file's directory; empty: random weights
-  std::string dtype = "f32";           // weight dtype: "f32" or "bf16"
+  std::string dtype = "f32";           // weight dtype: "f32", "bf16", "f16", "w4a8" or "w4"
   bool w8a8 = false;                   // quantise the linear weights to int8 at load
+  int64_t int4_group = 128;            // w4a8, w4: inputs per scale when quantising at load
+  bool int4_symmetric = false;         // w4a8, w4: zero point 8 (as Q4_0) instead of min/max groups
   std::string kv_cache_dtype = "f32";  // KV / latent cache storage: "f32" or "bf16"
   uint64_t seed = 1;                   // random weights
   bool allow_unused_tensors = false;   // `--allow-unused-tensors`: checkpoint tensors no graph reads are no error

@@ -264,7 +264,9 @@ Status read_model_config(Reader& r, const Entry& section, Config& cfg) {
 
 Status read_model(Reader& r, const Entry& section, Config& cfg) {
   ModelSection& m = cfg.model;
-  return r.for_each(section, {"architecture", "checkpoint", "dtype", "w8a8", "kv_cache_dtype", "seed", "config"},
+  return r.for_each(section,
+                    {"architecture", "checkpoint", "dtype", "w8a8", "int4_group", "int4_symmetric", "kv_cache_dtype",
+                     "seed", "config"},
                     [&](const Entry& e) -> Status {
                       const std::string& k = e.key.Scalar();
                       if (k == "architecture") {
@@ -282,7 +284,9 @@ Status read_model(Reader& r, const Entry& section, Config& cfg) {
                         m.checkpoint = p.lexically_normal().string();
                         return Status::ok();
                       }
-                      if (k == "dtype") return r.choice(e, {"f32", "bf16"}, m.dtype);
+                      if (k == "dtype") return r.choice(e, {"f32", "bf16", "f16", "w4a8", "w4"}, m.dtype);
+                      if (k == "int4_group") return r.integer<int64_t>(e, 32, 65536, m.int4_group);
+                      if (k == "int4_symmetric") return r.boolean(e, m.int4_symmetric);
                       if (k == "w8a8") return r.boolean(e, m.w8a8);
                       if (k == "kv_cache_dtype") return r.choice(e, {"f32", "bf16"}, m.kv_cache_dtype);
                       if (k == "seed") return r.integer<uint64_t>(e, 0, UINT64_MAX, m.seed);

@@ -96,6 +96,23 @@ Status check_model(const Config& cfg) {
     return broken(cfg, "model.config." + m.keys.front().key,
                   "the sizes come from the checkpoint's config.json; remove model.config or model.checkpoint");
   }
+  const bool int4 = m.dtype == "w4a8" || m.dtype == "w4";
+  if (m.w8a8 && m.dtype != "f32" && m.dtype != "bf16") {
+    return broken(
+        cfg, "model.w8a8",
+        "int8 weights and model.dtype " + m.dtype + " exclude each other " + set_at(cfg, "model.dtype", m.dtype));
+  }
+  for (const char* key : {"model.int4_group", "model.int4_symmetric"}) {
+    if (!int4 && cfg.lines.count(key)) {
+      return broken(
+          cfg, key,
+          "applies to 4-bit weights only: set model.dtype to w4a8 or w4 " + set_at(cfg, "model.dtype", m.dtype));
+    }
+  }
+  if (int4 && (m.int4_group < 32 || (m.int4_group & (m.int4_group - 1)) != 0)) {
+    return broken(cfg, "model.int4_group",
+                  "expected a power of two >= 32 (inputs per scale), got " + std::to_string(m.int4_group));
+  }
   return Status::ok();
 }
 

@@ -101,8 +101,6 @@ struct Restricted {
 const Restricted kRestrictedCommon[] = {
     {"hidden_act", [](std::string_view v) { return v == "silu" || v == "swish" || is_null(v); },
      "only silu (swish) is implemented: the MLPs and experts run silu_mul"},
-    {"quantization_config", is_null,
-     "quantised checkpoints are not implemented (store f32, bf16 or f16 weights; model.w8a8 quantises at load)"},
     {"is_causal", [](std::string_view v) { return v == "true" || is_null(v); }, "only causal attention is implemented"},
     {"pruned_heads", [](std::string_view v) { return v == "{}" || is_null(v); }, "pruned heads are not implemented"},
     {"partial_rotary_factor", [](std::string_view v) { return numeric_one(v) || is_null(v); },
@@ -112,6 +110,9 @@ const Restricted kRestrictedCommon[] = {
 };
 
 const Restricted kRestrictedLongCat[] = {
+    {"quantization_config", is_null,
+     "quantised LongCat-Flash checkpoints are not implemented (store f32, bf16 or f16 weights; model.w8a8 "
+     "quantises at load)"},
     {"norm_topk_prob", [](std::string_view v) { return v == "false" || is_null(v); },
      "the published router does not renormalise the top-k weights"},
     {"zero_expert_type", [](std::string_view v) { return v == "identity" || is_null(v); },
@@ -267,6 +268,129 @@ Expected<nn::RopeScaling> resolve_rope(const RopeKeys& k, double rope_theta, int
       return Status::invalid_argument(key("high_freq_factor") + ": must exceed low_freq_factor (> 0)");
   }
   return r;
+}
+
+// ---- packed 4-bit checkpoints (quantization_config) ----------------------------------------------
+
+// Fields of AWQ's and GPTQ's quantization_config that do not change the weights the checkpoint
+// holds (how they were computed, which kernel to run them with, metadata).
+const char* const kQuantizationInert[] = {"damp_percent",
+                                          "damp_auto_increment",
+                                          "true_sequential",
+                                          "static_groups",
+                                          "model_name_or_path",
+                                          "model_file_base_name",
+                                          "meta",
+                                          "dataset",
+                                          "tokenizer",
+                                          "use_exllama",
+                                          "exllama_config",
+                                          "max_input_length",
+                                          "cache_block_outputs",
+                                          "batch_size",
+                                          "use_cuda_fp16",
+                                          "module_name_preceding_first_block",
+                                          "backend",
+                                          "do_fuse",
+                                          "fuse_max_seq_len",
+                                          "modules_to_fuse",
+                                          "mv",
+                                          "quantizer",
+                                          "pad_token_id",
+                                          "use_marlin",
+                                          "disable_exllama",
+                                          "exllama_version",
+                                          "sym_for_zero",
+                                          "hyb_act",
+                                          "mse",
+                                          "v2",
+                                          "v2_alpha",
+                                          "act_group_aware",
+                                          "true_sequence",
+                                          "fail_safe",
+                                          "damp"};
+
+Status set_quantization_key(CheckpointQuantization& q, std::string_view key, std::string_view value) {
+  using Method = CheckpointQuantization::Method;
+  const size_t dot = key.find('.');
+  if (dot == std::string_view::npos) {
+    if (is_null(value)) return Status::ok();
+    q.given = true;
+    return Status::ok();  // the members arrive as dotted keys
+  }
+  const std::string_view field = key.substr(dot + 1);
+  const std::string top(field.substr(0, field.find('.')));
+  auto refuse = [&](const std::string& why) {
+    return Status::unimplemented(quoted(key) + ": '" + std::string(value) + "' is not implemented: " + why);
+  };
+  if (field == "quant_method") {
+    if (value == "awq") {
+      q.method = Method::kAwq;
+    } else if (value == "gptq") {
+      q.method = Method::kGptq;
+    } else {
+      return refuse(
+          "packed 4-bit checkpoints are read in the AWQ (GEMM) and GPTQ layouts only; quantise a float "
+          "checkpoint at load instead (model.dtype w8a8, w4a8 or w4)");
+    }
+    return Status::ok();
+  }
+  if (field == "bits" || field == "w_bit") {
+    SK_RETURN_IF_ERROR(parse_into(key, value, q.bits));
+    return q.bits == 4 ? Status::ok() : refuse("only 4-bit weights have kernels (matmul.w4a8_dyn, matmul.w4)");
+  }
+  if (field == "group_size" || field == "q_group_size") {
+    SK_RETURN_IF_ERROR(parse_into(key, value, q.group_size));
+    const int64_t g = q.group_size;
+    if (g == -1 || (g >= 32 && (g & (g - 1)) == 0)) return Status::ok();
+    return refuse("the 4-bit kernels take groups of a power of two >= 32 (or -1, one group per row)");
+  }
+  if (field == "zero_point") {
+    bool zero = true;
+    SK_RETURN_IF_ERROR(parse_into(key, value, zero));
+    return zero ? Status::ok() : refuse("AWQ checkpoints without zero points are not implemented");
+  }
+  if (field == "version") {
+    if (value == "gemm" || value == "GEMM" || is_null(value)) return Status::ok();
+    return refuse("AWQ's GEMM packing is the only one read (GEMV, Marlin and ExLlama packings reorder qweight)");
+  }
+  if (field == "desc_act") {
+    SK_RETURN_IF_ERROR(parse_into(key, value, q.desc_act));
+    return q.desc_act ? refuse(
+                            "act-order (desc_act) permutes the groups along the input, which the 4-bit layout's "
+                            "contiguous groups cannot express")
+                      : Status::ok();
+  }
+  if (field == "sym") {
+    bool sym = false;
+    return parse_into(key, value, sym);  // the zeros are stored either way
+  }
+  if (field == "checkpoint_format" || field == "format") {
+    if (value == "gptq") {
+      q.gptq_v1_zeros = true;
+    } else if (value == "gptq_v2") {
+      q.gptq_v1_zeros = false;
+    } else {
+      return refuse("GPTQ checkpoints are read in the formats gptq and gptq_v2");
+    }
+    return Status::ok();
+  }
+  if (field == "pack_dtype")
+    return value == "int32" ? Status::ok() : refuse("qweight and qzeros are read as int32 words");
+  if (field == "lm_head") {
+    bool quantised = false;
+    SK_RETURN_IF_ERROR(parse_into(key, value, quantised));
+    return quantised ? refuse("a 4-bit LM head is not read (it is stored as float weights)") : Status::ok();
+  }
+  if (field == "modules_to_not_convert" || field == "modules_in_block_to_quantize" || field == "dynamic") {
+    if (is_null(value) || value == "[]" || value == "{}") return Status::ok();
+    return refuse("every Linear layer of the decoder layers must be quantised alike");
+  }
+  for (const char* inert : kQuantizationInert)
+    if (top == inert) return Status::ok();
+  return Status::unimplemented(quoted(key) +
+                               ": a quantization_config field this loader does not know; it reads "
+                               "AWQ (GEMM) and GPTQ 4-bit checkpoints");
 }
 
 // ---- tables ------------------------------------------------------------------------------------
@@ -425,11 +549,12 @@ Status LongCatFlashConfig::validate() const {
 }
 
 Status LlamaConfig::set(std::string_view key, std::string_view value) {
+  if (key.substr(0, key.find('.')) == "quantization_config") return set_quantization_key(quantization, key, value);
   return set_key(*this, kLlamaKeys, kLlamaNullable, {}, "Llama", key, value);
 }
 std::vector<std::string> LlamaConfig::keys() {
   std::vector<std::string> keys = table_keys(kLlamaKeys);
-  keys.insert(keys.end(), {"rope_parameters.<field>", "rope_scaling.<field>"});
+  keys.insert(keys.end(), {"rope_parameters.<field>", "rope_scaling.<field>", "quantization_config.<field>"});
   return keys;
 }
 
@@ -461,6 +586,9 @@ Status LlamaConfig::validate() const {
     return Status::invalid_argument("config keys 'rms_norm_eps' (>= 0) and 'rope_theta' (> 0) are out of range");
   if (!(max_position_embeddings > 0))
     return Status::invalid_argument("config key 'max_position_embeddings' must be positive");
+  if (quantization.given && quantization.method == CheckpointQuantization::Method::kNone)
+    return Status::invalid_argument(
+        "config key 'quantization_config.quant_method' is missing: the packed 4-bit layouts read are awq and gptq");
   auto rope_ok = rope_scaling();
   return rope_ok ? Status::ok() : rope_ok.status();
 }
@@ -473,15 +601,25 @@ const char* weight_dtype_name(WeightDType dtype) {
       return "bf16";
     case WeightDType::kW8A8:
       return "w8a8";
+    case WeightDType::kF16:
+      return "f16";
+    case WeightDType::kW4A8:
+      return "w4a8";
+    case WeightDType::kW4:
+      return "w4";
   }
   return "?";
 }
 
 Expected<WeightDType> parse_weight_dtype(std::string_view text) {
-  for (WeightDType d : {WeightDType::kF32, WeightDType::kBF16, WeightDType::kW8A8})
+  for (WeightDType d : {WeightDType::kF32, WeightDType::kBF16, WeightDType::kF16, WeightDType::kW8A8,
+                        WeightDType::kW4A8, WeightDType::kW4})
     if (text == weight_dtype_name(d)) return d;
-  return Status::invalid_argument("weight dtype '" + std::string(text) + "' is not one of f32, bf16, w8a8");
+  return Status::invalid_argument("weight dtype '" + std::string(text) +
+                                  "' is not one of f32, bf16, f16, w8a8, w4a8, w4");
 }
+
+bool is_int4(WeightDType dtype) { return dtype == WeightDType::kW4A8 || dtype == WeightDType::kW4; }
 
 Status BuildOptions::validate() const {
   auto bad = [](const char* option, const std::string& why) {
@@ -511,6 +649,8 @@ Status BuildOptions::validate() const {
                            std::to_string(value) +
                            (value > ranks ? "; run with as many ranks (mpirun -np " + std::to_string(value) + ")"
                                           : "; splitting the ranks into groups is not supported yet"));
+  if (int4_group < 32 || (int4_group & (int4_group - 1)) != 0)
+    return bad("int4_group", "must be a power of two >= 32, got " + std::to_string(int4_group));
   return Status::ok();
 }
 

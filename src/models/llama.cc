@@ -102,8 +102,12 @@ Expected<Graph> build_llama(const LlamaConfig& config, const BuildOptions& optio
         "build option 'prefetch': only the LongCat-Flash AFD variant prefetches weights; build with prefetch off");
   if (options.parallel.tp > 1 || options.parallel.ep > 1)
     return Status::unimplemented("build option 'parallel': only LongCat-Flash runs across processes");
+  if (config.quantization.present() && !is_int4(options.weight_dtype))
+    return Status::invalid_argument(
+        std::string("build option 'weight_dtype' ") + weight_dtype_name(options.weight_dtype) +
+        ": the checkpoint holds packed 4-bit weights (config.json quantization_config): build with w4a8 or w4");
   Graph g(phase == Phase::kDecode ? "llama_decode" : "llama_prefill");
-  ModelWeights w(g, weights, options.weight_dtype);
+  ModelWeights w(g, weights, options, &config.quantization);
   Llama m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}};
   auto rope = config.rope_scaling();
   if (!rope) return rope.status();

@@ -104,7 +104,9 @@ Status load_json(const Checkpoint& ckpt, Config& config, const Reason (&model_ig
     skip.clear();
     // The RoPE objects' members arrive as "rope_parameters.<field>" entries.
     if (e.kind == ConfigEntry::Kind::kObject && (e.key == "rope_parameters" || e.key == "rope_scaling")) continue;
-    if (e.kind == ConfigEntry::Kind::kObject) skip = e.key + ".";
+    // Llama reads packed 4-bit checkpoints field by field ("quantization_config.<field>").
+    const bool by_field = !longcat && e.key == "quantization_config";
+    if (e.kind == ConfigEntry::Kind::kObject && !by_field) skip = e.key + ".";
     Status s = config.set(e.key, e.value);
     if (s.code() == StatusCode::kNotFound) {
       if (ignored) {

@@ -249,7 +249,7 @@ Expected<Graph> build_longcat_flash(const LongCatFlashConfig& config, const Buil
     return Status::unimplemented(
         "build option 'prefetch': only the LongCat-Flash AFD variant prefetches weights; build with prefetch off");
   Graph g(phase == Phase::kDecode ? "longcat_flash_decode" : "longcat_flash_prefill");
-  ModelWeights w(g, weights, options.weight_dtype);
+  ModelWeights w(g, weights, options);
   LongCatParallel par(config, options, g, w);
   SK_RETURN_IF_ERROR(par.validate());
   LongCat m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}, g.current_stream(), par};
@@ -290,7 +290,7 @@ Expected<Graph> build_longcat_flash_afd(const LongCatFlashConfig& config, const 
         "build option 'parallel': the LongCat-Flash AFD variant runs in one process only (the decode and prefill "
         "graphs of build_longcat_flash split across processes)");
   Graph g("longcat_flash_afd");
-  ModelWeights w(g, weights, options.weight_dtype);
+  ModelWeights w(g, weights, options);
   LongCatParallel par(config, options, g, w);
   LongCat m{config, options, g, w, StepTensors{}, Tensor{}, g.current_stream(), par};
   m.in.tokens = options.batch;

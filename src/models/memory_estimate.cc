@@ -2,6 +2,7 @@
 // each builder creates (longcat_flash.cc, llama.cc) and the cache variables, counted without
 // building anything. Products saturate at INT64_MAX, so an absurd config reads as "too large"
 // instead of overflowing.
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 
@@ -28,14 +29,23 @@ struct Bytes {
 };
 
 // Bytes of a Linear weight [rows, cols] (or stacked experts [experts, rows, cols]) stored as the
-// build's weight dtype: f32, bf16, or int8 with an f32 scale per output row.
-int64_t linear_bytes(WeightDType dtype, int64_t experts, int64_t rows, int64_t cols) {
+// build's weight dtype: f32, bf16, f16, int8 with an f32 scale per output row, or 4-bit values with
+// an f16 scale and an int8 zero point per group of int4_group inputs.
+int64_t linear_bytes(const BuildOptions& o, int64_t experts, int64_t rows, int64_t cols) {
   const int64_t elements = times({experts, rows, cols});
-  switch (dtype) {
+  switch (o.weight_dtype) {
     case WeightDType::kF32:
       return times({elements, 4});
     case WeightDType::kBF16:
+    case WeightDType::kF16:
       return times({elements, 2});
+    case WeightDType::kW4A8:
+    case WeightDType::kW4: {
+      Bytes b;
+      b.add(elements / 2);
+      b.add(times({elements / std::max<int64_t>(o.int4_group, 1), o.int4_symmetric ? 2 : 3}));
+      return b.total;
+    }
     case WeightDType::kW8A8: {
       Bytes b;
       b.add(elements);
@@ -70,8 +80,8 @@ int64_t longcat_moe_bytes(const LongCatFlashConfig& c, const BuildOptions& o) {
   Bytes b;
   b.add(f32_bytes({E + Z, D}));
   b.add(f32_bytes({E + Z}));
-  b.add(linear_bytes(o.weight_dtype, local, 2 * F, D));
-  b.add(linear_bytes(o.weight_dtype, local, D, F));
+  b.add(linear_bytes(o, local, 2 * F, D));
+  b.add(linear_bytes(o, local, D, F));
   // The decode graph's token slice of this rank, when the batch does not divide (i32 row ids).
   const int64_t ep = ep_of(o);
   if (ep > 1 && o.batch % ep != 0) b.add(times({(o.batch + ep - 1) / ep, 4}));
@@ -87,19 +97,19 @@ MemoryEstimate estimate_memory(const LongCatFlashConfig& c, const BuildOptions& 
   const int64_t nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim, v = c.v_head_dim,
                 F = c.ffn_hidden_size / tp_of(o);
   Bytes mla;                                                     // one MLA sublayer
-  mla.add(linear_bytes(w, 1, Q, D));                             // q_a_proj
+  mla.add(linear_bytes(o, 1, Q, D));                             // q_a_proj
   mla.add(f32_bytes({Q}));                                       // q_a_layernorm
-  mla.add(linear_bytes(w, 1, H * (nope + rope), Q));             // q_b_proj
-  mla.add(linear_bytes(w, 1, R + rope, D));                      // kv_a_proj_with_mqa
+  mla.add(linear_bytes(o, 1, H * (nope + rope), Q));             // q_b_proj
+  mla.add(linear_bytes(o, 1, R + rope, D));                      // kv_a_proj_with_mqa
   mla.add(f32_bytes({R}));                                       // kv_a_layernorm
   if (c.mla_scale_kv_lora) mla.add(f32_bytes({R}));              // kv_lora_scale
   mla.add(f32_bytes({H * (nope + v), R}));                       // kv_b_proj (W_UV is a view of it)
   mla.add(f32_bytes({H, R, nope}));                              // its absorbed W_UK
-  mla.add(linear_bytes(w, 1, D, H * v));                         // o_proj
+  mla.add(linear_bytes(o, 1, D, H * v));                         // o_proj
   if (c.attention_bias) mla.add(f32_bytes({Q + R + rope + D}));  // q_a_proj, kv_a_proj_with_mqa, o_proj biases
   Bytes mlp;  // gate, up [F, D] and down [D, F] (w8a8: a scale per output row)
-  mlp.add(times({2, linear_bytes(w, 1, F, D)}));
-  mlp.add(linear_bytes(w, 1, D, F));
+  mlp.add(times({2, linear_bytes(o, 1, F, D)}));
+  mlp.add(linear_bytes(o, 1, D, F));
   Bytes layer;
   layer.add(times({2, mla.total}));
   layer.add(times({2, mlp.total}));
@@ -112,7 +122,7 @@ MemoryEstimate estimate_memory(const LongCatFlashConfig& c, const BuildOptions& 
   weights.add(times({c.num_layers, layer.total}));
   weights.add(f32_bytes({D}));  // model.norm
   // A tied head in f32 is the embedding table itself; in another dtype, a converted copy of it.
-  if (!c.tie_word_embeddings || w != WeightDType::kF32) weights.add(linear_bytes(w, 1, c.vocab_size, D));
+  if (!c.tie_word_embeddings || w != WeightDType::kF32) weights.add(linear_bytes(o, 1, c.vocab_size, D));
   weights.add(f32_bytes({o.max_context, rope}));  // the rope cos/sin table (the decode graph's rows)
   m.weight_bytes = weights.total;
   // Two latent caches per layer, [blocks, block_size, kv_lora_rank + rope].
@@ -131,11 +141,11 @@ MemoryEstimate estimate_memory(const LlamaConfig& c, const BuildOptions& o) {
   const int64_t D = c.hidden_size, Hq = c.num_attention_heads, Hkv = c.resolved_kv_heads();
   const int64_t Dh = c.resolved_head_dim(), F = c.intermediate_size;
   Bytes layer;
-  layer.add(linear_bytes(w, 1, Hq * Dh, D));               // q_proj
-  layer.add(times({2, linear_bytes(w, 1, Hkv * Dh, D)}));  // k_proj, v_proj
-  layer.add(linear_bytes(w, 1, D, Hq * Dh));               // o_proj
-  layer.add(times({2, linear_bytes(w, 1, F, D)}));         // gate, up
-  layer.add(linear_bytes(w, 1, D, F));                     // down
+  layer.add(linear_bytes(o, 1, Hq * Dh, D));               // q_proj
+  layer.add(times({2, linear_bytes(o, 1, Hkv * Dh, D)}));  // k_proj, v_proj
+  layer.add(linear_bytes(o, 1, D, Hq * Dh));               // o_proj
+  layer.add(times({2, linear_bytes(o, 1, F, D)}));         // gate, up
+  layer.add(linear_bytes(o, 1, D, F));                     // down
   layer.add(f32_bytes({2, D}));                            // input_layernorm, post_attention_layernorm
   if (c.attention_bias) layer.add(f32_bytes({Hq * Dh + 2 * Hkv * Dh + D}));  // q, k, v, o biases
   if (c.mlp_bias) layer.add(f32_bytes({2 * F + D}));                         // gate, up, down biases
@@ -146,7 +156,7 @@ MemoryEstimate estimate_memory(const LlamaConfig& c, const BuildOptions& o) {
   weights.add(times({c.num_hidden_layers, layer.total}));
   weights.add(f32_bytes({D}));  // model.norm
   // A tied head in f32 is the embedding table itself; in another dtype, a converted copy of it.
-  if (!c.tie_word_embeddings || w != WeightDType::kF32) weights.add(linear_bytes(w, 1, c.vocab_size, D));
+  if (!c.tie_word_embeddings || w != WeightDType::kF32) weights.add(linear_bytes(o, 1, c.vocab_size, D));
   weights.add(f32_bytes({o.max_context, Dh}));  // the rope cos/sin table (the decode graph's rows)
   m.weight_bytes = weights.total;
   // A key and a value cache per layer, [blocks, block_size, kv heads, head_dim].

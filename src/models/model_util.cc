@@ -1,5 +1,6 @@
 #include "models/model_util.h"
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -32,8 +33,174 @@ Tensor ModelWeights::f32(const std::string& name, const Shape& shape, WeightInit
   return *t;
 }
 
+namespace {
+
+DType float_dtype(WeightDType dtype) {
+  return dtype == WeightDType::kBF16 ? DType::kBF16 : dtype == WeightDType::kF16 ? DType::kF16 : DType::kF32;
+}
+
+bool is_float(DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16; }
+
+// "model.layers.0.self_attn.q_proj" of "model.layers.0.self_attn.q_proj.weight".
+std::string module_of(const std::string& weight) {
+  const std::string suffix = ".weight";
+  return weight.size() > suffix.size() && weight.compare(weight.size() - suffix.size(), suffix.size(), suffix) == 0
+             ? weight.substr(0, weight.size() - suffix.size())
+             : weight;
+}
+
+const uint32_t* words(const std::shared_ptr<const void>& p) { return static_cast<const uint32_t*>(p.get()); }
+
+// AWQ's GEMM packing puts output column 8c + (0, 2, 4, 6, 1, 3, 5, 7)[t] of word c in bits 4t:
+// column 8c + j sits at nibble kAwqNibble[j].
+constexpr int kAwqNibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+
+// A checkpoint's AWQ or GPTQ tensors of one Linear layer [out, in] in the 4-bit kernels' layout
+// (docs/kernels_matmul.md, "How published layouts map onto it").
+Expected<nn::Int4Weights> repack_int4(WeightSource& source, const std::string& module, const CheckpointQuantization& q,
+                                      int64_t out, int64_t in) {
+  const bool awq = q.method == CheckpointQuantization::Method::kAwq;
+  const int64_t group = q.group_size == -1 ? in : q.group_size;
+  const std::string where = source.describe() + ": " + module;
+  if (out % 8 != 0 || in % 8 != 0 || group < 32 || in % group != 0 || (group & (group - 1)) != 0 || in > 65536)
+    return Status::unimplemented(where + ": a 4-bit layer [" + std::to_string(out) + ", " + std::to_string(in) +
+                                 "] with group " + std::to_string(group) +
+                                 " (the 4-bit kernels need out and in multiples of 8, in <= 65536 and a group of a "
+                                 "power of two >= 32 dividing in)");
+  const int64_t groups = in / group;
+  auto qweight =
+      source.read(module + ".qweight", DType::kI32, awq ? Shape{in, out / 8} : Shape{in / 8, out}, WeightInit::kZero);
+  if (!qweight) return qweight.status();
+  auto qzeros = source.read(module + ".qzeros", DType::kI32, {groups, out / 8}, WeightInit::kZero);
+  if (!qzeros) return qzeros.status();
+  auto scales_dtype = source.stored(module + ".scales");
+  if (!scales_dtype) return scales_dtype.status();
+  const DType scale_dtype = scales_dtype->first == DType::kF16 ? DType::kF16 : DType::kF32;
+  auto scales = source.read(module + ".scales", scale_dtype, {groups, out}, WeightInit::kZero);
+  if (!scales) return scales.status();
+  if (!awq) {
+    auto g_idx = source.read(module + ".g_idx", DType::kI32, {in}, WeightInit::kZero);
+    if (g_idx) {
+      const auto* idx = static_cast<const int32_t*>(g_idx->get());
+      for (int64_t k = 0; k < in; ++k)
+        if (idx[k] != k / group)
+          return Status::unimplemented(where + ".g_idx: g_idx[" + std::to_string(k) + "] = " + std::to_string(idx[k]) +
+                                       ", not k / group_size = " + std::to_string(k / group) +
+                                       ": permuted groups (act-order) are not implemented");
+    } else if (g_idx.status().code() != StatusCode::kNotFound) {
+      return g_idx.status();
+    }
+  }
+  nn::Int4Weights w;
+  w.out = out;
+  w.in = in;
+  w.group = group;
+  w.scale_dtype = scale_dtype;
+  w.packed.assign(static_cast<size_t>(out * in / 2), 0);
+  w.zero.assign(static_cast<size_t>(groups * out), 0);
+  const uint32_t* qw = words(*qweight);
+  const uint32_t* qz = words(*qzeros);
+  for (int64_t n = 0; n < out; ++n) {
+    uint8_t* row = w.packed.data() + n * in / 2;
+    if (awq) {
+      const int shift = 4 * kAwqNibble[n % 8];
+      for (int64_t k = 0; k < in; ++k) {
+        const uint32_t v = (qw[k * (out / 8) + n / 8] >> shift) & 15u;
+        row[k / 2] |= static_cast<uint8_t>(v << (4 * (k % 2)));
+      }
+    } else {
+      // GPTQ: word i of column n holds k = 8i + t in bits 4t, the byte order of our row.
+      for (int64_t i = 0; i < in / 8; ++i) {
+        const uint32_t v = qw[i * out + n];
+        for (int b = 0; b < 4; ++b) row[4 * i + b] = static_cast<uint8_t>(v >> (8 * b));
+      }
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+      const int shift = 4 * (awq ? kAwqNibble[n % 8] : static_cast<int>(n % 8));
+      int z = static_cast<int>((qz[g * (out / 8) + n / 8] >> shift) & 15u);
+      if (!awq && q.gptq_v1_zeros) z += 1;  // GPTQ's original format stores zero - 1
+      w.zero[static_cast<size_t>(g * out + n)] = static_cast<int8_t>(z);
+    }
+  }
+  const size_t scale_bytes = static_cast<size_t>(groups * out) * dtype_size(scale_dtype);
+  const auto* s = static_cast<const uint8_t*>(scales->get());
+  w.scale.assign(s, s + scale_bytes);
+  return w;
+}
+
+}  // namespace
+
+Expected<nn::Linear> ModelWeights::int4_linear(const std::string& name, const Shape& shape) {
+  if (shape.size() != 2)
+    return Status::unimplemented("weight '" + name + "': 4-bit weights (model.dtype " +
+                                 std::string(weight_dtype_name(dtype_)) +
+                                 ") are implemented for Linear layers [out, in], not stacked experts " +
+                                 shape_to_string(shape) + " (grouped_matmul has no 4-bit kernel)");
+  const int64_t out = shape[0], in = shape[1];
+  const std::string module = module_of(name);
+  const bool from_checkpoint = packed_ != nullptr && packed_->present();
+  if (from_checkpoint && !source_.stored(module + ".qweight")) {
+    // A layer the checkpoint keeps in float (the LM head): its stored dtype, as published.
+    auto stored = source_.stored(name);
+    if (!stored) return stored.status();
+    if (!is_float(stored->first))
+      return Status::invalid_argument(source_.describe() + ": tensor '" + name + "' is " + dtype_name(stored->first) +
+                                      ", expected a float dtype or packed 4-bit weights");
+    Expected<Tensor> t = source_.get(g_, name, stored->first, shape, WeightInit::kLinear);
+    if (!t) return t.status();
+    return nn::Linear{*t, Tensor{}};
+  }
+  const int64_t group = options_.int4_group;
+  const bool symmetric = options_.int4_symmetric;
+  const std::string key = from_checkpoint ? "int4 packed " + module
+                                          : "int4 g" + std::to_string(group) + (symmetric ? " sym " : " asym ") + name;
+  auto made = source_.derived(key, [&]() -> Expected<WeightSource::Derived> {
+    if (from_checkpoint) {
+      auto w = repack_int4(source_, module, *packed_, out, in);
+      if (!w) return w.status();
+      return std::shared_ptr<const void>(std::make_shared<nn::Int4Weights>(std::move(*w)));
+    }
+    if (in % group != 0)
+      return Status::invalid_argument("weight '" + name + "' " + shape_to_string(shape) +
+                                      ": its input size is not a multiple of the 4-bit group " + std::to_string(group) +
+                                      " (build option int4_group, model.int4_group)");
+    // Quantised from the stored dtype itself, so nothing is rounded twice.
+    auto stored = source_.stored(name);
+    const DType dtype = stored && is_float(stored->first) ? stored->first : DType::kF32;
+    auto values = source_.read(name, dtype, shape, WeightInit::kLinear);
+    if (!values) return values.status();
+    nn::Int4Options o;
+    o.group = group;
+    o.zero_points = !symmetric;
+    auto w = nn::quantize_int4(values->get(), dtype, out, in, o);
+    if (!w) return w.status().with_context("weight '" + name + "'");
+    return std::shared_ptr<const void>(std::make_shared<nn::Int4Weights>(std::move(*w)));
+  });
+  if (!made) return made.status();
+  auto w = std::static_pointer_cast<const nn::Int4Weights>(*made);
+  nn::Linear l;
+  l.int4 = true;
+  l.f32_activations = dtype_ == WeightDType::kW4;
+  l.weight =
+      g_.constant_external(module + ".qweight", DType::kI8, {out, in / 2}, w->packed.data(), w->packed.size(), w);
+  l.scale = g_.constant_external(module + ".scales", w->scale_dtype, {in / w->group, out}, w->scale.data(),
+                                 w->scale.size(), w);
+  if (!w->zero.empty())
+    l.zero =
+        g_.constant_external(module + ".qzeros", DType::kI8, {in / w->group, out}, w->zero.data(), w->zero.size(), w);
+  return l;
+}
+
 nn::Linear ModelWeights::linear(const std::string& name, const Shape& shape) {
   if (!status_) return {};
+  if (is_int4(dtype_)) {
+    Expected<nn::Linear> l = int4_linear(name, shape);
+    if (!l) {
+      status_ = l.status();
+      return {};
+    }
+    return *l;
+  }
   if (dtype_ == WeightDType::kW8A8) {
     Expected<QuantizedWeight> q = source_.get_w8a8(g_, name, shape);
     if (!q) {
@@ -42,8 +209,7 @@ nn::Linear ModelWeights::linear(const std::string& name, const Shape& shape) {
     }
     return {q->weight, q->scale};
   }
-  const DType dtype = dtype_ == WeightDType::kBF16 ? DType::kBF16 : DType::kF32;
-  Expected<Tensor> t = source_.get(g_, name, dtype, shape, WeightInit::kLinear);
+  Expected<Tensor> t = source_.get(g_, name, float_dtype(dtype_), shape, WeightInit::kLinear);
   if (!t) {
     status_ = t.status();
     return {};
@@ -77,6 +243,11 @@ Tensor ModelWeights::f32_shard(const std::string& name, const Shape& shape, cons
 
 nn::Linear ModelWeights::linear_shard(const std::string& name, const Shape& shape, const Shard& shard) {
   if (!status_) return {};
+  if (is_int4(dtype_)) {
+    status_ = Status::unimplemented("weight '" + name + "': weight dtype " + std::string(weight_dtype_name(dtype_)) +
+                                    " has no tensor-parallel shards (shards take f32, bf16, f16 and w8a8 weights)");
+    return {};
+  }
   if (dtype_ == WeightDType::kW8A8) {
     Expected<QuantizedWeight> q = source_.get_w8a8_shard(g_, name, shape, shard);
     if (!q) {
@@ -85,8 +256,7 @@ nn::Linear ModelWeights::linear_shard(const std::string& name, const Shape& shap
     }
     return {q->weight, q->scale};
   }
-  const DType dtype = dtype_ == WeightDType::kBF16 ? DType::kBF16 : DType::kF32;
-  Expected<Tensor> t = source_.get_shard(g_, name, dtype, shape, shard, WeightInit::kLinear);
+  Expected<Tensor> t = source_.get_shard(g_, name, float_dtype(dtype_), shape, shard, WeightInit::kLinear);
   if (!t) {
     status_ = t.status();
     return {};
@@ -98,6 +268,12 @@ nn::Linear ModelWeights::experts(const std::string& packed, const Shape& shape,
                                  const std::function<std::vector<std::string>(int64_t)>& per_expert, int64_t first,
                                  int64_t count) {
   if (!status_) return {};
+  if (dtype_ != WeightDType::kF32 && dtype_ != WeightDType::kBF16 && dtype_ != WeightDType::kW8A8) {
+    status_ = Status::unimplemented("expert weights '" + packed + "': weight dtype " +
+                                    std::string(weight_dtype_name(dtype_)) +
+                                    " has no grouped matmul (grouped_matmul takes f32, bf16 and w8a8 experts)");
+    return {};
+  }
   if (count < 0) count = shape[0] - first;
   const bool all = first == 0 && count == shape[0];
   const Shard mine{0, first, first + count};

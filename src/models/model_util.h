@@ -41,11 +41,17 @@ const void* constant_bytes(const TensorInfo& info);
 
 class ModelWeights {
  public:
-  ModelWeights(Graph& g, WeightSource& source, WeightDType dtype) : g_(g), source_(source), dtype_(dtype) {}
+  // `packed`: the checkpoint's 4-bit layout (Llama's quantization_config), or null.
+  ModelWeights(Graph& g, WeightSource& source, const BuildOptions& options,
+               const CheckpointQuantization* packed = nullptr)
+      : g_(g), source_(source), dtype_(options.weight_dtype), options_(options), packed_(packed) {}
 
   Tensor f32(const std::string& name, const Shape& shape, WeightInit init);
   Tensor norm(const std::string& name, int64_t dim) { return f32(name, {dim}, WeightInit::kNorm); }
-  // A Linear weight [out, in] (or stacked experts [E, out, in]) in the build's weight dtype.
+  // A Linear weight [out, in] (or stacked experts [E, out, in]) in the build's weight dtype. 4-bit
+  // builds read a checkpoint's packed `module.qweight`/`qzeros`/`scales` when it has them (layers
+  // the checkpoint keeps in float, such as the LM head, stay in their stored float dtype), and
+  // otherwise quantise the float weight at load (nn::quantize_int4, once per source).
   nn::Linear linear(const std::string& name, const Shape& shape);
   // A Linear layer `module` (weight `module.weight` [out, in]) with the f32 bias
   // `module.bias` [out] when `bias` (the config's attention_bias, mlp_bias, ...).
@@ -68,9 +74,12 @@ class ModelWeights {
   nn::Linear stack_experts(const std::string& packed, const Shape& shape,
                            const std::function<std::vector<std::string>(int64_t)>& per_expert, int64_t first,
                            int64_t count);
+  Expected<nn::Linear> int4_linear(const std::string& name, const Shape& shape);
   Graph& g_;
   WeightSource& source_;
   WeightDType dtype_;
+  const BuildOptions& options_;
+  const CheckpointQuantization* packed_;
   Status status_;
 };
 

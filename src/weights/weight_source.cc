@@ -194,6 +194,11 @@ class CheckpointWeights final : public WeightSource {
  public:
   explicit CheckpointWeights(std::shared_ptr<const Checkpoint> ckpt) : ckpt_(std::move(ckpt)) {}
   std::string describe() const override { return "checkpoint " + ckpt_->dir(); }
+  Expected<std::pair<DType, Shape>> stored(const std::string& name) const override {
+    auto found = ckpt_->find(name);
+    if (!found) return found.status();
+    return std::make_pair(found->tensor->dtype, found->tensor->shape);
+  }
   std::vector<std::string> unread_tensors() const override {
     std::vector<std::string> unread;
     for (std::string& name : ckpt_->tensor_names())
@@ -281,6 +286,7 @@ struct WeightSource::Cache {
   std::map<std::pair<uint32_t, ShardKey>, Tensor> shard_tensors;
   std::map<ShardKey, Quantized> quantized_shards;
   std::map<std::pair<uint32_t, ShardKey>, QuantizedWeight> quantized_shard_tensors;
+  std::map<std::string, Derived, std::less<>> derived;
 };
 
 WeightSource::WeightSource() : cache_(std::make_unique<Cache>()) {}
@@ -301,6 +307,31 @@ Expected<Tensor> WeightSource::get(Graph& g, const std::string& name, DType dtyp
   Tensor t = g.constant_external(name, dtype, shape, it->second.data, bytes, it->second.owner);
   cache_->tensors.emplace(key, t);
   return t;
+}
+
+Expected<std::shared_ptr<const void>> WeightSource::read(const std::string& name, DType dtype, const Shape& shape,
+                                                         WeightInit init) {
+  const Cache::LoadKey load_key{name, dtype, shape};
+  auto it = cache_->loaded.find(load_key);
+  if (it == cache_->loaded.end()) {
+    auto loaded = load(name, dtype, shape, init);
+    if (!loaded) return loaded.status();
+    it = cache_->loaded.emplace(load_key, std::move(*loaded)).first;
+  }
+  return std::shared_ptr<const void>(it->second.owner, it->second.data);
+}
+
+Expected<std::pair<DType, Shape>> WeightSource::stored(const std::string& name) const {
+  return Status::not_found(describe() + " stores no tensor '" + name + "'");
+}
+
+Expected<WeightSource::Derived> WeightSource::derived(const std::string& key,
+                                                      const std::function<Expected<Derived>()>& make) {
+  if (auto it = cache_->derived.find(key); it != cache_->derived.end()) return it->second;
+  Expected<Derived> made = make();
+  if (!made) return made.status();
+  cache_->derived.emplace(key, *made);
+  return *made;
 }
 
 Expected<QuantizedWeight> WeightSource::get_w8a8(Graph& g, const std::string& name, const Shape& shape) {

@@ -188,6 +188,28 @@ TEST(ConfigErrors, UnknownDType) {
   expect_error(replace(kValid, "dtype: bf16", "dtype: fp8"), 16, "model.dtype", "one of f32, bf16");
 }
 
+TEST(Config, WeightTypes) {
+  for (const char* dtype : {"f32", "bf16", "f16", "w4a8", "w4"}) {
+    auto cfg = parse_config(replace(kValid, "dtype: bf16", std::string("dtype: ") + dtype), kFile);
+    ASSERT_TRUE(cfg) << cfg.status().message();
+    EXPECT_EQ(cfg->model.dtype, dtype);
+  }
+  auto cfg =
+      parse_config(replace(kValid, "dtype: bf16", "dtype: w4a8\n  int4_group: 32\n  int4_symmetric: true"), kFile);
+  ASSERT_TRUE(cfg) << cfg.status().message();
+  EXPECT_EQ(cfg->model.int4_group, 32);
+  EXPECT_TRUE(cfg->model.int4_symmetric);
+}
+
+TEST(ConfigErrors, Int4KeysNeedFourBitWeights) {
+  expect_error(replace(kValid, "dtype: bf16", "dtype: bf16\n  int4_group: 32"), 17, "model.int4_group",
+               "4-bit weights only");
+  expect_error(replace(kValid, "dtype: bf16", "dtype: f16\n  int4_symmetric: true"), 17, "model.int4_symmetric",
+               "4-bit weights only");
+  expect_error(replace(kValid, "dtype: bf16", "dtype: w4\n  int4_group: 48"), 17, "model.int4_group", "power of two");
+  expect_error(replace(kValid, "dtype: bf16", "dtype: w4a8\n  w8a8: true"), 17, "model.w8a8", "model.dtype is w4a8");
+}
+
 TEST(Config, KvCacheDTypeDefaultsToF32) {
   auto cfg = parse_config(kValid, kFile);
   ASSERT_TRUE(cfg) << cfg.status().message();

@@ -53,8 +53,15 @@ struct RunArgs {
 struct BenchArgs {
   CommonArgs common;
   std::string json;
-  int runs = 0;          // 0: bench.runs
-  bool contend = false;  // also time every mode beside one busy process (unpinned, then pinned)
+  int runs = 0;  // 0: bench.runs
+  // A sweep (bench_sweep.cc): one mode over weight types x core counts x tests.
+  std::vector<std::string> dtypes;  // --dtype: model.dtype values (and w8a8); empty: the config's
+  std::vector<int> threads;         // --threads: runtime.cores values; empty: the config's
+  std::vector<int> prefill;         // --pp: prompt lengths of prefill tests
+  std::vector<int> batches;         // --batch: decode batch sizes; empty: the config's decode.batch
+  std::string format = "md";        // --format: md or llama-bench
+  std::string mode;                 // --mode: the sweep's execution mode (default superkernel)
+  bool contend = false;             // also time every mode beside one busy process (unpinned, then pinned)
 };
 
 struct ExplainArgs {
@@ -89,6 +96,9 @@ const char* plain_words(CutReason reason);
 
 int run_command(const RunArgs& args);
 int bench_command(const BenchArgs& args);
+// Whether `args` ask for a sweep, and the sweep itself.
+bool is_sweep(const BenchArgs& args);
+int bench_sweep_command(const BenchArgs& args);
 int explain_command(const ExplainArgs& args);
 int trace_command(const TraceArgs& args);
 int report_command(const TraceArgs& args);

@@ -150,6 +150,23 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--json", bench.json, "also write the results as JSON to this path");
   bench_cmd->add_option("--runs", bench.runs, "timed decode steps per mode (default: bench.runs)")
       ->check(CLI::Range(1, 100000));
+  bench_cmd
+      ->add_option("--dtype", bench.dtypes,
+                   "sweep: weight types, comma-separated (f32, bf16, f16, w8a8, w4a8, w4; default model.dtype)")
+      ->delimiter(',')
+      ->check(one_of({"f32", "bf16", "f16", "w8a8", "w4a8", "w4"}));
+  bench_cmd->add_option("--threads", bench.threads, "sweep: runtime.cores values, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
+  bench_cmd->add_option("--pp", bench.prefill, "sweep: prefill tests of N prompt tokens, comma-separated (pp512)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 20));
+  bench_cmd->add_option("--batch", bench.batches, "sweep: batched-decode tests, batch sizes comma-separated (1,8,32)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
+  bench_cmd->add_option("--format", bench.format, "sweep output: md (default) or llama-bench (its column layout)")
+      ->check(one_of({"md", "llama-bench"}));
+  bench_cmd->add_option("--mode", bench.mode, "sweep: execution mode (default superkernel)")->check(one_of(kModes));
   bench_cmd->add_flag("--contend", bench.contend,
                       "also time every mode beside one busy process, unpinned and then pinned to the last CPU the "
                       "runtime uses, with each mode's ratio to its quiet step and to graph mode");
@@ -206,6 +223,13 @@ int main(int argc, char** argv) {
     return finish(run_command(run));
   }
   if (bench_cmd->parsed()) {
+    if (sk::cli::is_sweep(bench)) {
+      if (!bench.json.empty())
+        return usage_error(
+            "--json is not implemented for a sweep (--dtype, --threads, --pp, --batch, --format, "
+            "--mode); it writes the three-mode comparison");
+      return sk::cli::bench_sweep_command(bench);
+    }
     if (!bench.json.empty())
       if (int rc = check_writable("--json", bench.json)) return rc;
     return finish(bench_command(bench));

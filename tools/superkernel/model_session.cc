@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <initializer_list>
+#include <map>
 #include <numeric>
 #include <type_traits>
 
@@ -84,6 +85,10 @@ Status fill_model_config(const config::Config& cfg, const Checkpoint* ckpt, Mode
 // Which config key a builder error is about, so it can point at its line.
 std::string key_of_build_error(const config::Config& cfg, const Status& s) {
   const std::string& m = s.message();
+  if (m.find("int4_group") != std::string::npos && cfg.where("model.int4_group").line > 0) return "model.int4_group";
+  if (m.find("weight dtype") != std::string::npos || m.find("weight_dtype") != std::string::npos ||
+      m.find("4-bit") != std::string::npos)
+    return cfg.model.w8a8 ? "model.w8a8" : "model.dtype";
   if (cfg.custom.enable_prefetch && m.find("prefetch") != std::string::npos) {
     return "model_config.custom_params.enable_prefetch";
   }
@@ -108,6 +113,8 @@ Expected<models::BuildOptions> build_options(const config::Config& cfg, const co
   auto wd = models::parse_weight_dtype(dtype);
   if (!wd) return at_key(cfg, cfg.model.w8a8 ? "model.w8a8" : "model.dtype", wd.status());
   b.weight_dtype = *wd;
+  b.int4_group = cfg.model.int4_group;
+  b.int4_symmetric = cfg.model.int4_symmetric;
   // parse.cc admits only "f32" and "bf16".
   b.kv_cache_dtype = cfg.model.kv_cache_dtype == "bf16" ? DType::kBF16 : DType::kF32;
   b.batch = cfg.decode.batch;
@@ -185,6 +192,15 @@ Status build_graphs(const config::Config& cfg, const Checkpoint* ckpt, WeightSou
                     Model& m, int cache_copies, BuildFn build, EstimateFn estimate) {
   ModelConfig mc;
   if (Status s = fill_model_config(cfg, ckpt, mc, m.notes); !s) return s;
+  if constexpr (std::is_same_v<ModelConfig, models::LlamaConfig>) {
+    if (mc.quantization.present()) {
+      if (cfg.where("model.int4_group").line > 0 || cfg.where("model.int4_symmetric").line > 0)
+        return at_key(cfg, cfg.where("model.int4_group").line > 0 ? "model.int4_group" : "model.int4_symmetric",
+                      Status::invalid_argument("the checkpoint's packed 4-bit weights bring their own groups and "
+                                               "zero points (config.json quantization_config); remove this key"));
+      m.build.int4_group = mc.quantization.group_size > 0 ? mc.quantization.group_size : 128;  // for the estimate
+    }
+  }
   if (Status s = check_fits(cfg, estimate(mc, m.build), cache_copies); !s) return s;
   m.vocab_size = mc.vocab_size;
   m.hidden_size = mc.hidden_size;
@@ -222,6 +238,19 @@ Status build_graphs(const config::Config& cfg, const Checkpoint* ckpt, WeightSou
     return Status(located.code(), located.message() + "; --allow-unused-tensors runs it anyway");
   }
   for (const std::string& name : skipped) m.notes.push_back(weights.describe() + ": tensor '" + name + "' not read");
+  // Stored dtypes the graphs do not bind in place (-v): what model.dtype converted at load.
+  std::map<std::pair<std::string, std::string>, int> converted;
+  for (size_t i = 0; i < m.decode.num_tensors(); ++i) {
+    const TensorInfo& t = m.decode.tensor(static_cast<int32_t>(i));
+    if (t.kind != TensorKind::kConstant) continue;
+    auto stored = weights.stored(t.name);
+    if (stored && stored->first != t.dtype) ++converted[{dtype_name(stored->first), dtype_name(t.dtype)}];
+  }
+  for (const auto& [types, n] : converted)
+    m.notes.push_back(weights.describe() + ": " + std::to_string(n) + " tensor" + (n == 1 ? "" : "s") + " stored as " +
+                      types.first + " converted to " + types.second + " at load (model.dtype " +
+                      (cfg.model.w8a8 ? std::string("w8a8") : cfg.model.dtype) +
+                      "; norms and embeddings are f32 in every build)");
   return Status::ok();
 }
 
@@ -491,5 +520,10 @@ Status Generator::decode_step() {
 }
 
 Status Generator::rerun_step() { return decode_->run(); }
+
+Status Generator::rerun_prefill() {
+  if (!prefill_) return Status::unimplemented("the FFN-only model has no prefill");
+  return prefill_->run();
+}
 
 }  // namespace sk::cli

@@ -83,6 +83,9 @@ class Generator {
   Status decode_step();
   // Runs the decode executable again on the inputs of the last step (for timing).
   Status rerun_step();
+  // Runs the prefill executable again on the inputs of the last prefill (for timing; it rewrites
+  // the same cache slots with the same values).
+  Status rerun_prefill();
 
   // The logits (AFD: hidden_states_out) of the sequences' last tokens, [batch, vocab_size].
   const std::vector<float>& logits() const { return logits_; }
