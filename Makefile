@@ -66,25 +66,22 @@ test-release: deps venv
 	@$(call timed,release build,cmake --preset release $(CMAKE_PY) >/dev/null && cmake --build $(BUILD) -j $(JOBS))
 	@$(call timed,release tests,ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600)
 
-# The direct kernel cases are ~2,000 ctest entries of one process each, whose start-up would
-# dominate under a sanitizer: the ASan phase runs them all in one kernel_package_test process, the
-# TSan phase (where even one process takes minutes) leaves them to the conformance tests, which
-# run every kernel family on the runtime's threads in every mode and core count. TSan also skips
-# the two sampling tests that draw millions of tokens on one thread. Both sanitizer test presets
-# run the stress test with 10,000 launches (SK_STRESS_LAUNCHES) instead of 100,000.
-KERNEL_CASES = Kernels/KernelCaseTest.*
+# The direct kernel cases (several thousand) run as four one-process shards, kernels.cases.<n>
+# (tests/kernels/CMakeLists.txt). The TSan phase, where even one shard takes minutes, leaves them
+# to the conformance tests, which run every kernel family on the runtime's threads in every mode
+# and core count. TSan also skips the two sampling tests that draw millions of tokens on one
+# thread. Both sanitizer test presets run the stress test with 10,000 launches
+# (SK_STRESS_LAUNCHES) instead of 100,000.
 # loader.example_package.run and install.find_package_and_cli link programs built without
 # sanitizer flags (the out-of-tree example, the installed-package consumer) to the sanitized
 # runtime, which a sanitizer cannot start in; the release phase runs both.
 OUT_OF_TREE = ^loader\.example_package\.run$$|^install\.find_package_and_cli$$
-ASAN_SKIP = ^Kernels/KernelCaseTest\.|$(OUT_OF_TREE)
-TSAN_SKIP = ^Kernels/KernelCaseTest\.|^SamplingStatistics\.|^SamplingIdentity\.|$(OUT_OF_TREE)
-SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ASAN_SKIP = $(OUT_OF_TREE)
+TSAN_SKIP = ^kernels\.cases\.|^SamplingStatistics\.|^SamplingIdentity\.|$(OUT_OF_TREE)
 
 test-asan: deps
 	@$(call timed,asan build,cmake --preset asan >/dev/null && cmake --build build-asan -j $(JOBS))
-	@$(call timed,asan tests,ctest --preset asan -j $(JOBS) --timeout 900 -E '$(ASAN_SKIP)' && \
-	  $(SAN_ENV) build-asan/tests/kernels/kernel_package_test --gtest_filter='$(KERNEL_CASES)' --gtest_brief=1)
+	@$(call timed,asan tests,ctest --preset asan -j $(JOBS) --timeout 900 -E '$(ASAN_SKIP)')
 
 test-tsan: deps
 	@$(call timed,tsan build,cmake --preset tsan >/dev/null && cmake --build build-tsan -j $(JOBS))
