@@ -6,7 +6,10 @@
 // way it does in a decoder: projections into heads, rotary embedding, KV-cache appends (graph
 // variables updated in place) and paged or latent attention over them, int8 and bf16 linears,
 // MoE routing, dispatch, grouped matmuls and combine, argmax or sampling followed by an
-// embedding lookup. Operands that index (positions, slot mappings, block tables, context
+// embedding lookup, f16 and group-wise 4-bit linears, and the general tensor kernels
+// (element-wise with broadcasting, bool masks and casts, reductions, indexing and in-place index
+// updates, top-k and cat, batched matrix products, scaled dot-product attention), each cast or
+// reduced back to f32 [rows, d]. Operands that index (positions, slot mappings, block tables, context
 // lengths, sequence ids, expert ids) are drawn valid, as the kernels' contracts require
 // (docs/kernels_*.md): the graphs test the compiler and runtime, not the kernels' errors.
 //
