@@ -119,9 +119,12 @@ struct Args {
   bool jit = false;                // also the JIT backend (super_kernel_optimize_options.jit)
   bool preload = false;            // also code preload (preload_code per-func and max)
   int replicas = 0;                // also kernel replication with this many copies (0: not measured)
+  bool contend = false;            // also time every configuration beside a busy process (busy_load.h)
 };
 
-inline Args parse_args(int argc, char** argv, const char* usage) {
+// `accepts_contend`: the program implements --contend (a program that does not refuses it as an
+// unknown argument rather than ignoring it).
+inline Args parse_args(int argc, char** argv, const char* usage, bool accepts_contend = false) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
@@ -153,6 +156,8 @@ inline Args parse_args(int argc, char** argv, const char* usage) {
       a.preload = true;
     } else if (s == "--replicas") {
       a.replicas = std::max(2, std::atoi(need("--replicas").c_str()));
+    } else if (s == "--contend" && accepts_contend) {
+      a.contend = true;
     } else if (s == "--mode") {
       a.modes.push_back(need("--mode"));
     } else if (s == "--cores") {

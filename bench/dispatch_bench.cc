@@ -6,13 +6,16 @@
 // In superkernel mode all ops sit in one fusion scope.
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <thread>
 
 #include "bench_common.h"
 #include "bench_graphs.h"
+#include "busy_load.h"
 
 namespace {
 
@@ -50,6 +53,46 @@ double handoff_round_trip_ns(int a, int b) {
   return pinned ? t * 1e9 / n : -1.0;
 }
 
+// --contend: per bench and core count, one line per load with every column's median, its ratio to
+// the same column's quiet median, and superkernel/graph under that load.
+void print_contended(const std::vector<bench::Result>& results, const std::vector<std::string>& columns) {
+  std::map<std::string, const bench::Result*> by_key;  // "bench/cores/mode"
+  std::vector<std::pair<std::string, int>> rows;
+  for (const bench::Result& r : results) {
+    if (r.metric != "ns_per_node") continue;
+    by_key[r.bench + "/" + std::to_string(r.cores) + "/" + r.mode] = &r;
+    if (std::find(rows.begin(), rows.end(), std::make_pair(r.bench, r.cores)) == rows.end())
+      rows.emplace_back(r.bench, r.cores);
+  }
+  std::printf("\nbeside one busy process (ns per node, median; x quiet = median under the load / quiet median):\n");
+  std::printf("%-24s %5s %-9s", "bench", "cores", "load");
+  for (const std::string& c : columns) std::printf(" %14s", c.c_str());
+  for (const std::string& c : columns) std::printf(" %14s", (c + " xq").c_str());
+  std::printf(" %17s\n", "superkernel/graph");
+  for (const auto& [name, cores] : rows) {
+    for (const char* load : {"quiet", "unpinned", "pinned"}) {
+      const std::string suffix = std::string(load) == "quiet" ? "" : std::string("@") + load;
+      auto find = [&](const std::string& column) -> const bench::Result* {
+        auto it = by_key.find(name + "/" + std::to_string(cores) + "/" + column + suffix);
+        return it == by_key.end() ? nullptr : it->second;
+      };
+      std::printf("%-24s %5d %-9s", name.c_str(), cores, load);
+      for (const std::string& c : columns) {
+        const bench::Result* r = find(c);
+        r ? std::printf(" %14.1f", r->median) : std::printf(" %14s", "-");
+      }
+      for (const std::string& c : columns) {
+        const bench::Result* r = find(c);
+        const double q = r && r->ratios.count("quiet") ? r->ratios.at("quiet") : (r && suffix.empty() ? 1.0 : -1.0);
+        q >= 0 ? std::printf(" %14.2f", q) : std::printf(" %14s", "-");
+      }
+      const bench::Result* g = find("graph");
+      const bench::Result* sk = find("superkernel");
+      g&& sk && g->median > 0 ? std::printf(" %17.2f\n", sk->median / g->median) : std::printf(" %17s\n", "-");
+    }
+  }
+}
+
 const char* kUsage =
     "usage: sk_bench_dispatch [--json PATH] [--runs N] [--quick] [--only BENCH]... [--mode MODE]... [--cores N]\n"
     "                         [--dump]   (adds graph+dump and superkernel+dump: the data dump's cost)\n"
@@ -62,13 +105,18 @@ const char* kUsage =
     "                                     and superkernel+jit+preload with --jit)\n"
     "                         [--replicas N] (adds superkernel+replicas: N copies of the kernel package,\n"
     "                                     and superkernel+jit+replicas with --jit)\n"
+    "                         [--contend] (times every configuration again beside one busy process,\n"
+    "                                     unpinned and then pinned to the run's last CPU: <mode>@unpinned,\n"
+    "                                     <mode>@pinned, with each one's ratio to its quiet time)\n"
     "  benches: chain_elementwise chain_matvec_norm_256 chain_matvec_norm_512\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::Args args = bench::parse_args(argc, argv, kUsage);
+  bench::Args args = bench::parse_args(argc, argv, kUsage, /*accepts_contend=*/true);
   const int max_cores = std::min(2, bench::machine_cores());
+  // Read before any launch pins this thread: the CPUs the runtime's cores use, in order.
+  const std::vector<int> cpus = bench::allowed_cpus();
   std::vector<bench::Result> results;
   const std::vector<ExecutionMode> modes = {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel};
 
@@ -162,17 +210,54 @@ int main(int argc, char** argv) {
           Status s = p.exe->run();
           return s ? s : s.with_context(b.name + "/" + p.config->name);
         });
-      auto seconds = bench::time_interleaved(calls, /*warmup=*/1, args.runs);
-      if (!seconds) {
-        std::fprintf(stderr, "%s\n", seconds.status().to_string().c_str());
-        return 1;
-      }
-      for (size_t i = 0; i < prepared.size(); ++i) {
-        std::vector<double> ns_per_node;
-        for (double t : (*seconds)[i]) ns_per_node.push_back(t * 1e9 / prepared[i].chain.per_run);
-        bench::Stats st = bench::stats_of(ns_per_node);
-        results.push_back(
-            {b.name, prepared[i].config->name, cores, "ns_per_node", st.median, st.min, st.max, args.runs, "ns"});
+      // Quiet first, then (--contend) the same rounds beside one busy process, unpinned and then
+      // pinned to the last CPU this runtime uses (a worker's, not the launching thread's).
+      std::vector<bench::LoadPlacement> loads = {bench::LoadPlacement::kNone};
+      if (args.contend) loads.insert(loads.end(), {bench::LoadPlacement::kUnpinned, bench::LoadPlacement::kPinned});
+      std::vector<double> quiet_median(prepared.size(), 0.0);
+      for (bench::LoadPlacement load : loads) {
+        bench::BusyLoad busy(load, cpus[static_cast<size_t>(cores - 1)], cpus);
+        if (load != bench::LoadPlacement::kNone && !busy.running()) {
+          std::fprintf(stderr, "cannot start the %s load: %s\n", bench::load_placement_name(load),
+                       busy.error().c_str());
+          return 1;
+        }
+        // Loaded rounds get more warm-up: the scheduler's load averages take a few milliseconds
+        // to see the new process.
+        auto seconds = bench::time_interleaved(calls, load == bench::LoadPlacement::kNone ? 1 : 3, args.runs);
+        if (load != bench::LoadPlacement::kNone && !busy.stop()) {
+          std::fprintf(stderr, "the %s load stopped during the rounds\n", bench::load_placement_name(load));
+          return 1;
+        }
+        if (!seconds) {
+          std::fprintf(stderr, "%s\n", seconds.status().to_string().c_str());
+          return 1;
+        }
+        for (size_t i = 0; i < prepared.size(); ++i) {
+          std::vector<double> ns_per_node;
+          for (double t : (*seconds)[i]) ns_per_node.push_back(t * 1e9 / prepared[i].chain.per_run);
+          bench::Stats st = bench::stats_of(ns_per_node);
+          std::string mode = prepared[i].config->name;
+          if (load == bench::LoadPlacement::kNone) {
+            quiet_median[i] = st.median;
+          } else {
+            mode += std::string("@") + bench::load_placement_name(load);
+          }
+          bench::Result r(b.name, mode, cores, "ns_per_node", st.median, st.min, st.max, args.runs, "ns");
+          if (load != bench::LoadPlacement::kNone) {
+            r.settings = std::string("load=") + bench::load_placement_name(load);
+            if (quiet_median[i] > 0) r.ratios["quiet"] = st.median / quiet_median[i];
+          }
+          results.push_back(r);
+        }
+        // Every configuration against graph mode under the same load.
+        const size_t first = results.size() - prepared.size();
+        for (size_t i = 0; i < prepared.size(); ++i) {
+          if (prepared[i].config->name != "graph" || load == bench::LoadPlacement::kNone) continue;
+          for (size_t j = 0; j < prepared.size(); ++j)
+            if (results[first + i].median > 0)
+              results[first + j].ratios["graph"] = results[first + j].median / results[first + i].median;
+        }
       }
     }
   }
@@ -186,9 +271,9 @@ int main(int argc, char** argv) {
   if (args.replicas > 1) columns.push_back("superkernel+replicas");
   if (args.replicas > 1 && args.jit) columns.push_back("superkernel+jit+replicas");
   bench::print_table(results, columns, "graph");
+  if (args.contend) print_contended(results, columns);
   if (max_cores >= 2 && bench::cores_selected(args, 2)) {
     // The first two CPUs the process may use: where the runtime's cores 0 and 1 run.
-    const std::vector<int> cpus = bench::allowed_cpus();
     const double rt = handoff_round_trip_ns(cpus[0], cpus[1]);
     if (rt < 0) {
       std::printf("core-to-core round trip: not measured (cannot pin to CPUs %d and %d)\n", cpus[0], cpus[1]);

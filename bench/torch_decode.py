@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """One decode step of transformers' LlamaForCausalLM (random weights, f32, batch 1, static KV
 cache), side by side in one run: torch eager, torch.compile with inductor, torch.compile with
-backend="superkernel" in each execution mode, and the same model built by the C++ API
+backend="superkernel" in each execution mode (and, after each, the compiled graph that step ran,
+called directly: the share of the step that is the backend's, without dynamo's guards,
+aot_autograd's wrappers and the model's own Python), and the same model built by the C++ API
 (superkernel.cpp_models.build_llama, paged cache) in graph and superkernel mode. Prints a
 Markdown table of median step times and ratios (and --json in the project's bench format).
 
@@ -53,6 +55,9 @@ def torch_configs(size: dict, args):
 
     def stepper(forward):
         """Prefill once, then each call is one decode step (the cache grows by one token)."""
+        # Each configuration compiles prefill and decode afresh: without a reset, the compiles of
+        # earlier configurations and sizes count against dynamo's recompile limit.
+        torch._dynamo.reset()
         cache = StaticCache(config=config, max_cache_len=CACHE_LEN)
         token = torch.tensor([[1]])
         with torch.no_grad():
@@ -73,10 +78,31 @@ def torch_configs(size: dict, args):
         "graph": {"static_kernel_compile": True},
         "superkernel": {"static_kernel_compile": True, "super_kernel_optimize": True},
     }
+    import superkernel as sk
+
+    graphs = {}
+
+    def superkernel_stepper(mode, opts):
+        step = stepper(torch.compile(model, backend="superkernel", options={**opts, "frozen_parameter": True},
+                                     fullgraph=True, dynamic=False))
+        with sk.recording() as ran:
+            step()
+        graphs[mode] = ran
+        return step
+
+    def graph_alone(mode):
+        """The compiled graph the backend runs for one step, called directly on that step's
+        inputs: binding, the executable's run and the output tensors, without dynamo's guards,
+        aot_autograd's wrappers and the model's Python around them."""
+        ran = graphs.get(mode)
+        if not ran or len(ran) != 1:
+            raise RuntimeError(f"the step ran {len(ran or [])} compiled graphs, not one")
+        compiled, inputs = ran[0]
+        return lambda: compiled(*inputs)
+
     for mode, opts in modes.items():
-        configs.append((f"backend superkernel {mode}", lambda opts=opts: stepper(torch.compile(
-            model, backend="superkernel", options={**opts, "frozen_parameter": True}, fullgraph=True,
-            dynamic=False))))
+        configs.append((f"backend superkernel {mode}", lambda mode=mode, opts=opts: superkernel_stepper(mode, opts)))
+        configs.append((f"superkernel {mode}: compiled graph alone", lambda mode=mode: graph_alone(mode)))
     return configs
 
 
@@ -115,6 +141,10 @@ def main() -> int:
     p.add_argument("--no-inductor", action="store_true", help="skip torch.compile with inductor (slow to compile)")
     p.add_argument("--json", help="write the results here")
     args = p.parse_args()
+    # Each superkernel configuration decodes prefill + 1 + 2 * (warmup + runs) positions into one
+    # static cache (its own steps, then its compiled graph's alone).
+    if PROMPT + 1 + 2 * (args.warmup + args.runs) > CACHE_LEN:
+        p.error(f"--warmup + --runs must be at most {(CACHE_LEN - PROMPT - 1) // 2} (a static cache of {CACHE_LEN})")
 
     import torch
 

@@ -34,7 +34,7 @@ struct RuntimeOptions {
                                      // 0: every core serves both kinds
   bool pin_threads = true;           // pin workers (and the launching thread) one per CPU
   bool allow_oversubscribe = false;  // tests only: more cores than CPUs
-  int64_t spin_us = 200;             // spin this long before a waiting core sleeps
+  int64_t spin_us = 200;             // longest spin before a waiting core sleeps (less: docs/ARCHITECTURE.md)
   double watchdog_seconds = 30.0;    // a sync wait longer than this fails the run as a deadlock
   bool load_builtin_kernels = true;
   std::vector<std::string> kernel_packages;  // extra packages to load at start

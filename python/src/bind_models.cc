@@ -6,6 +6,8 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "bindings.h"
 #include "py_support.h"
 #include "superkernel/models.h"
+#include "superkernel/nn.h"
 #include "superkernel/weights.h"
 
 namespace skpy {
@@ -35,14 +38,29 @@ Config config_from(const nb::dict& values) {
 }
 
 sk::models::BuildOptions build_options(int64_t batch, int64_t block_size, int64_t max_context, int64_t prefill_tokens,
-                                       const std::string& weight_dtype, const std::string& scope_options) {
+                                       const std::string& weight_dtype, const nb::object& scope_options,
+                                       int multi_streams, int64_t moe_core_limit, const std::string& kv_cache_dtype) {
   sk::models::BuildOptions o;
   o.batch = batch;
   o.block_size = block_size;
   o.max_context = max_context;
   o.prefill_tokens = prefill_tokens;
   o.weight_dtype = unwrap(sk::models::parse_weight_dtype(weight_dtype));
-  if (!scope_options.empty()) o.scope_options = [scope_options](std::string_view) { return scope_options; };
+  o.multi_streams = multi_streams;
+  o.moe_core_limit = moe_core_limit;
+  if (kv_cache_dtype != "f32" && kv_cache_dtype != "bf16")
+    throw StatusError(sk::Status::invalid_argument("kv_cache_dtype '" + kv_cache_dtype + "': expected f32 or bf16"));
+  o.kv_cache_dtype = kv_cache_dtype == "bf16" ? sk::DType::kBF16 : sk::DType::kF32;
+  // A string gives every scope the same options; a callable maps a scope name to its options (the
+  // command line's per-pattern scope_options). Either is called only while the graph is built.
+  if (nb::isinstance<nb::str>(scope_options)) {
+    const std::string text = nb::cast<std::string>(scope_options);
+    if (!text.empty()) o.scope_options = [text](std::string_view) { return text; };
+  } else if (!scope_options.is_none()) {
+    o.scope_options = [scope_options](std::string_view scope) {
+      return nb::cast<std::string>(scope_options(std::string(scope)));
+    };
+  }
   check(o.validate());
   return o;
 }
@@ -53,6 +71,99 @@ sk::models::Phase phase_of(const std::string& phase) {
   throw StatusError(sk::Status::invalid_argument("phase '" + phase + "': expected 'decode' or 'prefill'"));
 }
 
+// Everything a model written in Python needs from a LongCat-Flash config: the resolved fields, the
+// config.json keys that were not applied, and the RoPE table (rows as nn::rope_cos_sin_table
+// computes them, f32 bytes) with the softmax factor yarn's mscale_all_dim adds. The config comes
+// from a checkpoint's config.json (load_config_json: the same keys applied, refused and ignored
+// as for the C++ model) or from a dict of config.json keys.
+nb::dict longcat_flash_config(const nb::object& values, const std::string& checkpoint, int64_t rope_positions) {
+  sk::models::LongCatFlashConfig c;
+  std::vector<sk::models::IgnoredKey> ignored;
+  if (!checkpoint.empty()) {
+    auto ckpt = unwrap(sk::Checkpoint::open(checkpoint));
+    check(sk::models::load_config_json(*ckpt, c, &ignored));
+  } else {
+    c = config_from<sk::models::LongCatFlashConfig>(values.is_none() ? nb::dict() : nb::cast<nb::dict>(values));
+  }
+  const sk::nn::RopeScaling rope = unwrap(c.rope_scaling());
+  nb::dict d;
+  d["vocab_size"] = c.vocab_size;
+  d["hidden_size"] = c.hidden_size;
+  d["num_layers"] = c.num_layers;
+  d["num_attention_heads"] = c.num_attention_heads;
+  d["q_lora_rank"] = c.q_lora_rank;
+  d["kv_lora_rank"] = c.kv_lora_rank;
+  d["qk_nope_head_dim"] = c.qk_nope_head_dim;
+  d["qk_rope_head_dim"] = c.qk_rope_head_dim;
+  d["v_head_dim"] = c.v_head_dim;
+  d["ffn_hidden_size"] = c.ffn_hidden_size;
+  d["expert_ffn_hidden_size"] = c.expert_ffn_hidden_size;
+  d["n_routed_experts"] = c.n_routed_experts;
+  d["zero_expert_num"] = c.zero_expert_num;
+  d["moe_topk"] = c.moe_topk;
+  d["routed_scaling_factor"] = c.routed_scaling_factor;
+  d["rms_norm_eps"] = c.rms_norm_eps;
+  d["mla_scale_q_lora"] = c.mla_scale_q_lora;
+  d["mla_scale_kv_lora"] = c.mla_scale_kv_lora;
+  d["max_position_embeddings"] = c.max_position_embeddings;
+  d["attention_bias"] = c.attention_bias;
+  d["tie_word_embeddings"] = c.tie_word_embeddings;
+  d["rope_type"] = sk::nn::rope_type_name(rope.type);
+  d["rope_original_max_position_embeddings"] = rope.original_max_position_embeddings;
+  nb::list skipped;
+  for (const auto& k : ignored) skipped.append(nb::make_tuple(k.key, k.line, k.why));
+  d["ignored"] = skipped;
+  // The published MLA multiplies its softmax scale by yarn_get_mscale(factor, mscale_all_dim)^2.
+  double softmax_mscale = 1.0;
+  if (rope.type != sk::nn::RopeScaling::Type::kDefault && rope.mscale_all_dim != 0.0) {
+    const double m = sk::nn::yarn_mscale(rope.factor, rope.mscale_all_dim);
+    softmax_mscale = m * m;
+  }
+  d["softmax_mscale"] = softmax_mscale;
+  const int64_t dim = c.qk_rope_head_dim, half = dim / 2;
+  const double scale = sk::nn::rope_attention_scaling(rope);
+  std::vector<float> table(static_cast<size_t>(std::max<int64_t>(rope_positions, 0) * dim));
+  std::vector<double> inv = sk::nn::rope_inv_freq(rope, dim, rope_positions);
+  for (int64_t p = 0; p < rope_positions; ++p) {
+    if (rope.type == sk::nn::RopeScaling::Type::kDynamic) inv = sk::nn::rope_inv_freq(rope, dim, p + 1);
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(p) * inv[static_cast<size_t>(i)];
+      table[static_cast<size_t>(p * dim + i)] = static_cast<float>(std::cos(angle) * scale);
+      table[static_cast<size_t>(p * dim + half + i)] = static_cast<float>(std::sin(angle) * scale);
+    }
+  }
+  d["rope_cos_sin"] = nb::bytes(reinterpret_cast<const char*>(table.data()), table.size() * sizeof(float));
+  return d;
+}
+
+// One weight of sk::random_weights(seed) as its bytes: the weights `superkernel run` uses without
+// a checkpoint, so a model written in Python can run on exactly the same ones.
+nb::bytes random_weight(uint64_t seed, const std::string& name, const std::string& dtype, const sk::Shape& shape,
+                        const std::string& init) {
+  static const std::pair<const char*, sk::WeightInit> kInits[] = {{"linear", sk::WeightInit::kLinear},
+                                                                  {"norm", sk::WeightInit::kNorm},
+                                                                  {"bias", sk::WeightInit::kBias},
+                                                                  {"embedding", sk::WeightInit::kEmbedding},
+                                                                  {"zero", sk::WeightInit::kZero}};
+  const sk::WeightInit* kind = nullptr;
+  for (const auto& [text, value] : kInits)
+    if (init == text) kind = &value;
+  if (kind == nullptr)
+    throw StatusError(sk::Status::invalid_argument("random_weight '" + name + "': init '" + init +
+                                                   "': expected linear, norm, bias, embedding or zero"));
+  if (dtype != "f32" && dtype != "bf16")
+    throw StatusError(
+        sk::Status::invalid_argument("random_weight '" + name + "': dtype '" + dtype + "': expected f32 or bf16"));
+  sk::Graph g("random_weight");
+  auto source = sk::random_weights(seed);
+  const sk::Tensor t = unwrap(source->get(g, name, dtype == "f32" ? sk::DType::kF32 : sk::DType::kBF16, shape, *kind));
+  const sk::TensorInfo& info = g.tensor(t);
+  const void* bytes = info.external_data != nullptr ? info.external_data : info.data.data();
+  size_t n = sk::dtype_size(info.dtype);
+  for (int64_t d : info.shape) n *= static_cast<size_t>(d);
+  return nb::bytes(static_cast<const char*>(bytes), n);
+}
+
 }  // namespace
 
 void bind_models(nb::module_& m) {
@@ -61,28 +172,42 @@ void bind_models(nb::module_& m) {
   models.def(
       "build_llama",
       [](nb::dict config, std::string phase, int64_t batch, int64_t block_size, int64_t max_context,
-         int64_t prefill_tokens, std::string weight_dtype, uint64_t seed, std::string scope_options) {
+         int64_t prefill_tokens, std::string weight_dtype, uint64_t seed, nb::object scope_options, int multi_streams,
+         int64_t moe_core_limit, std::string kv_cache_dtype) {
         auto cfg = config_from<sk::models::LlamaConfig>(config);
-        auto opts = build_options(batch, block_size, max_context, prefill_tokens, weight_dtype, scope_options);
+        auto opts = build_options(batch, block_size, max_context, prefill_tokens, weight_dtype, scope_options,
+                                  multi_streams, moe_core_limit, kv_cache_dtype);
         auto weights = sk::random_weights(seed);
         return unwrap(sk::models::build_llama(cfg, opts, phase_of(phase), *weights));
       },
       arg("config"), arg("phase") = "decode", arg("batch") = 1, arg("block_size") = 16, arg("max_context") = 256,
-      arg("prefill_tokens") = 16, arg("weight_dtype") = "f32", arg("seed") = 1, arg("scope_options") = "",
+      arg("prefill_tokens") = 16, arg("weight_dtype") = "f32", arg("seed") = 1, arg("scope_options") = nb::str(""),
+      arg("multi_streams") = 0, arg("moe_core_limit") = 0, arg("kv_cache_dtype") = "f32",
       "The Llama-style decoder with random weights (seeded): inputs input_ids, positions, slot_mapping, "
       "block_tables, context_lens (decode) or seq_ids (prefill), all i32; output logits.");
   models.def(
       "build_longcat_flash",
       [](nb::dict config, std::string phase, int64_t batch, int64_t block_size, int64_t max_context,
-         int64_t prefill_tokens, std::string weight_dtype, uint64_t seed, std::string scope_options) {
+         int64_t prefill_tokens, std::string weight_dtype, uint64_t seed, nb::object scope_options, int multi_streams,
+         int64_t moe_core_limit, std::string kv_cache_dtype) {
         auto cfg = config_from<sk::models::LongCatFlashConfig>(config);
-        auto opts = build_options(batch, block_size, max_context, prefill_tokens, weight_dtype, scope_options);
+        auto opts = build_options(batch, block_size, max_context, prefill_tokens, weight_dtype, scope_options,
+                                  multi_streams, moe_core_limit, kv_cache_dtype);
         auto weights = sk::random_weights(seed);
         return unwrap(sk::models::build_longcat_flash(cfg, opts, phase_of(phase), *weights));
       },
       arg("config"), arg("phase") = "decode", arg("batch") = 1, arg("block_size") = 16, arg("max_context") = 256,
-      arg("prefill_tokens") = 16, arg("weight_dtype") = "f32", arg("seed") = 1, arg("scope_options") = "",
+      arg("prefill_tokens") = 16, arg("weight_dtype") = "f32", arg("seed") = 1, arg("scope_options") = nb::str(""),
+      arg("multi_streams") = 0, arg("moe_core_limit") = 0, arg("kv_cache_dtype") = "f32",
       "The LongCat-Flash decoder with random weights (seeded), as build_llama.");
+  models.def("longcat_flash_config", &longcat_flash_config, arg("config") = nb::none(), arg("checkpoint") = "",
+             arg("rope_positions") = 0,
+             "A LongCat-Flash config from a checkpoint directory's config.json (as the C++ loader reads it) or a "
+             "dict of config.json keys: a dict of its fields, 'ignored' [(key, line, why)], 'softmax_mscale' and "
+             "'rope_cos_sin' (f32 bytes [rope_positions, qk_rope_head_dim], as rope.f32 reads them).");
+  models.def("random_weight", &random_weight, arg("seed"), arg("name"), arg("dtype"), arg("shape"), arg("init"),
+             "The bytes of one weight of the seeded random source the C++ models use without a checkpoint "
+             "(init: linear, norm, bias, embedding or zero).");
   models.def(
       "llama_cache_names",
       [](nb::dict config) { return sk::models::cache_names(config_from<sk::models::LlamaConfig>(config)); },

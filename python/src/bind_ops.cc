@@ -61,8 +61,10 @@ void bind_ops(nb::module_& m) {
       },
       arg("graph"), arg("x"), arg("positions"), arg("cos_sin"), arg("head_dim"), arg("rotary_dim"),
       arg("neox_style") = true, arg("name") = "");
-  nn.def("rope_cos_sin_table", &sk::nn::rope_cos_sin_table, arg("graph"), arg("name"), arg("max_positions"),
-         arg("rotary_dim"), arg("theta"));
+  // The plain-theta overload (nn.h also has one taking a RopeScaling).
+  nn.def("rope_cos_sin_table",
+         static_cast<sk::Tensor (*)(sk::Graph&, std::string, int64_t, int64_t, double)>(&sk::nn::rope_cos_sin_table),
+         arg("graph"), arg("name"), arg("max_positions"), arg("rotary_dim"), arg("theta"));
   nn.def("kv_append", &sk::nn::kv_append, arg("graph"), arg("k_new"), arg("v_new"), arg("slot_mapping"), arg("k_cache"),
          arg("v_cache"), arg("name") = "");
   nn.def("mla_cache_append", &sk::nn::mla_cache_append, arg("graph"), arg("c_kv"), arg("k_pe"), arg("slot_mapping"),

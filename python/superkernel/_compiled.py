@@ -530,6 +530,7 @@ class CompiledGraph:
         self._index = [b.index for b in bindings]
         self._contiguous = all(b.contiguous for b in bindings)
         self._out_specs = [(s.shape, s.dtype) for s in self._sk_slots]
+        self._only_sk_outputs = len(self._sk_slots) == len(slots)  # the result is the list of new tensors
 
     def _with_host_steps(self, message: str) -> str:
         for name, nodes in self.host_steps:
@@ -578,6 +579,8 @@ class CompiledGraph:
         outs = [torch.empty(s, dtype=d) for s, d in self._out_specs]
         self.runner.step(ptrs, [o.data_ptr() for o in outs])
         del keep
+        if self._only_sk_outputs:
+            return outs
         aliases = self._torch_outputs(*args) if self._torch_outputs is not None else ()
         result = []
         it_sk, it_alias = iter(outs), iter(aliases)

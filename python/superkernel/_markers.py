@@ -21,6 +21,8 @@ torch (prefetch does nothing).
 from __future__ import annotations
 
 import contextlib
+import sys
+import weakref
 
 import torch
 
@@ -38,6 +40,68 @@ MARKER_OPS = (
     "wait_event",
     "prefetch",
 )
+
+
+class _TraceScopes:
+    """The fusion scopes open in the graph dynamo is tracing now (one stack per tracing context, so
+    a restarted analysis starts afresh), and the note a refused graph break gets from them."""
+
+    def __init__(self):
+        self.owner = None  # a weak reference to the tracing context the stack belongs to
+        self.stack: list = []
+
+    def _current(self) -> list:
+        context = torch._guards.TracingContext.try_get()
+        if context is None:
+            return []  # not under dynamo (a plain fake-tensor run): nothing to report
+        if self.owner is None or self.owner() is not context:
+            self.owner = weakref.ref(context)
+            self.stack = []
+            self._watch_compile_end()
+        return self.stack
+
+    def begin(self, name) -> None:
+        self._current().append(name)
+
+    def end(self) -> None:
+        stack = self._current()
+        if stack:
+            stack.pop()
+
+    def _watch_compile_end(self) -> None:
+        # Registered again when needed: torch._dynamo.reset() clears dynamo's callbacks.
+        import torch._dynamo
+
+        handler = torch._dynamo.callback_handler
+        if self._on_compile_end not in handler.end_callbacks:
+            handler.register_end_callback(self._on_compile_end)
+
+    def _on_compile_end(self, _args) -> None:
+        # Runs in the `finally` of dynamo's compile: a graph break refused there (fullgraph=True) is
+        # the exception in flight.
+        stack, self.stack, self.owner = self.stack, [], None
+        error = sys.exc_info()[1]
+        if error is None or not stack or not isinstance(error, _graph_break_errors()):
+            return
+        name = stack[-1] if stack[-1] is not None else "<do not fuse>"
+        note = (
+            f"superkernel: graph break inside scope '{name}' (open scopes: "
+            f"{' > '.join(s if s is not None else '<do not fuse>' for s in stack)}): a scope must lie within one "
+            "graph; move the break out of the scope"
+        )
+        if hasattr(error, "add_note"):
+            error.add_note(note)
+        else:  # Python < 3.11: no notes, the message itself says it
+            error.args = (f"{error.args[0] if error.args else ''}\n{note}",) + tuple(error.args[1:])
+
+
+def _graph_break_errors() -> tuple:
+    from torch._dynamo.exc import Unsupported, UserError
+
+    return (Unsupported, UserError)
+
+
+_trace_scopes = _TraceScopes()
 
 
 def _register() -> None:
@@ -79,9 +143,11 @@ def _register() -> None:
     def prefetch_op(tensor: torch.Tensor, nbytes: int, offset: int, depend_on: torch.Tensor | None) -> None:
         return None
 
+    # The scope markers' fake implementations run while dynamo traces: they keep the scopes open
+    # at that point, so that a graph break dynamo refuses (fullgraph=True) can name its scope.
+    scope_begin.register_fake(lambda name, options, fuse: _trace_scopes.begin(name if fuse else None))
+    scope_end.register_fake(lambda name, fuse: _trace_scopes.end())
     for op in (
-        scope_begin,
-        scope_end,
         limit_core_num_begin,
         limit_core_num_end,
         stream_begin,

@@ -160,10 +160,27 @@ def test_a_dynamo_graph_break_inside_a_scope_is_an_error_naming_the_scope():
     with pytest.raises(Exception, match=r"graph break inside scope 'layer0'"):
         with torch.no_grad():
             compiled(torch.ones(4))
-    # fullgraph=True: dynamo refuses the break itself, pointing at the line.
-    with pytest.raises(Exception, match=r"item\(\)"):
+    # fullgraph=True: dynamo refuses the break itself, pointing at the line, and the error names
+    # the scope too (a note on dynamo's exception).
+    with pytest.raises(Exception, match=r"item\(\)") as e:
         with torch.no_grad():
             compile_fn(DataDependentBreak(), SK_MODE)(torch.ones(4))
+    assert any("graph break inside scope 'layer0'" in n for n in getattr(e.value, "__notes__", [])) or (
+        "graph break inside scope 'layer0'" in str(e.value)
+    )
+    # A refused break outside any scope gets no such note.
+    class BreakOutsideScope(torch.nn.Module):
+        def forward(self, x):
+            with sk.scope("layer0"):
+                x = x + 1.0
+            if x.sum().item() > 0:
+                x = x * 3.0
+            return x
+
+    with pytest.raises(Exception, match=r"item\(\)") as e:
+        with torch.no_grad():
+            compile_fn(BreakOutsideScope(), SK_MODE)(torch.ones(4))
+    assert "inside scope" not in str(e.value) + "".join(getattr(e.value, "__notes__", []))
 
 
 def test_a_bad_scope_option_is_an_error_naming_the_key():

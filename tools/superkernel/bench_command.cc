@@ -9,6 +9,9 @@
 //                       that step, with the cache state of the step itself;
 //   bandwidth share     bytes the step must read / step time / STREAM triad bandwidth on the
 //                       cores the runtime uses.
+// With --contend the same interleaved rounds are timed again beside one busy process (bench/
+// busy_load.h), unpinned and then pinned to the last CPU the runtime uses, and every mode's step is
+// printed with its ratio to its quiet step and to graph mode under the same load.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +20,7 @@
 #include <map>
 
 #include "bench_common.h"
+#include "busy_load.h"
 #include "commands.h"
 
 namespace sk::cli {
@@ -269,16 +273,55 @@ int bench_command(const BenchArgs& args) {
     }
   }
 
-  for (int r = -cfg.bench.warmup; r < cfg.bench.runs; ++r) {
-    if (r >= 0 && r % 5 == 0)
-      progress.update("timing round " + std::to_string(r + 1) + "/" + std::to_string(cfg.bench.runs));
-    for (ModeRun& run : runs) {
-      const double t0 = bench::now_seconds();
-      if (Status st = run.gen->rerun_step(); !st) {
+  // Interleaved rounds, every mode once per round, so drift on a busy machine hits all alike.
+  auto time_rounds = [&](int warmup, const std::string& what, std::vector<std::vector<double>>& step_s) -> Status {
+    step_s.assign(runs.size(), {});
+    for (int r = -warmup; r < cfg.bench.runs; ++r) {
+      if (r >= 0 && r % 5 == 0)
+        progress.update(what + "timing round " + std::to_string(r + 1) + "/" + std::to_string(cfg.bench.runs));
+      for (size_t m = 0; m < runs.size(); ++m) {
+        const double t0 = bench::now_seconds();
+        SK_RETURN_IF_ERROR(runs[m].gen->rerun_step());
+        if (r >= 0) step_s[m].push_back(bench::now_seconds() - t0);
+      }
+    }
+    return Status::ok();
+  };
+  {
+    std::vector<std::vector<double>> step_s;
+    if (Status st = time_rounds(cfg.bench.warmup, "", step_s); !st) {
+      progress.done();
+      return fail(st, kExitFailed);
+    }
+    for (size_t m = 0; m < runs.size(); ++m) runs[m].step_s = std::move(step_s[m]);
+  }
+  // --contend: the same rounds beside one busy process, unpinned (the scheduler places it) and then
+  // pinned to the last CPU the runtime uses (a worker's, not the launching thread's).
+  struct LoadedRounds {
+    bench::LoadPlacement load;
+    std::vector<std::vector<double>> step_s;  // per mode
+  };
+  std::vector<LoadedRounds> loaded;
+  if (args.contend) {
+    const std::vector<int>& cpus = bench::kProcessCpus;
+    for (bench::LoadPlacement load : {bench::LoadPlacement::kUnpinned, bench::LoadPlacement::kPinned}) {
+      const std::string name = bench::load_placement_name(load);
+      bench::BusyLoad busy(load, cpus[static_cast<size_t>(std::min<int>(cores, static_cast<int>(cpus.size())) - 1)],
+                           cpus);
+      if (!busy.running()) {
+        progress.done();
+        return fail(Status::internal("--contend: cannot start the " + name + " load: " + busy.error()), kExitFailed);
+      }
+      LoadedRounds lr{load, {}};
+      // More warm-up: the scheduler takes a few milliseconds to account for the new process.
+      Status st = time_rounds(std::max(cfg.bench.warmup, 3), name + " load: ", lr.step_s);
+      const bool alive = busy.stop();
+      if (st && !alive) st = Status::internal("--contend: the " + name + " load stopped during the rounds");
+      if (!st) {
         progress.done();
         return fail(st, kExitFailed);
       }
-      if (r >= 0) run.step_s.push_back(bench::now_seconds() - t0);
+      loaded.push_back(std::move(lr));
     }
   }
   progress.update("counting the bytes a step reads");
@@ -354,6 +397,38 @@ int bench_command(const BenchArgs& args) {
       mib(*bytes).c_str(), triad, cores);
   std::printf("outputs: prefill and %d decode steps bitwise identical in eager, graph and superkernel\n",
               decode_steps(cfg, model));
+  if (!loaded.empty()) {
+    std::printf(
+        "\nbeside one busy process (step ms, median of %d interleaved steps per mode; x quiet = step under the "
+        "load / quiet step; vs graph = step / graph mode's step under the same load):\n",
+        cfg.bench.runs);
+    std::printf("| load | mode | step ms | x quiet | vs graph |\n|---|---|---:|---:|---:|\n");
+    for (size_t m = 0; m < runs.size(); ++m)
+      std::printf("| quiet | %s | %.3f | 1.00 | %.2f |\n", execution_mode_name(runs[m].mode),
+                  bench::stats_of(runs[m].step_s).median * 1e3, bench::stats_of(runs[m].step_s).median / graph_s);
+    for (const LoadedRounds& lr : loaded) {
+      const char* load = bench::load_placement_name(lr.load);
+      const double graph_loaded = bench::stats_of(lr.step_s[1]).median;
+      for (size_t m = 0; m < runs.size(); ++m) {
+        const bench::Stats st = bench::stats_of(lr.step_s[m]);
+        const double quiet = bench::stats_of(runs[m].step_s).median;
+        const char* mode = execution_mode_name(runs[m].mode);
+        std::printf("| %s | %s | %.3f | %.2f | %.2f |\n", load, mode, st.median * 1e3, st.median / quiet,
+                    st.median / graph_loaded);
+        bench::Result r(name + "/" + test, std::string(mode) + "@" + load, cores, "step_latency", st.median * 1e3,
+                        st.min * 1e3, st.max * 1e3, static_cast<int>(lr.step_s[m].size()), "ms");
+        r.settings = std::string("load=") + load;
+        r.ratios["quiet"] = st.median / quiet;
+        r.ratios["graph"] = st.median / graph_loaded;
+        results.push_back(r);
+      }
+    }
+    std::printf(
+        "  (unpinned: the busy process may run on any CPU of this process; pinned: on CPU %d, the last "
+        "the runtime uses; docs/PERFORMANCE.md, \"Under a co-located load\")\n",
+        bench::kProcessCpus[static_cast<size_t>(std::min<int>(cores, static_cast<int>(bench::kProcessCpus.size())) -
+                                                1)]);
+  }
   std::printf("\ntop waits of the traced decode step per mode (docs/TRACING.md):\n");
   for (size_t i = 0; i < runs.size(); ++i)
     std::printf("%s: %s", execution_mode_name(runs[i].mode), format_waits(account_waits(traced[i].events), 5).c_str());

@@ -47,7 +47,8 @@ struct RunArgs {
 struct BenchArgs {
   CommonArgs common;
   std::string json;
-  int runs = 0;  // 0: bench.runs
+  int runs = 0;          // 0: bench.runs
+  bool contend = false;  // also time every mode beside one busy process (unpinned, then pinned)
 };
 
 struct ExplainArgs {

@@ -147,6 +147,9 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--json", bench.json, "also write the results as JSON to this path");
   bench_cmd->add_option("--runs", bench.runs, "timed decode steps per mode (default: bench.runs)")
       ->check(CLI::Range(1, 100000));
+  bench_cmd->add_flag("--contend", bench.contend,
+                      "also time every mode beside one busy process, unpinned and then pinned to the last CPU the "
+                      "runtime uses, with each mode's ratio to its quiet step and to graph mode");
 
   ExplainArgs explain;
   CLI::App* explain_cmd = app.add_subcommand("explain",

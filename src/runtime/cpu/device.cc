@@ -61,7 +61,8 @@ CpuDevice::CpuDevice(const CpuDeviceOptions& options)
       done_(new Counter[options.num_cores]),
       slots_(new Slot[options.num_cores]),
       progress_(new Counter[options.num_cores]),
-      barriers_(new Counter[static_cast<size_t>(kMaxBarrierGroups) * options.num_cores]) {}
+      barriers_(new Counter[static_cast<size_t>(kMaxBarrierGroups) * options.num_cores]),
+      thread_clocks_(new ThreadClock[options.num_cores]) {}
 
 CpuDevice::~CpuDevice() {
   stopping_.store(true, std::memory_order_relaxed);
@@ -96,11 +97,12 @@ WaitControl CpuDevice::wait_control(const std::atomic<uint32_t>* abort) const {
 
 void CpuDevice::worker_main(int core) {
   pin_current_thread(core);
+  thread_clocks_[core].set_to_current_thread();
   WaitControl idle;  // idle workers wait forever, without a watchdog
   idle.spin_ns = options_.spin_us * 1000;
   uint64_t seen = 0;
   for (;;) {
-    wait_at_least(mailbox_[core], seen + 1, idle);
+    wait_at_least(mailbox_[core], seen + 1, idle, thread_clock(0));
     // acquire (inside wait_at_least): the slot and stopping_ written before the publish are visible.
     seen = mailbox_[core].value.load(std::memory_order_acquire);
     if (stopping_.load(std::memory_order_relaxed)) return;
@@ -119,6 +121,11 @@ void CpuDevice::launch(int n, CoreFn fn, void* ctx) {
     pin_current_thread(0);
     pinned_caller_ = std::this_thread::get_id();
   }
+  // Core 0 is whichever thread launches; its workers' waits need that thread's clock.
+  if (clocked_caller_ != std::this_thread::get_id()) {
+    thread_clocks_[0].set_to_current_thread();
+    clocked_caller_ = std::this_thread::get_id();
+  }
   const uint64_t seq = ++seq_;
   ++epoch_;
   for (int c = 1; c < n; ++c) {
@@ -131,7 +138,7 @@ void CpuDevice::launch(int n, CoreFn fn, void* ctx) {
   fn(ctx, 0);
   WaitControl join;
   join.spin_ns = options_.spin_us * 1000;
-  for (int c = 1; c < n; ++c) wait_at_least(done_[c], seq, join);
+  for (int c = 1; c < n; ++c) wait_at_least(done_[c], seq, join, thread_clock(c));
 }
 
 }  // namespace sk::cpu

@@ -25,7 +25,7 @@ struct CpuDeviceOptions {
   bool pin_threads = true;
   bool pin_caller = true;            // also pin the launching thread to the first CPU
   bool allow_oversubscribe = false;  // tests only: more cores than CPUs
-  int64_t spin_us = 200;             // spin before sleeping, for idle workers and waits
+  int64_t spin_us = 200;             // longest spin before sleeping (wait policy: sync.h)
   double watchdog_seconds = 30.0;    // a wait longer than this is reported as a deadlock
 };
 
@@ -54,6 +54,9 @@ class CpuDevice {
   Counter& progress(int core) { return progress_[core]; }
   Counter& barrier(int group, int core) { return barriers_[group * num_cores_ + core]; }
   WaitControl wait_control(const std::atomic<uint32_t>* abort) const;
+  // The CPU-time clock of the thread that runs `core` (the launching thread for core 0), for the
+  // wait policy in sync.h.
+  const ThreadClock* thread_clock(int core) const { return &thread_clocks_[core]; }
 
  private:
   explicit CpuDevice(const CpuDeviceOptions& options);
@@ -71,8 +74,10 @@ class CpuDevice {
   std::unique_ptr<Counter[]> mailbox_;  // launch sequence per worker (written by the launcher)
   std::unique_ptr<Counter[]> done_;     // last finished sequence per worker
   std::unique_ptr<Slot[]> slots_;
-  std::unique_ptr<Counter[]> progress_;  // point-to-point signals, one per core
-  std::unique_ptr<Counter[]> barriers_;  // kMaxBarrierGroups x num_cores
+  std::unique_ptr<Counter[]> progress_;           // point-to-point signals, one per core
+  std::unique_ptr<Counter[]> barriers_;           // kMaxBarrierGroups x num_cores
+  std::unique_ptr<ThreadClock[]> thread_clocks_;  // one per core
+  std::thread::id clocked_caller_{};              // the thread whose clock is core 0's
   std::vector<std::thread> workers_;
   std::mutex launch_mu_;
   uint64_t seq_ = 0;

@@ -74,7 +74,7 @@ bool barrier(LaunchState& ls, CoreState& cs, int group) {
   publish(ls.dev->barrier(group, cs.core), target);
   for (int32_t m : ls.launch->groups[group].cores) {
     if (m == cs.core) continue;
-    WaitResult r = wait_at_least(ls.dev->barrier(group, m), target, ls.wait);
+    WaitResult r = wait_at_least(ls.dev->barrier(group, m), target, ls.wait, ls.dev->thread_clock(m));
     if (r != WaitResult::kReached) {
       wait_failed(ls, cs, r,
                   "barrier group " + std::to_string(group) + " (core " + std::to_string(m) + " has not arrived)");
@@ -90,7 +90,8 @@ int32_t sync_all_entry(const sk_core_ctx* ctx) {
 }
 
 bool wait_slow(LaunchState& ls, CoreState& cs, const Instr& in) {
-  WaitResult r = wait_at_least_slow(ls.dev->progress(in.a), tag(cs.epoch, static_cast<uint32_t>(in.b)), ls.wait);
+  WaitResult r = wait_at_least_slow(ls.dev->progress(in.a), tag(cs.epoch, static_cast<uint32_t>(in.b)), ls.wait,
+                                    ls.dev->thread_clock(in.a));
   if (r == WaitResult::kReached) return true;
   wait_failed(ls, cs, r, "core " + std::to_string(in.a) + "'s signal " + std::to_string(in.b));
   return false;

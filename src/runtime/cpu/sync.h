@@ -9,11 +9,26 @@
 // bits of the counter) so that an oversubscribed machine does not livelock. A publisher wakes
 // sleepers only when the counter's `sleepers` field says there are some (Dekker-style handshake,
 // see publish()).
+//
+// Wait policy (what a spin may cost; see judge_spin()). A spin only pays off while the producer
+// is running and the waiter has its CPU to itself. So a spin that lasts longer than one probe
+// interval reads two CPU-time clocks every interval: the producer thread's and its own.
+//   - The producer got less than half of the interval's CPU time (descheduled, or blocked): the
+//     value cannot come soon, so the waiter sleeps now instead of spinning out its budget. Its
+//     CPU is then free for whatever the scheduler wants to run there (an unpinned co-runner moves
+//     off the producer's CPU).
+//   - The waiter got less than half (its CPU is shared with another runnable thread): spinning
+//     spends the share the core's own work needs, and keeps the waiter from being the sleeper the
+//     scheduler favours on wake-up. It sleeps now, and for the next kSharedCoreHoldNs its waits
+//     spin at most one probe interval (renewed each time the sharing is seen again).
+// Neither rule can end a wait: abort and the watchdog are checked in both phases, and a sleeper is
+// woken by the producer's publish() or by the end of its sleep slice.
 #ifndef SUPERKERNEL_RUNTIME_CPU_SYNC_H_
 #define SUPERKERNEL_RUNTIME_CPU_SYNC_H_
 
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdint>
 
 namespace sk::cpu {
@@ -57,20 +72,70 @@ inline void publish(Counter& c, uint64_t v) {
 // What a waiter needs to give up: the launch's abort flag and the watchdog deadline.
 struct WaitControl {
   const std::atomic<uint32_t>* abort = nullptr;  // non-zero: give up
-  int64_t spin_ns = 200'000;                     // spin this long before sleeping
+  int64_t spin_ns = 200'000;                     // spin at most this long before sleeping
   int64_t watchdog_ns = 0;                       // 0 = wait forever
 };
 
 enum class WaitResult { kReached, kAborted, kTimedOut };
 
-// Waits until `c.value >= target`.
-WaitResult wait_at_least_slow(Counter& c, uint64_t target, const WaitControl& ctl);
+// The CPU-time clock of the thread that runs a core, so that its waiters can tell whether it is
+// running. The thread sets it; any thread reads it.
+//
+//   ThreadClock clock;
+//   clock.set_to_current_thread();        // in the producer
+//   wait_at_least(c, target, ctl, &clock);  // in a waiter
+class ThreadClock {
+ public:
+  void set_to_current_thread();
+  // CPU time the thread has used, in ns; -1 when unknown (never set, or the thread has exited).
+  int64_t cpu_ns() const;
 
-inline WaitResult wait_at_least(Counter& c, uint64_t target, const WaitControl& ctl) {
+ private:
+  static constexpr int64_t kUnset = INT64_MIN;
+  std::atomic<int64_t> id_{kUnset};  // a clockid_t, or kUnset
+};
+
+// CPU time the calling thread has used, in ns; -1 when unknown.
+int64_t current_thread_cpu_ns();
+
+// Spinning reads the clocks every kProbeIntervalNs (waits shorter than that read none).
+inline constexpr int64_t kProbeIntervalNs = 20'000;
+// How long a waiter that saw its CPU shared keeps spinning at most one probe interval.
+inline constexpr int64_t kSharedCoreHoldNs = 50'000'000;
+
+// One probe of a spinning wait: the wall clock and both threads' CPU time (-1: unknown).
+struct SpinProbe {
+  int64_t wall_ns = 0;
+  int64_t producer_cpu_ns = -1;
+  int64_t waiter_cpu_ns = -1;
+};
+
+enum class SpinVerdict {
+  kKeepSpinning,     // both ran for most of the interval (or nothing is known): spinning pays
+  kProducerOff,      // the producer was off its CPU for most of the interval: sleep
+  kWaiterPreempted,  // the waiter was off its CPU for most of the interval (shared CPU): sleep
+};
+
+// The policy's rule for the interval between two probes (see the header comment).
+SpinVerdict judge_spin(const SpinProbe& from, const SpinProbe& to);
+
+// Waits until `c.value >= target`. `producer`: the clock of the thread that will publish the
+// value, when known (nullptr: the spin is bounded by the budget and the waiter's own CPU only).
+WaitResult wait_at_least_slow(Counter& c, uint64_t target, const WaitControl& ctl,
+                              const ThreadClock* producer = nullptr);
+
+inline WaitResult wait_at_least(Counter& c, uint64_t target, const WaitControl& ctl,
+                                const ThreadClock* producer = nullptr) {
   // acquire: pairs with publish()'s release, so the producer's writes are visible after this.
   if (c.value.load(std::memory_order_acquire) >= target) return WaitResult::kReached;
-  return wait_at_least_slow(c, target, ctl);
+  return wait_at_least_slow(c, target, ctl, producer);
 }
+
+// The spin budget the calling thread's next wait gets at wall time `now_ns` (ctl.spin_ns, or at
+// most one probe interval while its CPU was recently seen shared). Exposed for tests.
+int64_t spin_budget_ns(const WaitControl& ctl, int64_t now_ns);
+// Forgets that the calling thread's CPU was seen shared (tests start from a known state).
+void reset_shared_core_state();
 
 inline int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
