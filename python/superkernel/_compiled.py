@@ -576,7 +576,10 @@ class CompiledGraph:
         if _recorders:
             ran, snapshot = _recorders[-1]
             # A snapshot copies the inputs before the run writes any of them (caches, counters).
-            ran.append((self, [a.clone() if isinstance(a, torch.Tensor) else a for a in args] if snapshot else args))
+            # Frozen parameters are kept as they are: the graph holds their storage as constants.
+            frozen = set(self._frozen_index)
+            ran.append((self, [a.clone() if isinstance(a, torch.Tensor) and i not in frozen else a
+                               for i, a in enumerate(args)] if snapshot else args))
         if self._frozen_index and [args[i].data_ptr() for i in self._frozen_index] != self._frozen_ptrs:
             self._frozen_moved(args)
         index = self._index
@@ -602,6 +605,12 @@ class CompiledGraph:
             else:
                 result.append(s.value)
         return result
+
+    @property
+    def frozen_inputs(self) -> frozenset:
+        """Positions of the arguments bound as constants (frozen_parameter): a replay must pass
+        these very tensors, not copies."""
+        return frozenset(self._frozen_index)
 
     def _frozen_moved(self, args) -> None:
         for i, ptr, name in self.lowerer.frozen:

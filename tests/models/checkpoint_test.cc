@@ -165,7 +165,7 @@ TEST_F(CheckpointTest, KeysThatChangeTheMathAreRefusedByLine) {
   using models::LongCatFlashConfig;
   expect_refused<LlamaConfig>(kLlamaJson, {{"hidden_act", "\"gelu\""}}, "hidden_act", "'gelu' is not implemented");
   expect_refused<LlamaConfig>(kLlamaJson, {{"quantization_config", "{\"quant_method\": \"fp8\"}"}},
-                              "quantization_config", "quantised checkpoints are not implemented");
+                              "quantization_config.quant_method", "'fp8' is not implemented");
   expect_refused<LlamaConfig>(kLlamaJson, {{"partial_rotary_factor", "0.5"}}, "partial_rotary_factor",
                               "whole rotary head");
   expect_refused<LlamaConfig>(kLlamaJson, {{"is_causal", "false"}}, "is_causal", "causal");
