@@ -34,10 +34,11 @@ demo: build
 	@./scripts/demo.sh $(BUILD)
 
 # `make test` (what CI runs): four phases, one after the other, each timed into $(PHASE_LOG):
-#   test-asan     the suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
-#   test-tsan     the suite under ThreadSanitizer (build-tsan/)
+#   test-asan     the suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, clang;
+#                 the same tree holds the libFuzzer targets, so the library is compiled once for both)
+#   test-tsan     the multi-threaded tests under ThreadSanitizer (build-tsan/, SK_THREAD_TESTS_ONLY)
 #   test-release  the release build and the whole suite, Python tests included
-#   test-fuzz     every libFuzzer target for FUZZ_SECONDS, plus its seeds and regressions (build-fuzz/)
+#   test-fuzz     every libFuzzer target for FUZZ_SECONDS from its seeds (build-asan/)
 # docs/RELIABILITY.md says what each phase covers and how to rerun one.
 PHASE_LOG ?= $(BUILD)/test-phases.txt
 FUZZ_SECONDS ?= 20
@@ -80,22 +81,21 @@ ASAN_SKIP = $(OUT_OF_TREE)
 TSAN_SKIP = ^kernels\.cases\.|^SamplingStatistics\.|^SamplingIdentity\.|$(OUT_OF_TREE)
 
 test-asan: deps
-	@$(call timed,asan build,cmake --preset asan >/dev/null && cmake --build build-asan -j $(JOBS))
-	@$(call timed,asan tests,ctest --preset asan -j $(JOBS) --timeout 900 -E '$(ASAN_SKIP)')
+	@$(call timed,asan build,cmake --preset asan -DSK_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null && cmake --build build-asan -j $(JOBS))
+	@$(call timed,asan tests,ctest --preset asan -j $(JOBS) --timeout 900 -E '$(ASAN_SKIP)' -LE fuzz-run)
 
 test-tsan: deps
 	@$(call timed,tsan build,cmake --preset tsan >/dev/null && cmake --build build-tsan -j $(JOBS))
 	@$(call timed,tsan tests,ctest --preset tsan -j $(JOBS) --timeout 900 -E '$(TSAN_SKIP)')
 
 test-fuzz: deps
-	@$(call timed,fuzz build,cmake --preset fuzz -DSK_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null && \
+	@$(call timed,fuzz build (nothing left after test-asan),cmake --preset asan -DSK_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null && \
 	  cmake --build --preset fuzz -j $(JOBS))
-	@$(call timed,fuzz replay,ctest --preset fuzz -L fuzz-replay -j $(JOBS))
-	@$(call timed,fuzz runs,ctest --preset fuzz -L fuzz-run -j $(JOBS) -V > build-fuzz/fuzz-runs.log 2>&1 || \
-	  { tail -n 150 build-fuzz/fuzz-runs.log; exit 1; })
+	@$(call timed,fuzz runs,ctest --preset fuzz -L fuzz-run -j $(JOBS) -V > build-asan/fuzz-runs.log 2>&1 || \
+	  { tail -n 150 build-asan/fuzz-runs.log; exit 1; })
 	@awk '/Start +[0-9]+: fuzz/ { name[$$2 + 0] = $$3 } \
 	  /stat::number_of_executed_units|stat::new_units_added|graph_fuzz:/ { print name[$$1 + 0] ": " substr($$0, index($$0, $$2)) }' \
-	  build-fuzz/fuzz-runs.log
+	  build-asan/fuzz-runs.log
 
 # Micro-benchmarks: per-node dispatch cost of the three modes, then the built-in kernels, then each
 # super kernel optimisation alone and together.
@@ -112,8 +112,8 @@ tsan: deps
 
 # Fuzz without a time limit (Ctrl-C to stop): make fuzz TARGET=program_parser
 fuzz: deps
-	@cmake --preset fuzz >/dev/null && cmake --build --preset fuzz -j $(JOBS)
-	@build-fuzz/tests/fuzz/sk_fuzz_$(TARGET) -artifact_prefix=build-fuzz/ build-fuzz/tests/fuzz/work/$(TARGET)/corpus \
+	@cmake --preset asan >/dev/null && cmake --build --preset fuzz -j $(JOBS)
+	@build-asan/tests/fuzz/sk_fuzz_$(TARGET) -artifact_prefix=build-asan/ build-asan/tests/fuzz/work/$(TARGET)/corpus \
 	  tests/fuzz/corpus/$(TARGET)
 
 # The AVX-512 kernel paths under a CPU emulator, for machines without AVX-512 (needs Python 3,

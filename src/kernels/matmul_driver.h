@@ -118,10 +118,13 @@ void run(const Op& op, const typename Op::W* w, int64_t sw, float* y, int64_t sy
       std::fill(state, state + mb * kNBlock * t.lanes, S{});
       for (int64_t k0 = 0; k0 < K; k0 += kc) {
         const int64_t kn = std::min(kc, K - k0);
-        const A* xb = panel + k0;
-        if (!whole_rows) {
+        // Whole rows are packed once per row block and stepped through by k0; otherwise each K
+        // step packs its own slice (never forming a pointer past the panel).
+        const A* xb = panel;
+        if (whole_rows) {
+          xb = panel + k0;
+        } else {
           op.pack(m0, mb, k0, kn, panel, ld, rs);
-          xb = panel;
         }
         for (int64_t n = 0; n < nb;) {
           const int nr = static_cast<int>(std::min<int64_t>(nr_tile, nb - n));

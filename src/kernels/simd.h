@@ -16,11 +16,15 @@
 #define SK_KERNELS_X86 1
 // GCC 12 reports the deliberately undefined vectors inside its own AVX-512 intrinsics
 // (_mm512_undefined_ps, GCC bug 105593) as uninitialized wherever they are inlined.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 #else
 #define SK_KERNELS_X86 0
 #endif
