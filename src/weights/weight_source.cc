@@ -208,17 +208,9 @@ class CheckpointWeights final : public WeightSource {
 
  protected:
   Expected<Loaded> load(const std::string& name, DType dtype, const Shape& shape, WeightInit) override {
-    auto found = ckpt_->find(name);
+    auto found = find_checked(name, dtype, shape);
     if (!found) return found.status();
-    read_.insert(name);
     const SafetensorsTensor& t = *found->tensor;
-    const std::string where = found->file->path() + ": tensor '" + name + "'";
-    if (t.shape != shape)
-      return Status::invalid_argument(where + " has shape " + shape_to_string(t.shape) + ", expected " +
-                                      shape_to_string(shape));
-    if (t.dtype != dtype && !(is_float(t.dtype) && is_float(dtype)))
-      return Status::invalid_argument(where + " is " + dtype_name(t.dtype) + ", expected " + dtype_name(dtype) +
-                                      " (only float dtypes convert into each other)");
     const bool aligned = reinterpret_cast<uintptr_t>(t.data) % dtype_size(t.dtype) == 0;
     if (t.dtype == dtype && aligned) return Loaded{t.data, std::shared_ptr<const void>(found->file, t.data)};
     auto bytes = convert(t.dtype, t.data, dtype, shape_numel(shape));
@@ -227,17 +219,10 @@ class CheckpointWeights final : public WeightSource {
 
   Expected<Loaded> load_shard(const std::string& name, DType dtype, const Shape& shape, const Shard& shard,
                               WeightInit) override {
-    auto found = ckpt_->find(name);
+    // This rank's part of the tensor counts as read, as far as this process can tell.
+    auto found = find_checked(name, dtype, shape);
     if (!found) return found.status();
-    read_.insert(name);  // this rank's part of it: read, as far as this process can tell
     const SafetensorsTensor& t = *found->tensor;
-    const std::string where = found->file->path() + ": tensor '" + name + "'";
-    if (t.shape != shape)
-      return Status::invalid_argument(where + " has shape " + shape_to_string(t.shape) + ", expected " +
-                                      shape_to_string(shape));
-    if (t.dtype != dtype && !(is_float(t.dtype) && is_float(dtype)))
-      return Status::invalid_argument(where + " is " + dtype_name(t.dtype) + ", expected " + dtype_name(dtype) +
-                                      " (only float dtypes convert into each other)");
     const auto [outer, inner] = outer_inner(shape, shard.dim);
     const uint8_t* first = t.data + static_cast<size_t>(shard.begin * inner) * dtype_size(t.dtype);
     // A shard along the outermost dimension (that is not 1) is one run of the file: bound in place.
@@ -248,6 +233,23 @@ class CheckpointWeights final : public WeightSource {
   }
 
  private:
+  // The tensor `name`, marked read, if its stored shape is `shape` and its dtype is `dtype` or
+  // converts into it; otherwise an error naming the file and the tensor.
+  Expected<CheckpointTensor> find_checked(const std::string& name, DType dtype, const Shape& shape) {
+    auto found = ckpt_->find(name);
+    if (!found) return found;
+    read_.insert(name);
+    const SafetensorsTensor& t = *found->tensor;
+    const std::string where = found->file->path() + ": tensor '" + name + "'";
+    if (t.shape != shape)
+      return Status::invalid_argument(where + " has shape " + shape_to_string(t.shape) + ", expected " +
+                                      shape_to_string(shape));
+    if (t.dtype != dtype && !(is_float(t.dtype) && is_float(dtype)))
+      return Status::invalid_argument(where + " is " + dtype_name(t.dtype) + ", expected " + dtype_name(dtype) +
+                                      " (only float dtypes convert into each other)");
+    return found;
+  }
+
   std::shared_ptr<const Checkpoint> ckpt_;
   std::set<std::string, std::less<>> read_;
 };
