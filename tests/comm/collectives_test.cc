@@ -156,6 +156,15 @@ std::vector<std::vector<uint8_t>> run(const Graph& g, ExecutionMode mode,
   return out;
 }
 
+// Runs `g` (input "x", output "y") in every mode and expects `want`'s bytes from each.
+void expect_y_in_every_mode(const Graph& g, const std::vector<uint8_t>& x, const std::vector<uint8_t>& want) {
+  for (ExecutionMode mode : kModes) {
+    auto got = run(g, mode, {{"x", x}}, {"y"});
+    ASSERT_EQ(got.size(), 1u) << execution_mode_name(mode);
+    EXPECT_TRUE(got[0] == want) << execution_mode_name(mode);
+  }
+}
+
 struct SizeCase {
   DType dtype;
   Shape shape;
@@ -176,11 +185,7 @@ TEST(Collectives, AllReduceMatchesTheRankOrderSum) {
     Tensor x = g.input("x", c.dtype, c.shape);
     g.output(comm::all_reduce(g, g_comm->group(), x, "sum"), "y");
     const auto want = reference_sum(c.dtype, count, n, seed);
-    for (ExecutionMode mode : kModes) {
-      auto got = run(g, mode, {{"x", rank_data(c.dtype, count, me, seed)}}, {"y"});
-      ASSERT_EQ(got.size(), 1u);
-      EXPECT_TRUE(got[0] == want) << execution_mode_name(mode);
-    }
+    expect_y_in_every_mode(g, rank_data(c.dtype, count, me, seed), want);
     ++seed;
   }
 }
@@ -199,11 +204,7 @@ TEST(Collectives, ReduceScatterGivesEachRankItsBlockOfTheSum) {
     const auto sum = reference_sum(c.dtype, count, n, seed);
     const size_t block = sum.size() / static_cast<size_t>(n);
     const auto want = slice_bytes(sum, block * static_cast<size_t>(me), block);
-    for (ExecutionMode mode : kModes) {
-      auto got = run(g, mode, {{"x", rank_data(c.dtype, count, me, seed)}}, {"y"});
-      ASSERT_EQ(got.size(), 1u);
-      EXPECT_TRUE(got[0] == want) << execution_mode_name(mode);
-    }
+    expect_y_in_every_mode(g, rank_data(c.dtype, count, me, seed), want);
     ++seed;
   }
 }
@@ -226,11 +227,7 @@ TEST(Collectives, AllGatherConcatenatesTheRanksInOrder) {
       auto part = rank_data(c.dtype, count, r, seed);
       want.insert(want.end(), part.begin(), part.end());
     }
-    for (ExecutionMode mode : kModes) {
-      auto got = run(g, mode, {{"x", rank_data(c.dtype, count, me, seed)}}, {"y"});
-      ASSERT_EQ(got.size(), 1u);
-      EXPECT_TRUE(got[0] == want) << execution_mode_name(mode);
-    }
+    expect_y_in_every_mode(g, rank_data(c.dtype, count, me, seed), want);
     ++seed;
   }
 }
@@ -252,11 +249,7 @@ TEST(Collectives, AllToAllSendsBlockQToRankQ) {
       auto part = slice_bytes(rank_data(c.dtype, count, s, seed), block * static_cast<size_t>(me), block);
       want.insert(want.end(), part.begin(), part.end());
     }
-    for (ExecutionMode mode : kModes) {
-      auto got = run(g, mode, {{"x", rank_data(c.dtype, count, me, seed)}}, {"y"});
-      ASSERT_EQ(got.size(), 1u);
-      EXPECT_TRUE(got[0] == want) << execution_mode_name(mode);
-    }
+    expect_y_in_every_mode(g, rank_data(c.dtype, count, me, seed), want);
     ++seed;
   }
 }
