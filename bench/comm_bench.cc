@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "longcat_mini_config.h"
 #include "superkernel/comm.h"
 #include "superkernel/models.h"
 #include "superkernel/ops.h"
@@ -218,26 +219,6 @@ void bench_collectives(const std::shared_ptr<Runtime>& rt, bool quick) {
 
 // ---- 2. the parallel model step ----------------------------------------------------------------
 
-models::LongCatFlashConfig mini_config() {
-  models::LongCatFlashConfig c;  // configs/longcat-mini.yaml
-  c.vocab_size = 512;
-  c.hidden_size = 128;
-  c.num_layers = 4;
-  c.num_attention_heads = 4;
-  c.q_lora_rank = 64;
-  c.kv_lora_rank = 32;
-  c.qk_nope_head_dim = 16;
-  c.qk_rope_head_dim = 8;
-  c.v_head_dim = 16;
-  c.ffn_hidden_size = 256;
-  c.expert_ffn_hidden_size = 64;
-  c.n_routed_experts = 8;
-  c.zero_expert_num = 4;
-  c.moe_topk = 2;
-  c.routed_scaling_factor = 6.0;
-  return c;
-}
-
 // A decode step ready to rerun: the graph compiled for `mode`, its caches, a prefill's worth of
 // context (8 tokens) and the inputs of the next step.
 struct Step {
@@ -246,7 +227,7 @@ struct Step {
 };
 
 std::unique_ptr<Step> make_step(Runtime& rt, const models::BuildOptions& opts, ExecutionMode mode) {
-  const models::LongCatFlashConfig cfg = mini_config();
+  const models::LongCatFlashConfig cfg = sk::bench::longcat_mini_config(4);
   auto weights = random_weights(1);
   Graph g = must(models::build_longcat_flash(cfg, opts, models::Phase::kDecode, *weights));
   auto step = std::make_unique<Step>();

@@ -23,6 +23,7 @@
 #include <random>
 
 #include "bench_common.h"
+#include "longcat_mini_config.h"
 #include "superkernel/models.h"
 #include "superkernel/ops.h"
 #include "superkernel/weights.h"
@@ -205,30 +206,11 @@ bool bench_prefetch(Runtime& rt, const bench::Args& args, int cores, std::vector
 }
 
 // LongCat-mini (configs/longcat-mini.yaml) with kLayers layers.
-models::LongCatFlashConfig longcat_mini() {
-  models::LongCatFlashConfig c;
-  c.vocab_size = 512;
-  c.hidden_size = 128;
-  c.num_layers = kLayers;
-  c.num_attention_heads = 4;
-  c.q_lora_rank = 64;
-  c.kv_lora_rank = 32;
-  c.qk_nope_head_dim = 16;
-  c.qk_rope_head_dim = 8;
-  c.v_head_dim = 16;
-  c.ffn_hidden_size = 256;
-  c.expert_ffn_hidden_size = 64;
-  c.n_routed_experts = 8;
-  c.zero_expert_num = 4;
-  c.moe_topk = 2;
-  c.routed_scaling_factor = 6.0;
-  return c;
-}
 
 // Tiling sink (tiling_sink) against cutting at each grouped matmul and tiling in its own launch
 // (host_tiling), on the LongCat-mini AFD model and decode step.
 bool bench_tiling_sink(Runtime& rt, const bench::Args& args, int cores, std::vector<bench::Result>& results) {
-  const models::LongCatFlashConfig config = longcat_mini();
+  const models::LongCatFlashConfig config = sk::bench::longcat_mini_config(kLayers);
   models::BuildOptions build;
   build.batch = kTokens;
   build.max_context = 64;
