@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -38,6 +39,7 @@ namespace sk {
 namespace {
 
 int g_runs = 30;
+std::vector<bench::Result> g_results;  // rank 0's medians, for --json
 std::shared_ptr<comm::Communicator> g_comm;
 
 [[noreturn]] void die(const Status& s) {
@@ -210,6 +212,11 @@ void bench_collectives(const std::shared_ptr<Runtime>& rt, bool quick) {
     time_interleaved(ts, g_runs);
     if (g_comm->rank() != 0) continue;
     auto us = [&](size_t i) { return bench::stats_of(ts[i].seconds).median * 1e6; };
+    const std::string name = std::string(kind_name(c.kind)) + "/" + std::to_string(rows * c.cols * 4) + "B";
+    for (const Timed& t : ts) {
+      const bench::Stats st = bench::stats_of(t.seconds);
+      g_results.emplace_back(name, t.name, 1, "latency", st.median * 1e6, st.min * 1e6, st.max * 1e6, g_runs, "us");
+    }
     std::printf("| %s | %lld | %.1f | %.1f | %.1f | %.2f | %.1f | %s |\n", kind_name(c.kind),
                 static_cast<long long>(rows * c.cols * 4), us(0), us(1), us(2), us(1) / us(0), us(3),
                 ts.size() > 4 ? std::to_string(us(4)).substr(0, std::to_string(us(4)).find('.') + 2).c_str() : "-");
@@ -300,6 +307,11 @@ void bench_model(const std::shared_ptr<Runtime>& one_core, const std::shared_ptr
   for (size_t i = 0; i < modes.size(); ++i) {
     const double p = bench::stats_of(par_s[i]).median * 1e3, s = bench::stats_of(single_s[i]).median * 1e3;
     std::printf("| %s | %.3f | %.3f | %.2f |\n", execution_mode_name(modes[i]), p, s, p / s);
+    const bench::Stats ps = bench::stats_of(par_s[i]), ss = bench::stats_of(single_s[i]);
+    g_results.emplace_back("longcat-parallel-step/" + std::to_string(n) + "x1", execution_mode_name(modes[i]), 1,
+                           "step_latency", ps.median * 1e3, ps.min * 1e3, ps.max * 1e3, g_runs, "ms");
+    g_results.emplace_back("longcat-parallel-step/1x2", execution_mode_name(modes[i]), 2, "step_latency",
+                           ss.median * 1e3, ss.min * 1e3, ss.max * 1e3, g_runs, "ms");
   }
   std::printf("\nmedians of %d interleaved steps; rank 0's times\n", g_runs);
 }
@@ -309,14 +321,17 @@ void bench_model(const std::shared_ptr<Runtime>& one_core, const std::shared_ptr
 
 int main(int argc, char** argv) {
   bool quick = false;
+  std::string json;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--runs" && i + 1 < argc) {
       sk::g_runs = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--quick") {
       quick = true;
+    } else if (a == "--json" && i + 1 < argc) {
+      json = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: mpirun --bind-to none -np 2 sk_bench_comm [--runs N] [--quick]\n");
+      std::fprintf(stderr, "usage: mpirun --bind-to none -np 2 sk_bench_comm [--runs N] [--quick] [--json PATH]\n");
       return 2;
     }
   }
@@ -326,6 +341,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   sk::g_comm = *world;
+  if (!json.empty() && sk::g_comm->rank() == 0 && !std::ofstream(json)) {
+    // Before the work: an unwritable path fails now, not after minutes of timing.
+    std::fprintf(stderr, "cannot write --json %s\n", json.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
   const int rank = sk::g_comm->rank();
   const int cpus = sk::bench::machine_cores();
   if (cpus < 2) {
@@ -345,6 +365,10 @@ int main(int argc, char** argv) {
   sk::bench_collectives(one_core, quick);
   // The one-core runtimes served part 1; part 2 compares them with rank 0's two-core runtime.
   sk::bench_model(one_core, two_cores ? two_cores : one_core);
+  if (!json.empty() && rank == 0 && !sk::bench::write_json(json, sk::g_results)) {
+    std::fprintf(stderr, "cannot write --json %s\n", json.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
   one_core.reset();
   two_cores.reset();
   sk::g_comm.reset();
