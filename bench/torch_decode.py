@@ -33,15 +33,20 @@ PROMPT = 8
 CACHE_LEN = 128
 
 
-def median_ms(fn, warmup: int, runs: int) -> tuple[float, float, float]:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times), min(times), max(times)
+def interleaved_ms(steps: dict, warmup: int, runs: int) -> dict:
+    """Times every configuration's step in rounds, one call each per round (the order rotating),
+    so that a slow spell of a shared machine falls on all of them alike. Returns
+    {label: (median, min, max)} in ms."""
+    labels = list(steps)
+    times = {label: [] for label in labels}
+    for r in range(warmup + runs):
+        for i in range(len(labels)):
+            label = labels[(i + r) % len(labels)]
+            t = time.perf_counter()
+            steps[label]()
+            if r >= warmup:
+                times[label].append((time.perf_counter() - t) * 1e3)
+    return {label: (statistics.median(v), min(v), max(v)) for label, v in times.items()}
 
 
 def torch_configs(size: dict, args):
@@ -49,15 +54,16 @@ def torch_configs(size: dict, args):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
 
+    # Every configuration stays compiled while they are timed in turn: each torch.compile keeps its
+    # own compiled entries (isolate_recompiles), so that one's prefill and decode do not count
+    # against another's recompile limit.
+    torch._dynamo.reset()
     torch.manual_seed(0)
     config = LlamaConfig(**size, max_position_embeddings=CACHE_LEN * 2)
     model = LlamaForCausalLM(config).eval()
 
     def stepper(forward):
         """Prefill once, then each call is one decode step (the cache grows by one token)."""
-        # Each configuration compiles prefill and decode afresh: without a reset, the compiles of
-        # earlier configurations and sizes count against dynamo's recompile limit.
-        torch._dynamo.reset()
         cache = StaticCache(config=config, max_cache_len=CACHE_LEN)
         token = torch.tensor([[1]])
         with torch.no_grad():
@@ -72,7 +78,7 @@ def torch_configs(size: dict, args):
     configs = [("torch eager", lambda: stepper(model))]
     if not args.no_inductor:
         configs.append(("torch inductor", lambda: stepper(
-            torch.compile(model, backend="inductor", fullgraph=True, dynamic=False))))
+            torch.compile(model, backend="inductor", fullgraph=True, dynamic=False, isolate_recompiles=True))))
     modes = {
         "eager": {"static_kernel_compile": False},
         "graph": {"static_kernel_compile": True},
@@ -84,7 +90,7 @@ def torch_configs(size: dict, args):
 
     def superkernel_stepper(mode, opts):
         step = stepper(torch.compile(model, backend="superkernel", options={**opts, "frozen_parameter": True},
-                                     fullgraph=True, dynamic=False))
+                                     fullgraph=True, dynamic=False, isolate_recompiles=True))
         with sk.recording() as ran:
             step()
         graphs[mode] = ran
@@ -103,6 +109,13 @@ def torch_configs(size: dict, args):
     for mode, opts in modes.items():
         configs.append((f"backend superkernel {mode}", lambda mode=mode, opts=opts: superkernel_stepper(mode, opts)))
         configs.append((f"superkernel {mode}: compiled graph alone", lambda mode=mode: graph_alone(mode)))
+    # What a deployment with frozen weights may add: dynamo no longer re-checks the model's modules
+    # and parameters on every call (torch's own guard filter; the backend already treats the
+    # parameters as constants), leaving the guards on the step's inputs.
+    configs.append(("backend superkernel superkernel, module guards skipped",
+                    lambda: superkernel_stepper("superkernel, module guards skipped", {
+                        **modes["superkernel"],
+                        "guard_filter_fn": torch.compiler.skip_guard_on_all_nn_modules_unsafe})))
     return configs
 
 
@@ -139,12 +152,20 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=30)
     p.add_argument("--threads", type=int, default=0, help="torch threads and superkernel cores (0: all CPUs)")
     p.add_argument("--no-inductor", action="store_true", help="skip torch.compile with inductor (slow to compile)")
+    p.add_argument("--no-huge-pages", action="store_true",
+                   help="leave torch's tensors on 4 KiB pages (default: THP_MEM_ALLOC_ENABLE=1, as the C++ model)")
     p.add_argument("--json", help="write the results here")
     args = p.parse_args()
-    # Each superkernel configuration decodes prefill + 1 + 2 * (warmup + runs) positions into one
-    # static cache (its own steps, then its compiled graph's alone).
-    if PROMPT + 1 + 2 * (args.warmup + args.runs) > CACHE_LEN:
-        p.error(f"--warmup + --runs must be at most {(CACHE_LEN - PROMPT - 1) // 2} (a static cache of {CACHE_LEN})")
+    # Each torch configuration decodes prefill + 1 + warmup + runs positions into its static cache
+    # (the superkernel ones one more, the step recorded for their compiled graph alone, which
+    # rewrites that one position).
+    if PROMPT + 2 + args.warmup + args.runs > CACHE_LEN:
+        p.error(f"--warmup + --runs must be at most {CACHE_LEN - PROMPT - 2} (a static cache of {CACHE_LEN})")
+    if not args.no_huge_pages:
+        # torch's CPU allocator places allocations of 2 MiB and more on transparent huge pages
+        # when this is set before it starts; the C++ model's weights are on huge pages too
+        # (src/util/large_alloc.h), so both read their weights the same way.
+        os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 
     import torch
 
@@ -159,19 +180,24 @@ def main() -> int:
     results = []
     isa = sk.Runtime.cpu_isa()
     print(f"machine: {cores} cores, {isa}; torch {torch.__version__}; batch 1, prompt {PROMPT}, "
-          f"static cache {CACHE_LEN}; median of {args.runs} steps after {args.warmup}", file=sys.stderr)
+          f"static cache {CACHE_LEN}; median of {args.runs} interleaved rounds after {args.warmup}; "
+          f"torch on {'4 KiB' if args.no_huge_pages else 'huge'} pages", file=sys.stderr)
     for name in args.sizes.split(","):
         size = SIZES[name]
-        rows = []
+        steps, errors = {}, {}
         for label, make in torch_configs(size, args) + cpp_configs(size):
             t0 = time.perf_counter()
             try:
-                step = make()
-                med, lo, hi = median_ms(step, args.warmup, args.runs)
-                rows.append((label, med, lo, hi, None))
+                steps[label] = make()
             except Exception as e:  # a configuration that cannot run is reported, not fatal
-                rows.append((label, None, None, None, f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"))
-            print(f"  {name} {label}: set-up and timing {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+                errors[label] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            print(f"  {name} {label}: set-up {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        t0 = time.perf_counter()
+        timed = interleaved_ms(steps, args.warmup, args.runs)
+        print(f"  {name}: {len(steps)} configurations timed in interleaved rounds in {time.perf_counter() - t0:.1f} s",
+              file=sys.stderr)
+        rows = [(label, *timed[label], None) if label in timed else (label, None, None, None, errors[label])
+                for label in list(steps) + list(errors)]
         times = {label: med for label, med, *_ in rows if med is not None}
         refs = {"vs torch eager": "torch eager", "vs inductor": "torch inductor",
                 "vs C++ model": "C++ model superkernel"}
