@@ -2,10 +2,14 @@
 // tie keys together run afterwards (rules.cc), on the typed struct.
 // yaml-cpp 0.7's node/impl.h trips GCC 12's -Wdangling-pointer in its own inline code (a false
 // positive the project's -Werror would turn into a build failure).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdangling-pointer"
+#endif
 #include <yaml-cpp/yaml.h>
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 #include <algorithm>
 #include <charconv>

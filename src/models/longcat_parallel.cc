@@ -9,7 +9,6 @@ namespace sk::models {
 LongCatParallel::LongCatParallel(const LongCatFlashConfig& config, const BuildOptions& options, Graph& g,
                                  ModelWeights& weights)
     : cfg_(config),
-      opts_(options),
       g_(g),
       w_(weights),
       tp_(options.parallel.tp),

@@ -63,7 +63,6 @@ class LongCatParallel {
   Shard unit_shard(const Shape& shape, int dim, int64_t units) const;
 
   const LongCatFlashConfig& cfg_;
-  const BuildOptions& opts_;
   Graph& g_;
   ModelWeights& w_;
   int32_t tp_ = 1, ep_ = 1, rank_ = 0;

@@ -41,10 +41,12 @@ uint16_t to_bf16(float v) {
   return static_cast<uint16_t>(hi >> 16);
 }
 float from_bf16(uint16_t h) { return bits_to_f32(static_cast<uint32_t>(h) << 16); }
+// (Not _cvtss_sh / _cvtsh_ss: clang's are macros with compound literals, which -Wpedantic flags in
+// C++.)
 __attribute__((target("f16c"))) uint16_t to_f16(float v) {
-  return static_cast<uint16_t>(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT));
+  return static_cast<uint16_t>(_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(v), _MM_FROUND_TO_NEAREST_INT), 0));
 }
-__attribute__((target("f16c"))) float from_f16(uint16_t h) { return _cvtsh_ss(h); }
+__attribute__((target("f16c"))) float from_f16(uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
 
 const std::vector<ExecutionMode> kModes = {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel};
 
