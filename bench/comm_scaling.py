@@ -68,7 +68,7 @@ def comm_costs(path):
     small, large = "all_reduce/4096B", "all_reduce/262144B"
     for b in (small, large):
         if (b, "alone") not in lat:
-            fail(f"{path} has no one-op all-reduce result '{b}' (was it written by sk_bench_comm without --quick?)")
+            fail(f"{path} has no one-op all-reduce result '{b}': run sk_bench_comm without --quick, which leaves it out")
     if not deltas:
         fail(f"{path} has no fused and cut pair")
     # t(B) = 2 (alpha + gamma) + beta B: two message rounds of B bytes' worth.
