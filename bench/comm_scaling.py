@@ -152,8 +152,9 @@ def main():
     traces = a.trace if len(a.trace) == len(a.comm) else a.trace * len(a.comm)
     print(f"assumed: gamma = {GAMMA_US} us per request; across machines alpha = {ALPHA_ACROSS_US} us, "
           f"beta = {BETA_ACROSS_US_PER_KIB} us/KiB; {RANKS_PER_MACHINE} ranks per machine")
-    for run, (path, trace) in enumerate(zip(a.comm, traces), 1):
-        kc = kernel_costs(trace)
+    kernels = {trace: kernel_costs(trace) for trace in dict.fromkeys(traces)}
+    for run, trace in enumerate(traces, 1):
+        kc = kernels[trace]
         print(f"run {run}: K = {kc['K']:.1f} us per layer (kernels of one layer on one rank, collectives left out; "
               f"median of {kc['layers']} layers of {trace}); share of K beside the MoE branch {kc['overlap']:.2f}; "
               f"the collectives took {kc['traced_comm']:.1f} us per layer in that traced 2-rank step, waiting for "
@@ -162,7 +163,7 @@ def main():
     print("| run | layout | comm per layer (us) | of it MoE (us) | fused (us) | cut (us) | cut / fused |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for run, (path, trace) in enumerate(zip(a.comm, traces), 1):
-        kc = kernel_costs(trace)
+        kc = kernels[trace]
         cc = comm_costs(path)
         alpha_local = cc["alpha_gamma"] - GAMMA_US
         print(f"| {run} | measured: delta-cut {cc['dcut']:.2f} us (per collective {cc['dcut_range'][0]:.2f}-"
@@ -170,11 +171,12 @@ def main():
               f"| | | | | |")
         local = (alpha_local, cc["beta"])
         across = (ALPHA_ACROSS_US, BETA_ACROSS_US_PER_KIB)
+        per = RANKS_PER_MACHINE
         layouts = [
             ("W = 2, tp = ep = 2", (2, *local), (2, *local)),
-            ("W = 8, tp = ep = 8 (one machine)", (8, *local), (8, *local)),
-            ("W = 128, tp = ep = 128 (16 machines)", (128, *across), (128, *across)),
-            ("tp = 8 in a machine, ep = 128 (published)", (8, *local), (128, *across)),
+            (f"W = {per}, tp = ep = {per} (one machine)", (per, *local), (per, *local)),
+            (f"W = 128, tp = ep = 128 ({128 // per} machines)", (128, *across), (128, *across)),
+            (f"tp = {per} in a machine, ep = 128 (published)", (per, *local), (128, *across)),
         ]
         for name, main_layout, moe_layout in layouts:
             comm, moe, fused, cut = step_model(main_layout, moe_layout, kc["K"], kc["overlap"], cc["dcut"],

@@ -10,10 +10,10 @@ each mode, on the same weights (the seeded random source, by published name).
 Every implementation first prefills the config's seeded prompt and decodes up to the step timed;
 then that one decode step is timed `runs` times, in interleaved rounds (each round times every
 implementation once, so drift hits all alike; the KV caches are rolled back, so every run is the
-same step), first the sample's and the C++ model's, then transformers'. The table gives medians ± median absolute deviation and ratios: against transformers'
-best (eager or inductor), and sample / C++ in the same mode (the sample's goal is 1.0). Before
-timing, the sample's logits are checked bit-identical to the C++ model's in every mode and
-transformers' within 1e-3 of them.
+same step), first the sample's and the C++ model's, then transformers'. The table gives medians ±
+median absolute deviation and ratios: against transformers' best (eager or inductor), and
+sample / C++ in the same mode (the sample's goal is 1.0). Before timing, the sample's logits are
+checked bit-identical to the C++ model's in every mode and transformers' within 1e-3 of them.
 """
 
 import argparse
@@ -21,10 +21,10 @@ import json
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
 import torch
+from interleaved import time_interleaved
 
 import superkernel as sk
 from superkernel._cli import default_prompts
@@ -187,21 +187,11 @@ def bench_config(path, args):
         diff = float((steps[("transformers", label)].logits - ref).abs().max())
         if diff > 1e-3 * max(1.0, float(ref.abs().max())):
             raise SystemExit(f"{path}: transformers {label} logits differ from the sample's by {diff:.3g}")
-    # Two groups of interleaved rounds, one after the other: transformers' steps (torch's OpenMP
-    # threads spin on after each op) and those on the superkernel runtime (its workers spin after
-    # each launch). Interleaved together, each group's spinning threads took the CPUs from the
-    # other's steps on a 2-core machine: the C++ model's longcat-mini step measured 1 ms there,
-    # against 0.2-0.3 ms in a group of its own.
-    samples = {k: [] for k in steps}
-    for group in ([k for k in steps if k[0] != "transformers"], [k for k in steps if k[0] == "transformers"]):
-        for _ in range(args.warmup):
-            for key in group:
-                steps[key]()
-        for _ in range(args.runs):
-            for key in group:
-                t0 = time.perf_counter()
-                steps[key]()
-                samples[key].append(time.perf_counter() - t0)
+    # The sample's and the C++ model's steps, then transformers' (bench/interleaved.py): interleaved
+    # together, torch's spinning threads and the runtime's took the CPUs from each other's steps
+    # (the C++ model's longcat-mini step measured 0.98 ms there, 0.79 ms in a group of its own).
+    samples = time_interleaved(steps, ([k for k in steps if k[0] != "transformers"],
+                                       [k for k in steps if k[0] == "transformers"]), args.warmup, args.runs)
     med = {k: statistics.median(v) for k, v in samples.items()}
     mad = {k: statistics.median(abs(t - med[k]) for t in v) for k, v in samples.items()}
     hf = [med[k] for k in med if k[0] == "transformers"]

@@ -23,6 +23,8 @@ import statistics
 import sys
 import time
 
+from interleaved import time_interleaved
+
 SIZES = {
     "llama-mini": dict(vocab_size=512, hidden_size=128, intermediate_size=344, num_hidden_layers=4,
                        num_attention_heads=4, num_key_value_heads=2),
@@ -31,22 +33,6 @@ SIZES = {
 }
 PROMPT = 8
 CACHE_LEN = 128
-
-
-def interleaved_ms(steps: dict, warmup: int, runs: int) -> dict:
-    """Times every configuration's step in rounds, one call each per round (the order rotating),
-    so that a slow spell of a shared machine falls on all of them alike. Returns
-    {label: (median, min, max)} in ms."""
-    labels = list(steps)
-    times = {label: [] for label in labels}
-    for r in range(warmup + runs):
-        for i in range(len(labels)):
-            label = labels[(i + r) % len(labels)]
-            t = time.perf_counter()
-            steps[label]()
-            if r >= warmup:
-                times[label].append((time.perf_counter() - t) * 1e3)
-    return {label: (statistics.median(v), min(v), max(v)) for label, v in times.items()}
 
 
 def torch_configs(size: dict, args):
@@ -191,16 +177,12 @@ def main() -> int:
             except Exception as e:  # a configuration that cannot run is reported, not fatal
                 errors[label] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
             print(f"  {name} {label}: set-up {time.perf_counter() - t0:.1f} s", file=sys.stderr)
-        # Two groups, each in interleaved rounds, one after the other: torch's own configurations
-        # (whose OpenMP threads spin on after each op) and the ones that run on the superkernel
-        # runtime (whose workers spin after each launch). Interleaved together, each group's
-        # spinning threads took the CPUs from the other's steps on a 2-core machine.
+        # torch's own configurations, then those on the superkernel runtime (bench/interleaved.py).
         t0 = time.perf_counter()
         torch_own = ("torch eager", "torch inductor")
-        timed = {}
-        for group in ({k: v for k, v in steps.items() if k in torch_own},
-                      {k: v for k, v in steps.items() if k not in torch_own}):
-            timed.update(interleaved_ms(group, args.warmup, args.runs))
+        samples = time_interleaved(steps, ([k for k in steps if k in torch_own], [k for k in steps if k not in torch_own]),
+                                   args.warmup, args.runs)
+        timed = {k: (statistics.median(v) * 1e3, min(v) * 1e3, max(v) * 1e3) for k, v in samples.items()}
         print(f"  {name}: {len(steps)} configurations timed in interleaved rounds in {time.perf_counter() - t0:.1f} s",
               file=sys.stderr)
         rows = [(label, *timed[label], None) if label in timed else (label, None, None, None, errors[label])

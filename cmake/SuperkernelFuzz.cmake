@@ -4,9 +4,10 @@
 #
 # With SK_FUZZ=ON (clang only; the `asan` preset, also the `fuzz` one) the target links libFuzzer,
 # it and what it drives are coverage-instrumented (sk_fuzz_coverage), and ctest runs it for
-# SK_FUZZ_SECONDS seconds from its seed corpus (test fuzz.<name>.run). In every build the same executable is also built with a small
-# replay driver instead of libFuzzer, and ctest replays the seed corpus and the regression inputs
-# through it (test fuzz.<name>.replay), so each input that once crashed stays a test everywhere.
+# SK_FUZZ_SECONDS seconds from its seed corpus (test fuzz.<name>.run). In every build the same
+# executable is also built with a small replay driver instead of libFuzzer, and ctest replays the
+# seed corpus and the regression inputs through it (test fuzz.<name>.replay), so each input that
+# once crashed stays a test everywhere.
 option(SK_FUZZ "Build the fuzz targets with libFuzzer (clang) and run them from ctest" OFF)
 set(SK_FUZZ_SECONDS 20 CACHE STRING "Seconds each fuzz target runs in ctest (test fuzz.<name>.run)")
 
