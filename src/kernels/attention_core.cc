@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "kernels/cpu_isa.h"
+#include "kernels/masked_io.h"
 #include "kernels/simd.h"
 #include "util/half.h"
 
@@ -99,7 +100,7 @@ SK_TARGET_AVX2 SK_ATTN_INLINE __m256 load8(const Bf16* p) {
 }
 // The first n (< 8) elements; the other lanes are 0 and nothing past p + n is touched.
 SK_TARGET_AVX2 SK_ATTN_INLINE __m256 load8_tail(const float* p, int64_t n) {
-  return _mm256_maskload_ps(p, simd::mask8(n));
+  return simd::maskload_ps(p, simd::mask8(n));
 }
 SK_TARGET_AVX2 SK_ATTN_INLINE __m256 load8_tail(const Bf16* p, int64_t n) {
   Bf16 buf[8] = {};
@@ -153,7 +154,7 @@ SK_TARGET_AVX2 SK_ATTN_INLINE void dot_segment_avx2(const float* const* q, const
     for (int t = 0; t < NT; ++t) k[t] = load8_tail(rows[t] + off + i, n - i);
 #pragma GCC unroll 8
     for (int h = 0; h < NH; ++h) {
-      const __m256 qv = _mm256_maskload_ps(q[h] + i, mask);
+      const __m256 qv = simd::maskload_ps(q[h] + i, mask);
 #pragma GCC unroll 8
       for (int t = 0; t < NT; ++t) acc[t][h] = _mm256_fmadd_ps(qv, k[t], acc[t][h]);
     }
@@ -216,8 +217,7 @@ SK_TARGET_AVX2 void softmax_avx2(float* s, int nh, int nt, float* m, float* l, f
     for (; j + 8 <= nt; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(sh + j));
     if (j < nt) {
       const __m256i mask = simd::mask8(nt - j);
-      vmax =
-          _mm256_max_ps(vmax, _mm256_blendv_ps(neg_inf, _mm256_maskload_ps(sh + j, mask), _mm256_castsi256_ps(mask)));
+      vmax = _mm256_max_ps(vmax, _mm256_blendv_ps(neg_inf, simd::maskload_ps(sh + j, mask), _mm256_castsi256_ps(mask)));
     }
     const float m_new = std::max(m[h], simd::hmax8(vmax));
     corr[h] = m_new == m[h] ? 1.0f : _mm256_cvtss_f32(simd::exp8(_mm256_set1_ps(m[h] - m_new)));
@@ -230,9 +230,9 @@ SK_TARGET_AVX2 void softmax_avx2(float* s, int nh, int nt, float* m, float* l, f
     }
     if (j < nt) {
       const __m256i mask = simd::mask8(nt - j);
-      const __m256 x = _mm256_sub_ps(_mm256_maskload_ps(sh + j, mask), mv);
+      const __m256 x = _mm256_sub_ps(simd::maskload_ps(sh + j, mask), mv);
       const __m256 p = _mm256_and_ps(simd::exp8(x), _mm256_castsi256_ps(mask));
-      _mm256_maskstore_ps(sh + j, mask, p);
+      simd::maskstore_ps(sh + j, mask, p);
       sum = _mm256_add_ps(sum, p);
     }
     l[h] = l[h] * corr[h] + simd::hsum8(sum);
@@ -280,7 +280,7 @@ SK_TARGET_AVX2 void pv_part_avx2(const float* p, int nt, const KT* const* rows, 
   __m256 a[NH];
 #pragma GCC unroll 8
   for (int h = 0; h < NH; ++h) {
-    a[h] = first ? _mm256_setzero_ps() : _mm256_mul_ps(_mm256_maskload_ps(acc[h] + d0, mask), _mm256_set1_ps(corr[h]));
+    a[h] = first ? _mm256_setzero_ps() : _mm256_mul_ps(simd::maskload_ps(acc[h] + d0, mask), _mm256_set1_ps(corr[h]));
   }
   for (int j = 0; j < nt; ++j) {
     const __m256 v = w == 8 ? load8(rows[j] + d0) : load8_tail(rows[j] + d0, w);
@@ -288,7 +288,7 @@ SK_TARGET_AVX2 void pv_part_avx2(const float* p, int nt, const KT* const* rows, 
     for (int h = 0; h < NH; ++h) a[h] = _mm256_fmadd_ps(_mm256_broadcast_ss(p + h * kChunk + j), v, a[h]);
   }
 #pragma GCC unroll 8
-  for (int h = 0; h < NH; ++h) _mm256_maskstore_ps(acc[h] + d0, mask, a[h]);
+  for (int h = 0; h < NH; ++h) simd::maskstore_ps(acc[h] + d0, mask, a[h]);
 }
 
 template <class KT>
@@ -323,7 +323,7 @@ SK_TARGET_AVX2 void scale_avx2(float* y, int64_t n, float f) {
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), fv));
   if (i < n) {
     const __m256i mask = simd::mask8(n - i);
-    _mm256_maskstore_ps(y + i, mask, _mm256_mul_ps(_mm256_maskload_ps(y + i, mask), fv));
+    simd::maskstore_ps(y + i, mask, _mm256_mul_ps(simd::maskload_ps(y + i, mask), fv));
   }
 }
 
@@ -336,10 +336,10 @@ SK_TARGET_AVX512 SK_ATTN_INLINE __m512 load16(const Bf16* p) {
 }
 // The first n (< 16) elements; the other lanes are 0 and masked lanes never fault.
 SK_TARGET_AVX512 SK_ATTN_INLINE __m512 load16_tail(const float* p, int64_t n) {
-  return _mm512_maskz_loadu_ps(simd::mask16(n), p);
+  return simd::masked_load_ps(simd::mask16(n), p);
 }
 SK_TARGET_AVX512 SK_ATTN_INLINE __m512 load16_tail(const Bf16* p, int64_t n) {
-  const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(simd::mask16(n), p));
+  const __m512i w = _mm512_cvtepu16_epi32(simd::masked_load_epi16x16(simd::mask16(n), p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
 }
 
@@ -393,7 +393,7 @@ SK_TARGET_AVX512 SK_ATTN_INLINE void dot_segment_avx512(const float* const* q, c
     for (int t = 0; t < NT; ++t) k[t] = load16_tail(rows[t] + off + i, n - i);
 #pragma GCC unroll 8
     for (int h = 0; h < NH; ++h) {
-      const __m512 qv = _mm512_maskz_loadu_ps(mask, q[h] + i);
+      const __m512 qv = simd::masked_load_ps(mask, q[h] + i);
 #pragma GCC unroll 8
       for (int t = 0; t < NT; ++t) acc[t][h] = _mm512_fmadd_ps(qv, k[t], acc[t][h]);
     }
@@ -468,7 +468,7 @@ SK_TARGET_AVX512 void softmax_avx512(float* s, int nh, int nt, float* m, float* 
     __m512 vmax = neg_inf;
     int j = 0;
     for (; j + 16 <= nt; j += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(sh + j));
-    if (j < nt) vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(neg_inf, simd::mask16(nt - j), sh + j));
+    if (j < nt) vmax = _mm512_max_ps(vmax, simd::masked_load_ps(neg_inf, simd::mask16(nt - j), sh + j));
     const float m_new = std::max(m[h], simd::hmax16(vmax));
     corr[h] = m_new == m[h] ? 1.0f : _mm512_cvtss_f32(simd::exp16(_mm512_set1_ps(m[h] - m_new)));
     const __m512 mv = _mm512_set1_ps(m_new);
@@ -480,9 +480,9 @@ SK_TARGET_AVX512 void softmax_avx512(float* s, int nh, int nt, float* m, float* 
     }
     if (j < nt) {
       const __mmask16 mask = simd::mask16(nt - j);
-      const __m512 x = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, sh + j), mv);
+      const __m512 x = _mm512_sub_ps(simd::masked_load_ps(mask, sh + j), mv);
       const __m512 p = _mm512_maskz_mov_ps(mask, simd::exp16(x));
-      _mm512_mask_storeu_ps(sh + j, mask, p);
+      simd::masked_store_ps(sh + j, mask, p);
       sum = _mm512_add_ps(sum, p);
     }
     l[h] = l[h] * corr[h] + simd::hsum16(sum);
@@ -560,7 +560,7 @@ SK_TARGET_AVX512 void pv_part_avx512(const float* p, int nt, const KT* const* ro
 #pragma GCC unroll 8
   for (int h = 0; h < NH; ++h) {
     a[h] =
-        first ? _mm512_setzero_ps() : _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc[h] + d0), _mm512_set1_ps(corr[h]));
+        first ? _mm512_setzero_ps() : _mm512_mul_ps(simd::masked_load_ps(mask, acc[h] + d0), _mm512_set1_ps(corr[h]));
   }
   for (int j = 0; j < nt; ++j) {
     const __m512 v = w == 16 ? load16(rows[j] + d0) : load16_tail(rows[j] + d0, w);
@@ -568,7 +568,7 @@ SK_TARGET_AVX512 void pv_part_avx512(const float* p, int nt, const KT* const* ro
     for (int h = 0; h < NH; ++h) a[h] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * kChunk + j]), v, a[h]);
   }
 #pragma GCC unroll 8
-  for (int h = 0; h < NH; ++h) _mm512_mask_storeu_ps(acc[h] + d0, mask, a[h]);
+  for (int h = 0; h < NH; ++h) simd::masked_store_ps(acc[h] + d0, mask, a[h]);
 }
 
 template <class KT>
@@ -599,7 +599,7 @@ SK_TARGET_AVX512 void scale_avx512(float* y, int64_t n, float f) {
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), fv));
   if (i < n) {
     const __mmask16 mask = simd::mask16(n - i);
-    _mm512_mask_storeu_ps(y + i, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, y + i), fv));
+    simd::masked_store_ps(y + i, mask, _mm512_mul_ps(simd::masked_load_ps(mask, y + i), fv));
   }
 }
 #endif  // SK_KERNELS_X86

@@ -12,6 +12,7 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/simd.h"
 
 namespace sk::kernels {
@@ -64,7 +65,7 @@ SK_TARGET_AVX2 void binary_avx2(const float* a, const float* b, float* out, int6
   }
   if (i < n) {
     const __m256i m = simd::mask8(n - i);
-    _mm256_maskstore_ps(out + i, m, Op::v8(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m)));
+    simd::maskstore_ps(out + i, m, Op::v8(simd::maskload_ps(a + i, m), simd::maskload_ps(b + i, m)));
   }
 }
 
@@ -76,7 +77,7 @@ SK_TARGET_AVX512 void binary_avx512(const float* a, const float* b, float* out, 
   }
   if (i < n) {
     const __mmask16 m = simd::mask16(n - i);
-    _mm512_mask_storeu_ps(out + i, m, Op::v16(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+    simd::masked_store_ps(out + i, m, Op::v16(simd::masked_load_ps(m, a + i), simd::masked_load_ps(m, b + i)));
   }
 }
 #endif

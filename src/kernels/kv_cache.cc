@@ -22,6 +22,7 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/simd.h"
 #include "util/half.h"
 
@@ -65,7 +66,7 @@ SK_TARGET_AVX512 void to_bf16_avx512(const float* x, uint16_t* y, int64_t n) {
   int64_t i = 0;
   for (; i < n; i += 16) {
     const __mmask16 m = simd::mask16(std::min<int64_t>(16, n - i));
-    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    const __m512 v = simd::masked_load_ps(m, x + i);
     const __m512i u = _mm512_castps_si512(v);
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
     const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, half_ulp)), 16);

@@ -12,6 +12,7 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/simd.h"
 #include "superkernel/attrs_attention.h"
 
@@ -51,7 +52,7 @@ SK_TARGET_AVX2 void ln_row_avx2(const float* x, const float* g, const float* b, 
   for (; i + 8 <= d; i += 8) a0 = _mm256_add_ps(a0, _mm256_sub_ps(_mm256_loadu_ps(x + i), shift));
   if (i < d) {
     const __m256i m = simd::mask8(d - i);
-    a0 = _mm256_add_ps(a0, _mm256_and_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), shift), _mm256_castsi256_ps(m)));
+    a0 = _mm256_add_ps(a0, _mm256_and_ps(_mm256_sub_ps(simd::maskload_ps(x + i, m), shift), _mm256_castsi256_ps(m)));
   }
   // mean = shift + mean_s; deviations are (x - shift) - mean_s.
   const float mean_s = simd::hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))) / static_cast<float>(d);
@@ -74,7 +75,7 @@ SK_TARGET_AVX2 void ln_row_avx2(const float* x, const float* g, const float* b, 
   if (i < d) {
     // Masked-off lanes would add (shift + mean)^2: zero them after the subtraction.
     const __m256i m = simd::mask8(d - i);
-    const __m256 v = _mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), shift), mean);
+    const __m256 v = _mm256_sub_ps(_mm256_sub_ps(simd::maskload_ps(x + i, m), shift), mean);
     a0 = _mm256_fmadd_ps(v, _mm256_and_ps(v, _mm256_castsi256_ps(m)), a0);
   }
   const float ss = simd::hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
@@ -85,8 +86,8 @@ SK_TARGET_AVX2 void ln_row_avx2(const float* x, const float* g, const float* b, 
   }
   if (i < d) {
     const __m256i m = simd::mask8(d - i);
-    const __m256 v = _mm256_mul_ps(_mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), shift), mean), inv);
-    _mm256_maskstore_ps(y + i, m, _mm256_fmadd_ps(v, _mm256_maskload_ps(g + i, m), _mm256_maskload_ps(b + i, m)));
+    const __m256 v = _mm256_mul_ps(_mm256_sub_ps(_mm256_sub_ps(simd::maskload_ps(x + i, m), shift), mean), inv);
+    simd::maskstore_ps(y + i, m, _mm256_fmadd_ps(v, simd::maskload_ps(g + i, m), simd::maskload_ps(b + i, m)));
   }
 }
 
@@ -106,7 +107,7 @@ SK_TARGET_AVX512 void ln_row_avx512(const float* x, const float* g, const float*
   for (; i + 16 <= d; i += 16) a0 = _mm512_add_ps(a0, _mm512_sub_ps(_mm512_loadu_ps(x + i), shift));
   if (i < d) {
     const __mmask16 m = simd::mask16(d - i);
-    a0 = _mm512_add_ps(a0, _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, x + i), shift));
+    a0 = _mm512_add_ps(a0, _mm512_maskz_sub_ps(m, simd::masked_load_ps(m, x + i), shift));
   }
   // mean = shift + mean_s; deviations are (x - shift) - mean_s.
   const float mean_s =
@@ -130,7 +131,7 @@ SK_TARGET_AVX512 void ln_row_avx512(const float* x, const float* g, const float*
   if (i < d) {
     // Masked-off lanes would add (shift + mean)^2: zero them after the subtraction.
     const __mmask16 m = simd::mask16(d - i);
-    const __m512 v = _mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), shift), mean);
+    const __m512 v = _mm512_sub_ps(_mm512_sub_ps(simd::masked_load_ps(m, x + i), shift), mean);
     a0 = _mm512_fmadd_ps(v, _mm512_maskz_mov_ps(m, v), a0);
   }
   const float ss = simd::hsum16(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
@@ -141,9 +142,8 @@ SK_TARGET_AVX512 void ln_row_avx512(const float* x, const float* g, const float*
   }
   if (i < d) {
     const __mmask16 m = simd::mask16(d - i);
-    const __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), shift), mean), inv);
-    _mm512_mask_storeu_ps(y + i, m,
-                          _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(m, g + i), _mm512_maskz_loadu_ps(m, b + i)));
+    const __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_sub_ps(simd::masked_load_ps(m, x + i), shift), mean), inv);
+    simd::masked_store_ps(y + i, m, _mm512_fmadd_ps(v, simd::masked_load_ps(m, g + i), simd::masked_load_ps(m, b + i)));
   }
 }
 #endif

@@ -16,6 +16,7 @@
 #include "kernels/gemv_kernels.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/matmul_driver.h"
 #include "kernels/simd.h"
 
@@ -107,10 +108,10 @@ SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const float* w, int64_
     const __m256i mask = simd::mask8(kn - k);
     __m256 wv[NR];
 #pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) wv[j] = _mm256_maskload_ps(w + j * sw + k, mask);
+    for (int j = 0; j < NR; ++j) wv[j] = simd::maskload_ps(w + j * sw + k, mask);
 #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
-      const __m256 xv = _mm256_maskload_ps(x + m * sx + k, mask);
+      const __m256 xv = simd::maskload_ps(x + m * sx + k, mask);
 #pragma GCC unroll 16
       for (int j = 0; j < NR; ++j) acc[m][j] = _mm256_fmadd_ps(xv, wv[j], acc[m][j]);
     }
@@ -163,10 +164,10 @@ SK_TARGET_AVX512 void tile_avx512(const float* x, int64_t sx, const float* w, in
     const __mmask16 mask = simd::mask16(kn - k);
     __m512 wv[NR];
 #pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) wv[j] = _mm512_maskz_loadu_ps(mask, w + j * sw + k);
+    for (int j = 0; j < NR; ++j) wv[j] = simd::masked_load_ps(mask, w + j * sw + k);
 #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
-      const __m512 xv = _mm512_maskz_loadu_ps(mask, x + m * sx + k);
+      const __m512 xv = simd::masked_load_ps(mask, x + m * sx + k);
 #pragma GCC unroll 16
       for (int j = 0; j < NR; ++j) acc[m][j] = _mm512_fmadd_ps(xv, wv[j], acc[m][j]);
     }

@@ -23,6 +23,7 @@
 #include "kernels/half_weight_linear.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/matmul_driver.h"
 #include "kernels/matmul_half.h"
 #include "kernels/simd.h"
@@ -50,8 +51,8 @@ SK_TARGET_AVX512_BF16 void pack_bf16_avx512(const float* x, int64_t sx, int64_t 
       const int64_t lo_n = std::clamp<int64_t>(kn - k, 0, 16);
       const int64_t hi_n = std::clamp<int64_t>(kn - k - 16, 0, 16);
       // Masked-off lanes are neither read nor faulted on, so the row end needs no care.
-      const __m512 lo = _mm512_maskz_loadu_ps(simd::mask16(lo_n), row + std::min(k, kn));
-      const __m512 hi = _mm512_maskz_loadu_ps(simd::mask16(hi_n), row + std::min(k + 16, kn));
+      const __m512 lo = simd::masked_load_ps(simd::mask16(lo_n), row + std::min(k, kn));
+      const __m512 hi = simd::masked_load_ps(simd::mask16(hi_n), row + std::min(k + 16, kn));
       const __m512bh both = _mm512_cvtne2ps_pbh(hi, lo);
       std::memcpy(panel + m * ld + k, &both, sizeof both);
     }
@@ -93,7 +94,7 @@ SK_TARGET_AVX512_BF16 void tile_avx512_bf16(const uint16_t* x, int64_t sx, const
     __m512bh wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      const __m512i raw = _mm512_maskz_loadu_epi16(mask, w + j * sw + k);
+      const __m512i raw = simd::masked_load_epi16(mask, w + j * sw + k);
       std::memcpy(&wv[j], &raw, sizeof raw);
     }
 #pragma GCC unroll 16

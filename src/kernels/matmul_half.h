@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "kernels/cpu_isa.h"
+#include "kernels/masked_io.h"
 #include "kernels/matmul_driver.h"
 #include "kernels/simd.h"
 #include "util/half.h"
@@ -128,7 +129,7 @@ SK_TARGET_AVX2_F16C void half_tile_avx2(const float* x, int64_t sx, const uint16
     for (int j = 0; j < NR; ++j) wv[j] = widen8_tail<F>(w + j * sw + k, kn - k);
 #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
-      const __m256 xv = _mm256_maskload_ps(x + m * sx + k, mask);
+      const __m256 xv = simd::maskload_ps(x + m * sx + k, mask);
 #pragma GCC unroll 16
       for (int j = 0; j < NR; ++j) acc[m][j] = _mm256_fmadd_ps(xv, wv[j], acc[m][j]);
     }
@@ -178,10 +179,10 @@ SK_TARGET_AVX512_F16C void half_tile_avx512(const float* x, int64_t sx, const ui
     const __mmask16 mask = simd::mask16(kn - k);
     __m512 wv[NR];
 #pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) wv[j] = F::widen16(_mm256_maskz_loadu_epi16(mask, w + j * sw + k));
+    for (int j = 0; j < NR; ++j) wv[j] = F::widen16(simd::masked_load_epi16x16(mask, w + j * sw + k));
 #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
-      const __m512 xv = _mm512_maskz_loadu_ps(mask, x + m * sx + k);
+      const __m512 xv = simd::masked_load_ps(mask, x + m * sx + k);
 #pragma GCC unroll 16
       for (int j = 0; j < NR; ++j) acc[m][j] = _mm512_fmadd_ps(xv, wv[j], acc[m][j]);
     }

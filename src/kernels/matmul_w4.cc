@@ -32,6 +32,7 @@
 #include "kernels/gemv_kernels.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/matmul_driver.h"
 #include "kernels/matmul_half.h"
 #include "kernels/simd.h"
@@ -245,9 +246,9 @@ template <bool kF16>
 SK_TARGET_AVX512_F16C inline __m512 scales16(const W4Weights& w, int64_t g, int64_t n, int64_t nrows) {
   const __mmask16 m = simd::mask16(nrows);
   if constexpr (kF16) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(w.scale) + g * w.ss + n));
+    return _mm512_cvtph_ps(simd::masked_load_epi16x16(m, static_cast<const uint16_t*>(w.scale) + g * w.ss + n));
   } else {
-    return _mm512_maskz_loadu_ps(m, static_cast<const float*>(w.scale) + g * w.ss + n);
+    return simd::masked_load_ps(m, static_cast<const float*>(w.scale) + g * w.ss + n);
   }
 }
 
@@ -255,7 +256,7 @@ template <bool kZeros, bool kF16>
 SK_TARGET_AVX512_F16C inline __m512 finish_group16(__m512i d, int32_t xsum, const W4Weights& w, int64_t g, int64_t n,
                                                    int64_t nrows, __m512 acc) {
   if constexpr (kZeros) {
-    const __m512i z = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(simd::mask16(nrows), w.zero + g * w.sz + n));
+    const __m512i z = _mm512_cvtepi8_epi32(simd::masked_load_epi8x16(simd::mask16(nrows), w.zero + g * w.sz + n));
     d = _mm512_sub_epi32(d, _mm512_mullo_epi32(z, _mm512_set1_epi32(xsum)));
   } else {
     d = _mm512_sub_epi32(d, _mm512_set1_epi32(8 * xsum));
@@ -300,7 +301,7 @@ SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const 
       const __mmask64 mask = bytes == 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1u;
 #pragma GCC unroll 16
       for (int j = 0; j < 16; ++j) {
-        const __m512i wv = _mm512_maskz_loadu_epi8(mask, rows[j] + kc / 2);
+        const __m512i wv = simd::masked_load_epi8(mask, rows[j] + kc / 2);
         const __m512i lo = _mm512_and_si512(wv, low4);
         const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(wv, 4), low4);
         raw[j] = dot_step<kVnni>(raw[j], lo, hi, xe, xo);
@@ -332,7 +333,7 @@ SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const 
       acc = finish_group16<kZeros, kF16>(all, xsum[g], w, g, n, nrows, acc);
     }
   }
-  _mm512_mask_storeu_ps(y, simd::mask16(nrows), _mm512_mul_ps(acc, _mm512_set1_ps(xs)));
+  simd::masked_store_ps(y, simd::mask16(nrows), _mm512_mul_ps(acc, _mm512_set1_ps(xs)));
 }
 
 template <int GPC, bool kZeros, bool kF16>

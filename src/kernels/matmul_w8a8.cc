@@ -27,6 +27,7 @@
 #include "kernels/gemv_kernels.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/matmul_driver.h"
 #include "kernels/simd.h"
 
@@ -154,13 +155,13 @@ SK_TARGET_AVX512 void tile_avx512(const int8_t* x, int64_t sx, const int8_t* w, 
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
       gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
-      const __m512i wv = _mm512_maskz_loadu_epi8(mask, w + j * sw + k);
+      const __m512i wv = simd::masked_load_epi8(mask, w + j * sw + k);
       aw[j] = _mm512_abs_epi8(wv);
       neg[j] = _mm512_movepi8_mask(wv);
     }
 #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
-      const __m512i xv = _mm512_maskz_loadu_epi8(mask, x + m * sx + k);
+      const __m512i xv = simd::masked_load_epi8(mask, x + m * sx + k);
 #pragma GCC unroll 16
       for (int j = 0; j < NR; ++j) {
         const __m512i p = _mm512_maddubs_epi16(aw[j], _mm512_mask_sub_epi8(xv, neg[j], zero, xv));
@@ -218,11 +219,11 @@ SK_TARGET_AVX512_VNNI void tile_avx512_vnni(const int8_t* x, int64_t sx, const i
     __m512i wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      wv[j] = _mm512_maskz_mov_epi8(mask, _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, w + j * sw + k), bias));
+      wv[j] = _mm512_maskz_mov_epi8(mask, _mm512_xor_si512(simd::masked_load_epi8(mask, w + j * sw + k), bias));
     }
 #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m) {
-      const __m512i xv = _mm512_maskz_loadu_epi8(mask, x + m * sx + k);
+      const __m512i xv = simd::masked_load_epi8(mask, x + m * sx + k);
 #pragma GCC unroll 16
       for (int j = 0; j < NR; ++j) acc[m][j] = _mm512_dpbusd_epi32(acc[m][j], wv[j], xv);
     }

@@ -17,6 +17,7 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/moe_common.h"
 #include "kernels/simd.h"
 #include "superkernel/attrs_moe.h"
@@ -308,7 +309,7 @@ SK_TARGET_AVX2 void axpy_avx2(float* acc, const float* v, float w, int64_t n) {
   }
   if (i < n) {
     const __m256i m = simd::mask8(n - i);
-    _mm256_maskstore_ps(acc + i, m, _mm256_fmadd_ps(wv, _mm256_maskload_ps(v + i, m), _mm256_maskload_ps(acc + i, m)));
+    simd::maskstore_ps(acc + i, m, _mm256_fmadd_ps(wv, simd::maskload_ps(v + i, m), simd::maskload_ps(acc + i, m)));
   }
 }
 
@@ -320,8 +321,8 @@ SK_TARGET_AVX512 void axpy_avx512(float* acc, const float* v, float w, int64_t n
   }
   if (i < n) {
     const __mmask16 m = simd::mask16(n - i);
-    _mm512_mask_storeu_ps(acc + i, m,
-                          _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, v + i), _mm512_maskz_loadu_ps(m, acc + i)));
+    simd::masked_store_ps(acc + i, m,
+                          _mm512_fmadd_ps(wv, simd::masked_load_ps(m, v + i), simd::masked_load_ps(m, acc + i)));
   }
 }
 #endif

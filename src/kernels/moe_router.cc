@@ -17,6 +17,7 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/moe_common.h"
 #include "kernels/moe_topk.h"
 #include "kernels/simd.h"
@@ -54,7 +55,7 @@ SK_TARGET_AVX2 void softmax_avx2(const float* x, float* s, int64_t n) {
   for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(_mm256_loadu_ps(x + i), vmax);
   if (i < n) {
     const __m256i m = simd::mask8(n - i);
-    vmax = _mm256_max_ps(_mm256_blendv_ps(neg_inf, _mm256_maskload_ps(x + i, m), _mm256_castsi256_ps(m)), vmax);
+    vmax = _mm256_max_ps(_mm256_blendv_ps(neg_inf, simd::maskload_ps(x + i, m), _mm256_castsi256_ps(m)), vmax);
   }
   const __m256 mx = _mm256_set1_ps(simd::hmax8(vmax));
   __m256 acc = _mm256_setzero_ps();
@@ -65,15 +66,15 @@ SK_TARGET_AVX2 void softmax_avx2(const float* x, float* s, int64_t n) {
   }
   if (i < n) {
     const __m256i m = simd::mask8(n - i);
-    const __m256 e = _mm256_and_ps(simd::exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), mx)), _mm256_castsi256_ps(m));
-    _mm256_maskstore_ps(s + i, m, e);
+    const __m256 e = _mm256_and_ps(simd::exp8(_mm256_sub_ps(simd::maskload_ps(x + i, m), mx)), _mm256_castsi256_ps(m));
+    simd::maskstore_ps(s + i, m, e);
     acc = _mm256_add_ps(acc, e);
   }
   const __m256 inv = _mm256_set1_ps(1.0f / simd::hsum8(acc));
   for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(s + i, _mm256_mul_ps(_mm256_loadu_ps(s + i), inv));
   if (i < n) {
     const __m256i m = simd::mask8(n - i);
-    _mm256_maskstore_ps(s + i, m, _mm256_mul_ps(_mm256_maskload_ps(s + i, m), inv));
+    simd::maskstore_ps(s + i, m, _mm256_mul_ps(simd::maskload_ps(s + i, m), inv));
   }
 }
 
@@ -87,8 +88,8 @@ SK_TARGET_AVX2 void sigmoid_avx2(const float* x, float* s, int64_t n) {
   }
   if (i < n) {
     const __m256i m = simd::mask8(n - i);
-    const __m256 e = simd::exp8(_mm256_sub_ps(zero, _mm256_maskload_ps(x + i, m)));
-    _mm256_maskstore_ps(s + i, m, _mm256_div_ps(one, _mm256_add_ps(one, e)));
+    const __m256 e = simd::exp8(_mm256_sub_ps(zero, simd::maskload_ps(x + i, m)));
+    simd::maskstore_ps(s + i, m, _mm256_div_ps(one, _mm256_add_ps(one, e)));
   }
 }
 
@@ -97,7 +98,7 @@ SK_TARGET_AVX512 void softmax_avx512(const float* x, float* s, int64_t n) {
   __m512 vmax = neg_inf;
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) vmax = _mm512_max_ps(_mm512_loadu_ps(x + i), vmax);
-  if (i < n) vmax = _mm512_max_ps(_mm512_mask_loadu_ps(neg_inf, simd::mask16(n - i), x + i), vmax);
+  if (i < n) vmax = _mm512_max_ps(simd::masked_load_ps(neg_inf, simd::mask16(n - i), x + i), vmax);
   const __m512 mx = _mm512_set1_ps(simd::hmax16(vmax));
   __m512 acc = _mm512_setzero_ps();
   for (i = 0; i + 16 <= n; i += 16) {
@@ -107,15 +108,15 @@ SK_TARGET_AVX512 void softmax_avx512(const float* x, float* s, int64_t n) {
   }
   if (i < n) {
     const __mmask16 m = simd::mask16(n - i);
-    const __m512 e = _mm512_maskz_mov_ps(m, simd::exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), mx)));
-    _mm512_mask_storeu_ps(s + i, m, e);
+    const __m512 e = _mm512_maskz_mov_ps(m, simd::exp16(_mm512_sub_ps(simd::masked_load_ps(m, x + i), mx)));
+    simd::masked_store_ps(s + i, m, e);
     acc = _mm512_add_ps(acc, e);
   }
   const __m512 inv = _mm512_set1_ps(1.0f / simd::hsum16(acc));
   for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(s + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), inv));
   if (i < n) {
     const __mmask16 m = simd::mask16(n - i);
-    _mm512_mask_storeu_ps(s + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + i), inv));
+    simd::masked_store_ps(s + i, m, _mm512_mul_ps(simd::masked_load_ps(m, s + i), inv));
   }
 }
 
@@ -129,8 +130,8 @@ SK_TARGET_AVX512 void sigmoid_avx512(const float* x, float* s, int64_t n) {
   }
   if (i < n) {
     const __mmask16 m = simd::mask16(n - i);
-    const __m512 e = simd::exp16(_mm512_sub_ps(zero, _mm512_maskz_loadu_ps(m, x + i)));
-    _mm512_mask_storeu_ps(s + i, m, _mm512_div_ps(one, _mm512_add_ps(one, e)));
+    const __m512 e = simd::exp16(_mm512_sub_ps(zero, simd::masked_load_ps(m, x + i)));
+    simd::masked_store_ps(s + i, m, _mm512_div_ps(one, _mm512_add_ps(one, e)));
   }
 }
 #endif

@@ -9,6 +9,7 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/simd.h"
 #include "superkernel/attrs_core.h"
 
@@ -51,7 +52,7 @@ SK_TARGET_AVX2 void rms_row_avx2(const float* x, const float* w, float* y, int64
     acc0 = _mm256_fmadd_ps(v, v, acc0);
   }
   if (i < d) {
-    const __m256 v = _mm256_maskload_ps(x + i, simd::mask8(d - i));
+    const __m256 v = simd::maskload_ps(x + i, simd::mask8(d - i));
     acc0 = _mm256_fmadd_ps(v, v, acc0);
   }
   const float ss = simd::hsum8(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
@@ -62,8 +63,8 @@ SK_TARGET_AVX2 void rms_row_avx2(const float* x, const float* w, float* y, int64
   }
   if (i < d) {
     const __m256i m = simd::mask8(d - i);
-    const __m256 v = _mm256_mul_ps(_mm256_maskload_ps(x + i, m), inv);
-    _mm256_maskstore_ps(y + i, m, _mm256_mul_ps(v, _mm256_maskload_ps(w + i, m)));
+    const __m256 v = _mm256_mul_ps(simd::maskload_ps(x + i, m), inv);
+    simd::maskstore_ps(y + i, m, _mm256_mul_ps(v, simd::maskload_ps(w + i, m)));
   }
 }
 
@@ -88,7 +89,7 @@ SK_TARGET_AVX512 void rms_row_avx512(const float* x, const float* w, float* y, i
     acc0 = _mm512_fmadd_ps(v, v, acc0);
   }
   if (i < d) {
-    const __m512 v = _mm512_maskz_loadu_ps(simd::mask16(d - i), x + i);
+    const __m512 v = simd::masked_load_ps(simd::mask16(d - i), x + i);
     acc0 = _mm512_fmadd_ps(v, v, acc0);
   }
   const float ss = simd::hsum16(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
@@ -99,8 +100,8 @@ SK_TARGET_AVX512 void rms_row_avx512(const float* x, const float* w, float* y, i
   }
   if (i < d) {
     const __mmask16 m = simd::mask16(d - i);
-    const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv);
-    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, w + i)));
+    const __m512 v = _mm512_mul_ps(simd::masked_load_ps(m, x + i), inv);
+    simd::masked_store_ps(y + i, m, _mm512_mul_ps(v, simd::masked_load_ps(m, w + i)));
   }
 }
 #endif

@@ -16,6 +16,7 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/simd.h"
 #include "superkernel/attrs_attention.h"
 
@@ -64,12 +65,12 @@ SK_TARGET_AVX2 void neox_avx2(const float* x, float* y, const float* cs, int64_t
   }
   if (i < half) {
     const __m256i m = simd::mask8(half - i);
-    const __m256 c = _mm256_maskload_ps(cs + i, m);
-    const __m256 s = _mm256_maskload_ps(sn + i, m);
-    const __m256 a = _mm256_maskload_ps(x + i, m);
-    const __m256 b = _mm256_maskload_ps(x + half + i, m);
-    _mm256_maskstore_ps(y + i, m, _mm256_fmsub_ps(a, c, _mm256_mul_ps(b, s)));
-    _mm256_maskstore_ps(y + half + i, m, _mm256_fmadd_ps(b, c, _mm256_mul_ps(a, s)));
+    const __m256 c = simd::maskload_ps(cs + i, m);
+    const __m256 s = simd::maskload_ps(sn + i, m);
+    const __m256 a = simd::maskload_ps(x + i, m);
+    const __m256 b = simd::maskload_ps(x + half + i, m);
+    simd::maskstore_ps(y + i, m, _mm256_fmsub_ps(a, c, _mm256_mul_ps(b, s)));
+    simd::maskstore_ps(y + half + i, m, _mm256_fmadd_ps(b, c, _mm256_mul_ps(a, s)));
   }
 }
 
@@ -89,11 +90,11 @@ SK_TARGET_AVX2 void interleaved_avx2(const float* x, float* y, const float* cs, 
   if (i < half) {
     const __m128i m4 = _mm256_castsi256_si128(simd::mask8(half - i));
     const __m256i m = simd::mask8(2 * (half - i));
-    const __m256 c = _mm256_permutevar8x32_ps(_mm256_zextps128_ps256(_mm_maskload_ps(cs + i, m4)), dup);
-    const __m256 s = _mm256_permutevar8x32_ps(_mm256_zextps128_ps256(_mm_maskload_ps(sn + i, m4)), dup);
-    const __m256 v = _mm256_maskload_ps(x + 2 * i, m);
+    const __m256 c = _mm256_permutevar8x32_ps(_mm256_zextps128_ps256(simd::maskload_ps(cs + i, m4)), dup);
+    const __m256 s = _mm256_permutevar8x32_ps(_mm256_zextps128_ps256(simd::maskload_ps(sn + i, m4)), dup);
+    const __m256 v = simd::maskload_ps(x + 2 * i, m);
     const __m256 swapped = _mm256_permute_ps(v, 0xB1);
-    _mm256_maskstore_ps(y + 2 * i, m, _mm256_fmaddsub_ps(v, c, _mm256_mul_ps(swapped, s)));
+    simd::maskstore_ps(y + 2 * i, m, _mm256_fmaddsub_ps(v, c, _mm256_mul_ps(swapped, s)));
   }
 }
 
@@ -110,12 +111,12 @@ SK_TARGET_AVX512 void neox_avx512(const float* x, float* y, const float* cs, int
   }
   if (i < half) {
     const __mmask16 m = simd::mask16(half - i);
-    const __m512 c = _mm512_maskz_loadu_ps(m, cs + i);
-    const __m512 s = _mm512_maskz_loadu_ps(m, sn + i);
-    const __m512 a = _mm512_maskz_loadu_ps(m, x + i);
-    const __m512 b = _mm512_maskz_loadu_ps(m, x + half + i);
-    _mm512_mask_storeu_ps(y + i, m, _mm512_fmsub_ps(a, c, _mm512_mul_ps(b, s)));
-    _mm512_mask_storeu_ps(y + half + i, m, _mm512_fmadd_ps(b, c, _mm512_mul_ps(a, s)));
+    const __m512 c = simd::masked_load_ps(m, cs + i);
+    const __m512 s = simd::masked_load_ps(m, sn + i);
+    const __m512 a = simd::masked_load_ps(m, x + i);
+    const __m512 b = simd::masked_load_ps(m, x + half + i);
+    simd::masked_store_ps(y + i, m, _mm512_fmsub_ps(a, c, _mm512_mul_ps(b, s)));
+    simd::masked_store_ps(y + half + i, m, _mm512_fmadd_ps(b, c, _mm512_mul_ps(a, s)));
   }
 }
 
@@ -134,11 +135,11 @@ SK_TARGET_AVX512 void interleaved_avx512(const float* x, float* y, const float* 
   if (i < half) {
     const auto m8 = static_cast<__mmask8>(simd::mask16(half - i));
     const __mmask16 m = simd::mask16(2 * (half - i));
-    const __m512 c = _mm512_permutexvar_ps(dup, _mm512_zextps256_ps512(_mm256_maskz_loadu_ps(m8, cs + i)));
-    const __m512 s = _mm512_permutexvar_ps(dup, _mm512_zextps256_ps512(_mm256_maskz_loadu_ps(m8, sn + i)));
-    const __m512 v = _mm512_maskz_loadu_ps(m, x + 2 * i);
+    const __m512 c = _mm512_permutexvar_ps(dup, _mm512_zextps256_ps512(simd::masked_load_ps8(m8, cs + i)));
+    const __m512 s = _mm512_permutexvar_ps(dup, _mm512_zextps256_ps512(simd::masked_load_ps8(m8, sn + i)));
+    const __m512 v = simd::masked_load_ps(m, x + 2 * i);
     const __m512 swapped = _mm512_permute_ps(v, 0xB1);
-    _mm512_mask_storeu_ps(y + 2 * i, m, _mm512_fmaddsub_ps(v, c, _mm512_mul_ps(swapped, s)));
+    simd::masked_store_ps(y + 2 * i, m, _mm512_fmaddsub_ps(v, c, _mm512_mul_ps(swapped, s)));
   }
 }
 #endif

@@ -22,6 +22,7 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/moe_common.h"
 #include "kernels/moe_topk.h"
 #include "kernels/sampling_exp2.h"
@@ -703,7 +704,7 @@ SK_TARGET_AVX512 ApproxTotal approx_total_avx512(const float* l, int64_t v, floa
   for (; i < v; i += 16) {
     const __mmask16 m = simd::mask16(std::min<int64_t>(16, v - i));
     __m512 t;
-    const __m512 w = _mm512_maskz_mov_ps(m, approx_weights16(_mm512_maskz_loadu_ps(m, l + i), lm, a, &t));
+    const __m512 w = _mm512_maskz_mov_ps(m, approx_weights16(simd::masked_load_ps(m, l + i), lm, a, &t));
     tacc = _mm512_fnmadd_ps(w, t, tacc);
     acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(w)));
     acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(high_half(w)));
@@ -727,7 +728,7 @@ SK_TARGET_AVX512 ApproxTotal approx_mass_avx512(const float* vals, int64_t n, fl
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = simd::mask16(std::min<int64_t>(16, n - i));
     __m512 t;
-    const __m512 w = _mm512_maskz_mov_ps(m, approx_weights16(_mm512_maskz_loadu_ps(m, vals + i), lm, a, &t));
+    const __m512 w = _mm512_maskz_mov_ps(m, approx_weights16(simd::masked_load_ps(m, vals + i), lm, a, &t));
     tacc = _mm512_fnmadd_ps(w, t, tacc);
     acc = _mm512_add_pd(acc, _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(w)), _mm512_cvtps_pd(high_half(w))));
   }
@@ -753,7 +754,7 @@ SK_TARGET_AVX512 float block_maxima_avx512(const float* l, int64_t n, float* blo
       for (int q = 0; q < 4; ++q) m[q] = _mm512_max_ps(_mm512_loadu_ps(l + i + 16 * q), m[q]);
     }
     for (; i < end; i += 16) {
-      m[0] = _mm512_max_ps(_mm512_mask_loadu_ps(neg_inf, simd::mask16(std::min<int64_t>(16, end - i)), l + i), m[0]);
+      m[0] = _mm512_max_ps(simd::masked_load_ps(neg_inf, simd::mask16(std::min<int64_t>(16, end - i)), l + i), m[0]);
     }
     block_max[b] = simd::hmax16(_mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3])));
     best = std::max(best, block_max[b]);
@@ -774,15 +775,15 @@ SK_TARGET_AVX512 int64_t gather_values_avx512(const float* l, int64_t n, float l
       continue;
     }
     const __mmask16 valid = simd::mask16(std::min<int64_t>(16, n - i));
-    const __m512 x = _mm512_maskz_loadu_ps(valid, l + i);
+    const __m512 x = simd::masked_load_ps(valid, l + i);
     const __mmask16 m = _mm512_mask_cmp_ps_mask(valid, x, lam, _CMP_GE_OQ);
     if (m == 0) continue;
     const __m512i ids = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(i)));
     const __mmask16 out = simd::mask16(__builtin_popcount(static_cast<unsigned>(m)));
     // Compress in registers, then a masked store: a compressing store to memory is microcoded
     // and slow on some cores.
-    _mm512_mask_storeu_epi32(idx + count, out, _mm512_maskz_compress_epi32(m, ids));
-    _mm512_mask_storeu_ps(vals + count, out, _mm512_maskz_compress_ps(m, x));
+    simd::masked_store_epi32(idx + count, out, _mm512_maskz_compress_epi32(m, ids));
+    simd::masked_store_ps(vals + count, out, _mm512_maskz_compress_ps(m, x));
     count += __builtin_popcount(static_cast<unsigned>(m));
   }
   return count;
@@ -942,7 +943,7 @@ SK_TARGET_AVX512 int64_t add_bulk(Buckets& bk, int64_t q0, int64_t q1, double* c
     __mmask8 tie = 0;
     for (int64_t j = bk.start[q]; j < bk.start[q + 1]; j += 8) {
       const __mmask8 m = static_cast<__mmask8>((1u << std::min<int64_t>(8, bk.start[q + 1] - j)) - 1u);
-      const __m512d y = _mm512_mul_pd(_mm512_maskz_loadu_pd(m, bk.w + j), scale);
+      const __m512d y = _mm512_mul_pd(simd::masked_load_pd(m, bk.w + j), scale);
       const __m512d r = _mm512_roundscale_pd(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       tie |= _mm512_cmp_pd_mask(_mm512_abs_pd(_mm512_sub_pd(y, r)), half, _CMP_EQ_OQ);
       units = _mm512_add_pd(units, r);
@@ -966,7 +967,7 @@ SK_TARGET_AVX512 double sum_any_order(const double* w, int64_t n) {
   }
   for (; j < n; j += 8) {
     const auto m = static_cast<__mmask8>((1u << std::min<int64_t>(8, n - j)) - 1u);
-    acc[0] = _mm512_add_pd(acc[0], _mm512_maskz_loadu_pd(m, w + j));
+    acc[0] = _mm512_add_pd(acc[0], simd::masked_load_pd(m, w + j));
   }
   return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3])));
 }
@@ -1032,7 +1033,7 @@ SK_TARGET_AVX2 ApproxTotal approx_total_avx2(const float* l, int64_t v, float lm
   for (; i < v; i += 8) {
     const __m256i m = simd::mask8(std::min<int64_t>(8, v - i));
     __m256 t;
-    const __m256 w = _mm256_and_ps(approx_weights8(_mm256_maskload_ps(l + i, m), lm, a, &t), _mm256_castsi256_ps(m));
+    const __m256 w = _mm256_and_ps(approx_weights8(simd::maskload_ps(l + i, m), lm, a, &t), _mm256_castsi256_ps(m));
     tacc = _mm256_fnmadd_ps(w, t, tacc);
     acc0 = _mm256_add_pd(acc0, lo_pd(w));
     acc1 = _mm256_add_pd(acc1, hi_pd(w));
@@ -1053,7 +1054,7 @@ SK_TARGET_AVX2 ApproxTotal approx_mass_avx2(const float* vals, int64_t n, float 
   for (int64_t i = 0; i < n; i += 8) {
     const __m256i m = simd::mask8(std::min<int64_t>(8, n - i));
     __m256 t;
-    const __m256 w = _mm256_and_ps(approx_weights8(_mm256_maskload_ps(vals + i, m), lm, a, &t), _mm256_castsi256_ps(m));
+    const __m256 w = _mm256_and_ps(approx_weights8(simd::maskload_ps(vals + i, m), lm, a, &t), _mm256_castsi256_ps(m));
     tacc = _mm256_fnmadd_ps(w, t, tacc);
     acc = _mm256_add_pd(acc, _mm256_add_pd(lo_pd(w), hi_pd(w)));
   }
@@ -1075,7 +1076,7 @@ SK_TARGET_AVX2 float block_maxima_avx2(const float* l, int64_t n, float* block_m
     }
     for (; i < end; i += 8) {
       const __m256i valid = simd::mask8(std::min<int64_t>(8, end - i));
-      const __m256 x = _mm256_blendv_ps(neg_inf, _mm256_maskload_ps(l + i, valid), _mm256_castsi256_ps(valid));
+      const __m256 x = _mm256_blendv_ps(neg_inf, simd::maskload_ps(l + i, valid), _mm256_castsi256_ps(valid));
       m[0] = _mm256_max_ps(x, m[0]);
     }
     block_max[b] = simd::hmax8(_mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3])));
@@ -1155,7 +1156,7 @@ SK_TARGET_AVX2 int64_t add_bulk_avx2(Buckets& bk, int64_t q0, int64_t q1, double
     int tie = 0;
     for (int64_t j = bk.start[q]; j < bk.start[q + 1]; j += 4) {
       const __m256i m = _mm256_cmpgt_epi64(_mm256_set1_epi64x(bk.start[q + 1] - j), lane);
-      const __m256d y = _mm256_mul_pd(_mm256_maskload_pd(bk.w + j, m), scale);
+      const __m256d y = _mm256_mul_pd(simd::maskload_pd(bk.w + j, m), scale);
       const __m256d r = _mm256_round_pd(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       tie |= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(_mm256_sub_pd(y, r), abs_mask), half, _CMP_EQ_OQ));
       units = _mm256_add_pd(units, r);

@@ -9,6 +9,7 @@
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/simd.h"
 
 namespace sk::kernels {
@@ -40,7 +41,7 @@ SK_TARGET_AVX2 void softmax_row_avx2(const float* x, float* y, int64_t d) {
   for (; i + 8 <= d; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
   if (i < d) {
     const __m256i m = simd::mask8(d - i);
-    const __m256 v = _mm256_blendv_ps(neg_inf, _mm256_maskload_ps(x + i, m), _mm256_castsi256_ps(m));
+    const __m256 v = _mm256_blendv_ps(neg_inf, simd::maskload_ps(x + i, m), _mm256_castsi256_ps(m));
     vmax = _mm256_max_ps(vmax, v);
   }
   const __m256 mx = _mm256_set1_ps(simd::hmax8(vmax));
@@ -61,15 +62,15 @@ SK_TARGET_AVX2 void softmax_row_avx2(const float* x, float* y, int64_t d) {
   }
   if (i < d) {
     const __m256i m = simd::mask8(d - i);
-    const __m256 e = _mm256_and_ps(simd::exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), mx)), _mm256_castsi256_ps(m));
-    _mm256_maskstore_ps(y + i, m, e);
+    const __m256 e = _mm256_and_ps(simd::exp8(_mm256_sub_ps(simd::maskload_ps(x + i, m), mx)), _mm256_castsi256_ps(m));
+    simd::maskstore_ps(y + i, m, e);
     acc0 = _mm256_add_ps(acc0, e);
   }
   const __m256 inv = _mm256_set1_ps(1.0f / simd::hsum8(_mm256_add_ps(acc0, acc1)));
   for (i = 0; i + 8 <= d; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), inv));
   if (i < d) {
     const __m256i m = simd::mask8(d - i);
-    _mm256_maskstore_ps(y + i, m, _mm256_mul_ps(_mm256_maskload_ps(y + i, m), inv));
+    simd::maskstore_ps(y + i, m, _mm256_mul_ps(simd::maskload_ps(y + i, m), inv));
   }
 }
 
@@ -78,7 +79,7 @@ SK_TARGET_AVX512 void softmax_row_avx512(const float* x, float* y, int64_t d) {
   __m512 vmax = neg_inf;
   int64_t i = 0;
   for (; i + 16 <= d; i += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(x + i));
-  if (i < d) vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(neg_inf, simd::mask16(d - i), x + i));
+  if (i < d) vmax = _mm512_max_ps(vmax, simd::masked_load_ps(neg_inf, simd::mask16(d - i), x + i));
   const __m512 mx = _mm512_set1_ps(simd::hmax16(vmax));
   __m512 acc0 = _mm512_setzero_ps();
   __m512 acc1 = _mm512_setzero_ps();
@@ -97,15 +98,15 @@ SK_TARGET_AVX512 void softmax_row_avx512(const float* x, float* y, int64_t d) {
   }
   if (i < d) {
     const __mmask16 m = simd::mask16(d - i);
-    const __m512 e = _mm512_maskz_mov_ps(m, simd::exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), mx)));
-    _mm512_mask_storeu_ps(y + i, m, e);
+    const __m512 e = _mm512_maskz_mov_ps(m, simd::exp16(_mm512_sub_ps(simd::masked_load_ps(m, x + i), mx)));
+    simd::masked_store_ps(y + i, m, e);
     acc0 = _mm512_add_ps(acc0, e);
   }
   const __m512 inv = _mm512_set1_ps(1.0f / simd::hsum16(_mm512_add_ps(acc0, acc1)));
   for (i = 0; i + 16 <= d; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), inv));
   if (i < d) {
     const __mmask16 m = simd::mask16(d - i);
-    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, y + i), inv));
+    simd::masked_store_ps(y + i, m, _mm512_mul_ps(simd::masked_load_ps(m, y + i), inv));
   }
 }
 #endif

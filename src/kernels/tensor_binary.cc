@@ -12,6 +12,7 @@
 
 #include "kernels/cpu_isa.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/simd.h"
 #include "kernels/tensor_common.h"
 #include "superkernel/attrs_tensor.h"
@@ -156,7 +157,7 @@ SK_TARGET_AVX2 void map2_avx2(const float* a, const float* b, float* y, int64_t 
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, binary8(kOp, _mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
   if (i < n) {
     const __m256i m = simd::mask8(n - i);
-    _mm256_maskstore_ps(y + i, m, binary8(kOp, _mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m)));
+    simd::maskstore_ps(y + i, m, binary8(kOp, simd::maskload_ps(a + i, m), simd::maskload_ps(b + i, m)));
   }
 }
 

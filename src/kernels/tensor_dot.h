@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/masked_io.h"
 #include "kernels/simd.h"
 
 namespace sk::kernels::tensor {
@@ -66,9 +67,9 @@ SK_TARGET_AVX2 inline void row_axpy_avx2(const float* a, const float* b, int64_t
       const __m256i mask = simd::mask8(w);
       for (; i < k; ++i) {
         acc[i % kDotLanes] =
-            _mm256_fmadd_ps(_mm256_set1_ps(a[i]), _mm256_maskload_ps(bp + i * sbk, mask), acc[i % kDotLanes]);
+            _mm256_fmadd_ps(_mm256_set1_ps(a[i]), simd::maskload_ps(bp + i * sbk, mask), acc[i % kDotLanes]);
       }
-      _mm256_maskstore_ps(y + n0, mask, tree8(acc));
+      simd::maskstore_ps(y + n0, mask, tree8(acc));
     }
   }
 }
@@ -87,9 +88,9 @@ SK_TARGET_AVX2 inline void dots_avx2(const float* a, const float* b, int64_t sbn
   }
   if (i < k) {
     const __m256i mask = simd::mask8(k - i);
-    const __m256 av = _mm256_maskload_ps(a + i, mask);
+    const __m256 av = simd::maskload_ps(a + i, mask);
 #pragma GCC unroll 4
-    for (int j = 0; j < kCols; ++j) acc[j] = _mm256_fmadd_ps(av, _mm256_maskload_ps(b + j * sbn + i, mask), acc[j]);
+    for (int j = 0; j < kCols; ++j) acc[j] = _mm256_fmadd_ps(av, simd::maskload_ps(b + j * sbn + i, mask), acc[j]);
   }
   for (int j = 0; j < kCols; ++j) y[j] = simd::hsum8(acc[j]);
 }

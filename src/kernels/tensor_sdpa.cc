@@ -18,6 +18,7 @@
 
 #include "kernels/cpu_isa.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/simd.h"
 #include "kernels/tensor_common.h"
 #include "kernels/tensor_dot.h"
@@ -152,8 +153,8 @@ SK_TARGET_AVX2 float exp_and_sum_avx2(float* s, int64_t n, float m) {
   if (j < n) {
     const __m256i mask = simd::mask8(n - j);
     const __m256 e =
-        _mm256_and_ps(simd::exp8(_mm256_sub_ps(_mm256_maskload_ps(s + j, mask), mv)), _mm256_castsi256_ps(mask));
-    _mm256_maskstore_ps(s + j, mask, e);
+        _mm256_and_ps(simd::exp8(_mm256_sub_ps(simd::maskload_ps(s + j, mask), mv)), _mm256_castsi256_ps(mask));
+    simd::maskstore_ps(s + j, mask, e);
     acc = _mm256_add_ps(acc, e);
   }
   return simd::hsum8(acc);
@@ -189,9 +190,9 @@ SK_TARGET_AVX2 void weighted_sum_avx2(const float* p, const float* v, int64_t sv
       const __m256 pj = _mm256_set1_ps(p[j]);
       const float* row = v + j * sv + d0;
 #pragma GCC unroll 4
-      for (int c = 0; c < 4; ++c) a[c] = _mm256_fmadd_ps(pj, _mm256_maskload_ps(row + 8 * c, masks[c]), a[c]);
+      for (int c = 0; c < 4; ++c) a[c] = _mm256_fmadd_ps(pj, simd::maskload_ps(row + 8 * c, masks[c]), a[c]);
     }
-    for (int c = 0; c < 4; ++c) _mm256_maskstore_ps(acc + d0 + 8 * c, masks[c], a[c]);
+    for (int c = 0; c < 4; ++c) simd::maskstore_ps(acc + d0 + 8 * c, masks[c], a[c]);
   }
 }
 
@@ -200,8 +201,7 @@ SK_TARGET_AVX2 void axpy_avx2(float pj, const float* row, float* acc, int64_t dv
   const __m256 pv = _mm256_set1_ps(pj);
   for (int64_t d = 0; d < dv; d += 8) {
     const __m256i m = simd::mask8(std::min<int64_t>(8, dv - d));
-    _mm256_maskstore_ps(acc + d, m,
-                        _mm256_fmadd_ps(pv, _mm256_maskload_ps(row + d, m), _mm256_maskload_ps(acc + d, m)));
+    simd::maskstore_ps(acc + d, m, _mm256_fmadd_ps(pv, simd::maskload_ps(row + d, m), simd::maskload_ps(acc + d, m)));
   }
 }
 
@@ -209,7 +209,7 @@ SK_TARGET_AVX2 void divide_avx2(float* acc, int64_t dv, float sum) {
   const __m256 sv = _mm256_set1_ps(sum);
   for (int64_t d = 0; d < dv; d += 8) {
     const __m256i m = simd::mask8(std::min<int64_t>(8, dv - d));
-    _mm256_maskstore_ps(acc + d, m, _mm256_div_ps(_mm256_maskload_ps(acc + d, m), sv));
+    simd::maskstore_ps(acc + d, m, _mm256_div_ps(simd::maskload_ps(acc + d, m), sv));
   }
 }
 #endif

@@ -12,6 +12,7 @@
 
 #include "kernels/cpu_isa.h"
 #include "kernels/kernels.h"
+#include "kernels/masked_io.h"
 #include "kernels/simd.h"
 #include "kernels/tensor_common.h"
 #include "superkernel/attrs_tensor.h"
@@ -212,7 +213,7 @@ SK_TARGET_AVX2 void map_avx2(const float* x, float* y, int64_t n) {
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, unary8(kOp, _mm256_loadu_ps(x + i)));
   if (i < n) {
     const __m256i m = simd::mask8(n - i);
-    _mm256_maskstore_ps(y + i, m, unary8(kOp, _mm256_maskload_ps(x + i, m)));
+    simd::maskstore_ps(y + i, m, unary8(kOp, simd::maskload_ps(x + i, m)));
   }
 }
 
