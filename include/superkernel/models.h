@@ -15,7 +15,8 @@
 //
 // Graph inputs (all i32): `input_ids [T]`, `positions [T]`, `slot_mapping [T]`,
 // `block_tables [B, max_blocks]`, and `context_lens [B]` (decode) or `seq_ids [T]` (prefill);
-// T = batch at decode, prefill_tokens at prefill. Output `logits f32 [T, vocab_size]`. Caches are
+// T = batch at decode, prefill_tokens at prefill. Output `logits f32 [T, vocab_size]` (prefill with
+// PrefillLogits::kLastToken: [batch, vocab_size], for the rows in the input `logit_rows`). Caches are
 // graph variables named by cache_names(). The AFD variant takes `hidden_states f32 [B, hidden]`
 // and returns `hidden_states_out`. docs/MODELS.md describes the graphs and scopes.
 #ifndef SUPERKERNEL_MODELS_H_
@@ -191,6 +192,13 @@ bool is_int4(WeightDType dtype);
 
 enum class Phase { kDecode, kPrefill };
 
+// The rows the prefill graph computes logits for: every token's (`logits [T, vocab]`, what the
+// tests compare with a reference position by position), or only each sequence's last prompt
+// token's (`logits [B, vocab]`, row b for sequence b, chosen by the input `logit_rows`), which is
+// all that generation reads. kLastToken skips T - B rows of the LM head: on a small model with a
+// large vocabulary that is a third of the prompt's time.
+enum class PrefillLogits { kEveryToken, kLastToken };
+
 struct BuildOptions {
   WeightDType weight_dtype = WeightDType::kF32;
   // 4-bit weights quantised at load: values per scale (a power of two >= 32 dividing every Linear
@@ -201,9 +209,10 @@ struct BuildOptions {
   DType kv_cache_dtype = DType::kF32;  // kF32 or kBF16
   int64_t batch = 1;                   // B sequences (decode tokens per step, AFD tokens)
   int64_t prefill_tokens = 16;         // T tokens of the prefill graph (all sequences together)
-  int64_t block_size = 16;             // paged-cache slots per block
-  int64_t max_context = 256;           // tokens per sequence the cache holds
-  int32_t moe_core_limit = 0;          // cores of the MoE scope (LimitCoreNum); 0 = no limit
+  PrefillLogits prefill_logits = PrefillLogits::kEveryToken;
+  int64_t block_size = 16;     // paged-cache slots per block
+  int64_t max_context = 256;   // tokens per sequence the cache holds
+  int32_t moe_core_limit = 0;  // cores of the MoE scope (LimitCoreNum); 0 = no limit
   // 0: every op on the main stream. 1, 2: LongCat-Flash's shortcut MoE on stream "moe" under
   // moe_core_limit, its scopes fused with the main branch's into one super kernel (scope option
   // stream-fusion=1 added unless the scope's options set it). The AFD variant has one branch only
@@ -253,6 +262,7 @@ inline constexpr const char* kSlotMapping = "slot_mapping";
 inline constexpr const char* kBlockTables = "block_tables";
 inline constexpr const char* kContextLens = "context_lens";
 inline constexpr const char* kSeqIds = "seq_ids";
+inline constexpr const char* kLogitRows = "logit_rows";
 inline constexpr const char* kLogits = "logits";
 inline constexpr const char* kHiddenStates = "hidden_states";
 inline constexpr const char* kHiddenStatesOut = "hidden_states_out";
@@ -263,6 +273,7 @@ struct StepInputs {
   std::vector<int32_t> positions;
   std::vector<int32_t> slot_mapping;  // -1: padding token, nothing is written
   std::vector<int32_t> seq_ids;       // prefill
+  std::vector<int32_t> logit_rows;    // prefill with PrefillLogits::kLastToken: each sequence's last row
   std::vector<int32_t> context_lens;  // decode
   std::vector<int32_t> block_tables;  // [batch, max_blocks]
   Phase phase = Phase::kDecode;
@@ -296,8 +307,12 @@ class PagedCacheLayout {
   Expected<StepInputs> prefill(const std::vector<std::vector<int32_t>>& prompts);
   // Appends one token per sequence (ids.size() == batch).
   Expected<StepInputs> decode(const std::vector<int32_t>& ids);
-  // Row of the prefill logits holding the last prompt token of `sequence` (after prefill()).
-  int64_t last_prefill_row(int64_t sequence) const { return in_batch(sequence) ? last_rows_[sequence] : -1; }
+  // Row of the prefill logits holding the last prompt token of `sequence` (after prefill()):
+  // `sequence` itself when the graph computes the last tokens' logits only.
+  int64_t last_prefill_row(int64_t sequence) const {
+    if (!in_batch(sequence)) return -1;
+    return prefill_logits_ == PrefillLogits::kLastToken ? sequence : last_rows_[sequence];
+  }
   // Forgets every sequence's tokens (the caches' contents are then stale, never read).
   void reset();
 
@@ -305,6 +320,7 @@ class PagedCacheLayout {
   bool in_batch(int64_t sequence) const { return sequence >= 0 && sequence < batch_; }
   Status status_;
   int64_t batch_, block_size_, max_blocks_, max_context_, prefill_tokens_;
+  PrefillLogits prefill_logits_;
   std::vector<int64_t> lens_;
   std::vector<int64_t> last_rows_;
   std::vector<int32_t> block_tables_;

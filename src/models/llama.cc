@@ -125,7 +125,7 @@ Expected<Graph> build_llama(const LlamaConfig& config, const BuildOptions& optio
   if (!w.status()) return finish(std::move(g), w);
   {
     SuperKernelScope s(g, "scope_lm_head", scope_options(options, "scope_lm_head"));
-    x = rms_norm(g, x, w.norm("model.norm.weight", config.hidden_size), m.eps(), "model.norm");
+    x = rms_norm(g, lm_head_rows(g, m.in, x), w.norm("model.norm.weight", config.hidden_size), m.eps(), "model.norm");
     const std::string head = config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
     g.output(nn::linear(g, x, w.linear(head, table), "lm_head"), kLogits);
   }

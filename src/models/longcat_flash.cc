@@ -275,7 +275,7 @@ Expected<Graph> build_longcat_flash(const LongCatFlashConfig& config, const Buil
   if (!w.status()) return finish(std::move(g), w);
   {
     SuperKernelScope s(g, "scope_lm_head", scope_options(options, "scope_lm_head"));
-    x = norm(m, x, "model.norm");
+    x = norm(m, lm_head_rows(g, m.in, x), "model.norm");
     const std::string head = config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
     g.output(nn::linear(g, x, w.linear(head, {config.vocab_size, config.hidden_size}), "lm_head"), kLogits);
   }

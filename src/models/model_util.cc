@@ -5,6 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include "superkernel/tensor_ops.h"
+
 namespace sk::models {
 
 StepTensors make_step_inputs(Graph& g, const BuildOptions& options, Phase phase) {
@@ -19,8 +21,14 @@ StepTensors make_step_inputs(Graph& g, const BuildOptions& options, Phase phase)
     in.context_lens = g.input(kContextLens, DType::kI32, {options.batch});
   } else {
     in.seq_ids = g.input(kSeqIds, DType::kI32, {in.tokens});
+    if (options.prefill_logits == PrefillLogits::kLastToken)
+      in.logit_rows = g.input(kLogitRows, DType::kI32, {options.batch});
   }
   return in;
+}
+
+Tensor lm_head_rows(Graph& g, const StepTensors& in, Tensor x) {
+  return in.logit_rows.valid() ? index_select(g, x, 0, in.logit_rows, "logit_rows") : x;
 }
 
 Tensor ModelWeights::f32(const std::string& name, const Shape& shape, WeightInit init) {

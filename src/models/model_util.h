@@ -22,7 +22,11 @@ struct StepTensors {
   Tensor input_ids, positions, slot_mapping, block_tables;
   Tensor context_lens;  // decode
   Tensor seq_ids;       // prefill
+  Tensor logit_rows;    // prefill with PrefillLogits::kLastToken: [B] rows of the last tokens
 };
+// The rows of x [T, hidden] the LM head runs on: x itself, or its rows `logit_rows` (prefill with
+// PrefillLogits::kLastToken).
+Tensor lm_head_rows(Graph& g, const StepTensors& in, Tensor x);
 StepTensors make_step_inputs(Graph& g, const BuildOptions& options, Phase phase);
 
 // A Linear layer and its optional bias (invalid when the config turns biases off).

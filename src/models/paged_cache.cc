@@ -29,6 +29,7 @@ PagedCacheLayout::PagedCacheLayout(const BuildOptions& options)
       max_blocks_(status_ ? models::max_blocks_per_sequence(options) : 0),
       max_context_(status_ ? options.max_context : 0),
       prefill_tokens_(status_ ? options.prefill_tokens : 0),
+      prefill_logits_(options.prefill_logits),
       lens_(static_cast<size_t>(batch_), 0),
       last_rows_(static_cast<size_t>(batch_), -1),
       block_tables_(static_cast<size_t>(batch_ * max_blocks_)) {
@@ -72,6 +73,9 @@ Expected<StepInputs> PagedCacheLayout::prefill(const std::vector<std::vector<int
       ++lens_[b];
     }
     last_rows_[b] = static_cast<int64_t>(in.input_ids.size()) - 1;
+    // An empty prompt has no last token: its row (0) gives logits that mean nothing.
+    if (prefill_logits_ == PrefillLogits::kLastToken)
+      in.logit_rows.push_back(static_cast<int32_t>(prompts[b].empty() ? 0 : std::max<int64_t>(last_rows_[b], 0)));
   }
   // Padding: token 0 of sequence 0 at position 0, written nowhere.
   while (static_cast<int64_t>(in.input_ids.size()) < prefill_tokens_) {
@@ -119,6 +123,7 @@ Status set_step_inputs(Executable& exe, const StepInputs& in) {
   SK_RETURN_IF_ERROR(feed(kSlotMapping, in.slot_mapping));
   SK_RETURN_IF_ERROR(feed(kBlockTables, in.block_tables));
   if (in.phase == Phase::kDecode) return feed(kContextLens, in.context_lens);
+  if (!in.logit_rows.empty()) SK_RETURN_IF_ERROR(feed(kLogitRows, in.logit_rows));
   return feed(kSeqIds, in.seq_ids);
 }
 

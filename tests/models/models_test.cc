@@ -313,6 +313,60 @@ TEST(Models, ConfigErrorsNameTheKey) {
   EXPECT_NE(options.validate().message().find("kv_cache_dtype"), std::string::npos);
 }
 
+// The prefill logits of the last prompt token of each sequence, with the graph computing every
+// token's rows (kEveryToken) or those rows only (kLastToken).
+std::vector<float> last_token_logits(Runtime& rt, ExecutionMode mode, const testing::PhaseBuilder& build,
+                                     const models::BuildOptions& options, const std::vector<std::string>& caches,
+                                     int64_t vocab) {
+  auto graph = build(models::Phase::kPrefill);
+  if (!graph) return {};
+  auto exe = rt.compile(*graph, CompileOptions::for_mode(mode));
+  if (!exe) return {};
+  models::CacheStorage storage;
+  models::PagedCacheLayout layout(options);
+  auto in = layout.prefill(kPrompts);
+  if (!storage.bind(**exe, caches) || !in || !models::set_step_inputs(**exe, *in) || !(*exe)->run()) return {};
+  const std::vector<float> all = (*exe)->output_f32(models::kLogits);
+  std::vector<float> rows;
+  for (int64_t b = 0; b < options.batch; ++b) {
+    const int64_t row = layout.last_prefill_row(b);
+    rows.insert(rows.end(), all.begin() + row * vocab, all.begin() + (row + 1) * vocab);
+  }
+  // kLastToken computes nothing else: its output is exactly those rows.
+  if (options.prefill_logits == models::PrefillLogits::kLastToken && all.size() != rows.size()) return {};
+  return rows;
+}
+
+TEST(Models, PrefillLastTokenLogitsAreTheEveryTokenRowsBitForBit) {
+  const auto llama = tiny_llama();
+  const auto longcat = tiny_longcat();
+  auto weights = random_weights(5);
+  for (const bool is_llama : {true, false}) {
+    const std::string model = is_llama ? "llama" : "longcat";
+    std::vector<float> want;  // the first run's rows
+    for (auto which : {models::PrefillLogits::kEveryToken, models::PrefillLogits::kLastToken}) {
+      auto options = tiny_options();
+      options.prefill_logits = which;
+      const testing::PhaseBuilder build = [&](models::Phase p) {
+        return is_llama ? models::build_llama(llama, options, p, *weights)
+                        : models::build_longcat_flash(longcat, options, p, *weights);
+      };
+      const auto caches = is_llama ? models::cache_names(llama) : models::cache_names(longcat);
+      const int64_t vocab = is_llama ? llama.vocab_size : longcat.vocab_size;
+      for (int cores : {1, 2}) {
+        auto rt = testing::make_runtime(cores);
+        for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
+          const std::vector<float> got = last_token_logits(*rt, mode, build, options, caches, vocab);
+          const std::string what = model + ", " + execution_mode_name(mode) + ", " + std::to_string(cores) + " cores";
+          ASSERT_EQ(got.size(), 2u * static_cast<size_t>(vocab)) << what;
+          if (want.empty()) want = got;
+          EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << what;
+        }
+      }
+    }
+  }
+}
+
 TEST(Models, PagedCacheLayout) {
   models::PagedCacheLayout layout(tiny_options());
   EXPECT_EQ(layout.num_blocks(), 8);
@@ -338,6 +392,17 @@ TEST(Models, PagedCacheLayout) {
   auto again = layout.decode({5, 6});
   ASSERT_TRUE(again);
   EXPECT_EQ(again->context_lens, (std::vector<int32_t>{1, 1}));
+  EXPECT_TRUE(again->logit_rows.empty());
+  EXPECT_TRUE(in->logit_rows.empty());  // kEveryToken: no row input
+
+  // kLastToken: the graph's input logit_rows names each sequence's last token; its row b is sequence b's.
+  auto options = tiny_options();
+  options.prefill_logits = models::PrefillLogits::kLastToken;
+  models::PagedCacheLayout last(options);
+  auto rows = last.prefill({{1, 2, 3}, {4}});
+  ASSERT_TRUE(rows);
+  EXPECT_EQ(rows->logit_rows, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(last.last_prefill_row(1), 1);
 }
 
 TEST(Models, PagedCacheLayoutRefusesBadGeometry) {

@@ -119,6 +119,8 @@ Expected<models::BuildOptions> build_options(const config::Config& cfg, const co
   b.kv_cache_dtype = cfg.model.kv_cache_dtype == "bf16" ? DType::kBF16 : DType::kF32;
   b.batch = cfg.decode.batch;
   b.prefill_tokens = static_cast<int64_t>(cfg.decode.batch) * cfg.decode.prompt_tokens;
+  // Generation reads only each sequence's last prompt token's logits (Generator::prefill).
+  b.prefill_logits = models::PrefillLogits::kLastToken;
   b.block_size = 16;
   const int64_t context = cache_tokens(cfg);
   b.max_context = (context + b.block_size - 1) / b.block_size * b.block_size;
