@@ -195,7 +195,7 @@ def bench_config(path, args):
     med = {k: statistics.median(v) for k, v in samples.items()}
     mad = {k: statistics.median(abs(t - med[k]) for t in v) for k, v in samples.items()}
     hf = [med[k] for k in med if k[0] == "transformers"]
-    best = min(hf) if hf else float("nan")
+    best = min(hf) if hf else None
     rows = []
     print(f"\n{os.path.basename(path)}: one decode step (batch {cfg.batch}, context {len(prompts[0]) + len(ids) - 1}), "
           f"{args.runs} runs, {torch.get_num_threads()} torch threads, {sk.runtime().num_cores} superkernel cores; "
@@ -204,9 +204,11 @@ def bench_config(path, args):
     print("|---|---|---:|---:|---:|")
     for (impl, mode), m in med.items():
         ratio = f"{m / med[('C++', mode)]:.3f}" if impl == "sample" else ""
-        print(f"| {impl} | {mode} | {m * 1e3:.3f} ± {mad[(impl, mode)] * 1e3:.3f} | {best / m:.2f}x | {ratio} |")
+        # Without transformers' rows (--skip-transformers) there is nothing to compare with.
+        vs_hf = f"{best / m:.2f}x" if hf else "not run"
+        print(f"| {impl} | {mode} | {m * 1e3:.3f} ± {mad[(impl, mode)] * 1e3:.3f} | {vs_hf} | {ratio} |")
         rows.append({"implementation": impl, "mode": mode, "step_latency": m, "mad": mad[(impl, mode)],
-                     "speedup_vs_transformers_best": best / m})
+                     "speedup_vs_transformers_best": best / m if hf else None})
     return {"config": path, "rows": rows}
 
 
