@@ -96,7 +96,10 @@ SK_TARGET_AVX2 void tile_avx2(const float* x, int64_t sx, const float* w, int64_
   // Two steps per iteration: one prefetch per weight row and cache line.
   for (; k + 16 <= kn; k += 16) {
 #pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
+    for (int j = 0; j < NR; ++j) {
+      gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
+      gemm::prefetch_next_tile_short_rows<MR, NR>(w + j * sw + k, sw, k);
+    }
     step_avx2<MR, NR>(x, sx, w, sw, k, acc);
     step_avx2<MR, NR>(x, sx, w, sw, k + 8, acc);
   }

@@ -113,6 +113,7 @@ SK_TARGET_AVX2_F16C void half_tile_avx2(const float* x, int64_t sx, const uint16
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
       prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
+      prefetch_next_tile_short_rows<MR, NR>(w + j * sw + k, sw, k);
       wv[j] = F::widen8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j * sw + k)));
     }
 #pragma GCC unroll 16

@@ -196,14 +196,10 @@ SK_TARGET_AVX2_F16C inline __m256 finish_group8(__m256i d, int32_t xsum, const W
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), scales8<kF16>(w, g, n, nrows), acc);
 }
 
-// Short rows (up to kShortRow bytes of nibbles: K <= 4096) end before the hardware prefetcher
-// has ramped up on the tile's eight streams, and each next tile then starts on cold misses: such a
-// tile brings in the next tile's line at the same offset, one line per row every 128 k (the next
-// tile's rows follow at 8 * sw). On a Llama layer's weights (K = 1024, 512 B rows) that made the
-// decode step's matmuls 1.8x faster; on 4 KiB rows it cost 10-30% (the hardware prefetcher had
-// them already), so longer rows are left alone.
-constexpr int64_t kShortRow = 2048;
-
+// Short rows (gemm::kShortRowBytes, matmul_driver.h: K <= 4096 here) end before the hardware
+// prefetcher has ramped up on the tile's eight streams: such a tile brings in the next tile's line
+// at the same offset, one line per row every 128 k (the next tile's rows follow at 8 * sw). On a
+// Llama layer's weights (K = 1024, 512-byte rows) that made the decode step's matmuls 1.8x faster.
 SK_TARGET_AVX2 inline void prefetch_next_tile8(const uint8_t* const* rows, int64_t sw, int64_t kc) {
   for (int j = 0; j < 8; ++j) __builtin_prefetch(rows[j] + 8 * sw + kc / 2, 0, 3);
 }
@@ -217,7 +213,7 @@ SK_TARGET_AVX2_F16C void w4a8_tile_avx2(const int8_t* xq, const int32_t* xsum, f
   for (int64_t j = 0; j < 8; ++j) rows[j] = w.w + (n + std::min(j, nrows - 1)) * w.sw;
   const int64_t span = GPC > 1 ? kStep : w.group;
   __m256 acc = _mm256_setzero_ps();
-  const bool prefetch = w.sw <= kShortRow;
+  const bool prefetch = w.sw <= gemm::kShortRowBytes;
   for (int64_t k0 = 0; k0 < k; k0 += span) {
     __m256i t0 = _mm256_setzero_si256();
     __m256i t1 = _mm256_setzero_si256();

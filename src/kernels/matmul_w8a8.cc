@@ -101,6 +101,7 @@ SK_TARGET_AVX2 void tile_avx2(const int8_t* x, int64_t sx, const int8_t* w, int6
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
       gemm::prefetch_later_rows<MR, NR>(w + j * sw + k, sw, kn);
+      gemm::prefetch_next_tile_short_rows<MR, NR>(w + j * sw + k, sw, k);
       wv[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + j * sw + k));
       aw[j] = _mm256_abs_epi8(wv[j]);  // -128 -> 0x80, read as u8 128
     }
