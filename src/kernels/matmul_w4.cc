@@ -196,14 +196,6 @@ SK_TARGET_AVX2_F16C inline __m256 finish_group8(__m256i d, int32_t xsum, const W
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), scales8<kF16>(w, g, n, nrows), acc);
 }
 
-// Short rows (gemm::kShortRowBytes, matmul_driver.h: K <= 4096 here) end before the hardware
-// prefetcher has ramped up on the tile's eight streams: such a tile brings in the next tile's line
-// at the same offset, one line per row every 128 k (the next tile's rows follow at 8 * sw). On a
-// Llama layer's weights (K = 1024, 512-byte rows) that made the decode step's matmuls 1.8x faster.
-SK_TARGET_AVX2 inline void prefetch_next_tile8(const uint8_t* const* rows, int64_t sw, int64_t kc) {
-  for (int j = 0; j < 8; ++j) __builtin_prefetch(rows[j] + 8 * sw + kc / 2, 0, 3);
-}
-
 // GPC groups per 64-k step (2 for G = 32, else 1: a group then spans G / 64 steps).
 template <int GPC, bool kZeros, bool kF16>
 SK_TARGET_AVX2_F16C void w4a8_tile_avx2(const int8_t* xq, const int32_t* xsum, float xs, const W4Weights& w, int64_t n,
@@ -213,13 +205,13 @@ SK_TARGET_AVX2_F16C void w4a8_tile_avx2(const int8_t* xq, const int32_t* xsum, f
   for (int64_t j = 0; j < 8; ++j) rows[j] = w.w + (n + std::min(j, nrows - 1)) * w.sw;
   const int64_t span = GPC > 1 ? kStep : w.group;
   __m256 acc = _mm256_setzero_ps();
-  const bool prefetch = w.sw <= gemm::kShortRowBytes;
   for (int64_t k0 = 0; k0 < k; k0 += span) {
     __m256i t0 = _mm256_setzero_si256();
     __m256i t1 = _mm256_setzero_si256();
     if (k - k0 >= kStep) {
       for (int64_t kc = k0; kc < k0 + span; kc += kStep) {
-        if (prefetch && kc % 128 == 0) prefetch_next_tile8(rows, w.sw, kc);
+        // Rows of at most gemm::kShortRowBytes (K <= 4096 here) bring in the next tile's lines.
+        for (int j = 0; j < 8; ++j) gemm::prefetch_next_tile_short_rows<1, 8>(rows[j] + kc / 2, w.sw, kc / 2);
         w4a8_step_avx2<false>(xq, rows, kc, &t0, &t1);
       }
     } else {

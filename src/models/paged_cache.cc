@@ -75,7 +75,7 @@ Expected<StepInputs> PagedCacheLayout::prefill(const std::vector<std::vector<int
     last_rows_[b] = static_cast<int64_t>(in.input_ids.size()) - 1;
     // An empty prompt has no last token: its row (0) gives logits that mean nothing.
     if (prefill_logits_ == PrefillLogits::kLastToken)
-      in.logit_rows.push_back(static_cast<int32_t>(prompts[b].empty() ? 0 : std::max<int64_t>(last_rows_[b], 0)));
+      in.logit_rows.push_back(prompts[b].empty() ? 0 : static_cast<int32_t>(last_rows_[b]));
   }
   // Padding: token 0 of sequence 0 at position 0, written nowhere.
   while (static_cast<int64_t>(in.input_ids.size()) < prefill_tokens_) {

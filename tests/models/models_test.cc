@@ -315,25 +315,32 @@ TEST(Models, ConfigErrorsNameTheKey) {
 
 // The prefill logits of the last prompt token of each sequence, with the graph computing every
 // token's rows (kEveryToken) or those rows only (kLastToken).
-std::vector<float> last_token_logits(Runtime& rt, ExecutionMode mode, const testing::PhaseBuilder& build,
-                                     const models::BuildOptions& options, const std::vector<std::string>& caches,
-                                     int64_t vocab) {
+Expected<std::vector<float>> last_token_logits(Runtime& rt, ExecutionMode mode, const testing::PhaseBuilder& build,
+                                               const models::BuildOptions& options,
+                                               const std::vector<std::string>& caches, int64_t vocab) {
   auto graph = build(models::Phase::kPrefill);
-  if (!graph) return {};
+  if (!graph) return graph.status();
   auto exe = rt.compile(*graph, CompileOptions::for_mode(mode));
-  if (!exe) return {};
+  if (!exe) return exe.status();
   models::CacheStorage storage;
+  SK_RETURN_IF_ERROR(storage.bind(**exe, caches));
   models::PagedCacheLayout layout(options);
   auto in = layout.prefill(kPrompts);
-  if (!storage.bind(**exe, caches) || !in || !models::set_step_inputs(**exe, *in) || !(*exe)->run()) return {};
+  if (!in) return in.status();
+  SK_RETURN_IF_ERROR(models::set_step_inputs(**exe, *in));
+  SK_RETURN_IF_ERROR((*exe)->run());
   const std::vector<float> all = (*exe)->output_f32(models::kLogits);
+  // kLastToken computes nothing else: its output is exactly those rows.
+  const int64_t rows_out =
+      options.prefill_logits == models::PrefillLogits::kLastToken ? options.batch : options.prefill_tokens;
+  if (static_cast<int64_t>(all.size()) != rows_out * vocab)
+    return Status::internal("logits hold " + std::to_string(all.size()) + " values, not " + std::to_string(rows_out) +
+                            " rows of " + std::to_string(vocab));
   std::vector<float> rows;
   for (int64_t b = 0; b < options.batch; ++b) {
     const int64_t row = layout.last_prefill_row(b);
     rows.insert(rows.end(), all.begin() + row * vocab, all.begin() + (row + 1) * vocab);
   }
-  // kLastToken computes nothing else: its output is exactly those rows.
-  if (options.prefill_logits == models::PrefillLogits::kLastToken && all.size() != rows.size()) return {};
   return rows;
 }
 
@@ -356,8 +363,10 @@ TEST(Models, PrefillLastTokenLogitsAreTheEveryTokenRowsBitForBit) {
       for (int cores : {1, 2}) {
         auto rt = testing::make_runtime(cores);
         for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
-          const std::vector<float> got = last_token_logits(*rt, mode, build, options, caches, vocab);
           const std::string what = model + ", " + execution_mode_name(mode) + ", " + std::to_string(cores) + " cores";
+          auto run = last_token_logits(*rt, mode, build, options, caches, vocab);
+          ASSERT_TRUE(run) << what << ": " << run.status().to_string();
+          const std::vector<float>& got = *run;
           ASSERT_EQ(got.size(), 2u * static_cast<size_t>(vocab)) << what;
           if (want.empty()) want = got;
           EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << what;
