@@ -51,6 +51,13 @@ inline constexpr int kMaxLanes = 16;    // accumulator lanes per dot product, at
 inline constexpr int64_t kDecodeRows = 16;
 inline constexpr int64_t kPanelBytes = kDecodeRows * (8192 + 64) * 4;
 
+// GEMV tiles over short rows (at most kShortRowBytes of weights: K up to 512 in f32, 1024 in
+// bf16 / f16, 2048 in int8) touch the next tile's line at the offset they read now, once per line.
+// Such rows end before the hardware prefetcher has ramped up on the tile's streams, so without
+// this each tile started on cold misses (w4a8 on a Llama layer's 512-byte rows: the decode
+// step's matmuls 1.8x faster with it); on 4 KiB rows the same prefetch cost 10-30%.
+inline constexpr int64_t kShortRowBytes = 2048;
+
 // Accumulates the (mr x nr) dot products of panel rows [0, mr) (stride sx) and w rows [0, nr)
 // (stride sw) over k in [0, kn) into their lanes at st[(m * ld + j) * lanes].
 template <class A, class W, class S>
@@ -68,6 +75,11 @@ struct Tiles {
   // Supports mr x [1, nr], few_mr x [1, few_nr] and 1 x [1, max(nr, gemv_nr, few_nr)]: a tile
   // narrower than nr_tile takes the last rows of a block.
   TileFn<A, W, S> (*tile)(int mr, int nr);
+  // 1 x gemv_short_nr tiles when M == 1 and a weight row is at most kShortRowBytes (0: gemv_nr).
+  // The AVX-512 f16 tile reads 2 KiB rows 1.3x faster two at a time than eight (with
+  // prefetch_next_block_short_rows; without it, 2-row tiles were slower); bf16 (VDPBF16PS) and int8
+  // were 10-20% slower with 2-row tiles, so they keep gemv_nr.
+  int gemv_short_nr = 0;
 };
 
 // tile_table<MR>(nr, seq): the instantiation Tile<MR, nr> for nr in [1, N], from a table of
@@ -108,7 +120,9 @@ void run(const Op& op, const typename Op::W* w, int64_t sw, float* y, int64_t sy
   const int64_t ld = whole_rows ? panel_stride<A>(K) : panel_stride<A>(t.kc);
   const int64_t rows = std::clamp<int64_t>(kCap / ld, 1, kMBlock);
   const bool few = M > 1 && M < t.mr;
-  const int nr_tile = M == 1 ? t.gemv_nr : few ? t.few_nr : t.nr;
+  const bool short_rows = sw * static_cast<int64_t>(sizeof(typename Op::W)) <= kShortRowBytes;
+  const int gemv_nr = short_rows && t.gemv_short_nr > 0 ? t.gemv_short_nr : t.gemv_nr;
+  const int nr_tile = M == 1 ? gemv_nr : few ? t.few_nr : t.nr;
   const int mr_tile = few ? t.few_mr : t.mr;
   for (int64_t m0 = 0; m0 < M; m0 += rows) {
     const int64_t mb = std::min(rows, M - m0);
@@ -162,18 +176,29 @@ inline void prefetch_later_rows(const W* w_row_k, int64_t sw, int64_t kn) {
   }
 }
 
-// GEMV tiles over short rows (at most kShortRowBytes of weights: K up to 512 in f32, 1024 in
-// bf16 / f16, 2048 in int8) touch the next tile's line at the offset they read now, once per line.
-// Such rows end before the hardware prefetcher has ramped up on the tile's streams, so without
-// this each tile started on cold misses (w4a8 on a Llama layer's 512-byte rows: the decode
-// step's matmuls 1.8x faster with it); on 4 KiB rows the same prefetch cost 10-30%.
-inline constexpr int64_t kShortRowBytes = 2048;
-
 template <int MR, int NR, class W>
 inline void prefetch_next_tile_short_rows(const W* w_row_k, int64_t sw, int64_t k) {
   if constexpr (MR == 1) {
     const int64_t bytes = static_cast<int64_t>(sizeof(W));
     if (sw * bytes <= kShortRowBytes && k * bytes % 64 == 0) __builtin_prefetch(w_row_k + NR * sw, 0, 3);
+  }
+}
+
+// AVX-512 GEMV tiles over short rows (f16 / bf16-widened and w4a8): each K step of kStep elements
+// brings into L2 the same share of the next tile's block (its NR rows, one contiguous block when
+// the stride is the row length), in address order. Measured on Zen 4 (a Llama decode step, 1
+// thread): w4a8 on 512-byte rows 1.2x faster than with the AVX2 form above (the next tile's line
+// of each row, into L1), f16 on 2 KiB rows 1.6x faster together with 2-row tiles
+// (Tiles::gemv_short_nr). The int8, bf16 (VDPBF16PS) and f32 tiles gained nothing from it and
+// do not use it.
+template <int MR, int NR, int kStep, class W>
+inline void prefetch_next_block_short_rows(const W* w_tile, int64_t sw, int64_t k) {
+  if constexpr (MR == 1) {
+    constexpr int64_t kBytes = static_cast<int64_t>(sizeof(W));
+    if (sw * kBytes <= kShortRowBytes) {
+      const char* p = reinterpret_cast<const char*>(w_tile + NR * sw) + k * kBytes * NR;
+      for (int64_t i = 0; i < NR * kStep * kBytes; i += 64) __builtin_prefetch(p + i, 0, 2);
+    }
   }
 }
 

@@ -163,6 +163,7 @@ SK_TARGET_AVX512_F16C void half_tile_avx512(const float* x, int64_t sx, const ui
   }
   int64_t k = 0;
   for (; k + 16 <= kn; k += 16) {
+    prefetch_next_block_short_rows<MR, NR, 16>(w, sw, k);
     __m512 wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
@@ -209,7 +210,7 @@ HalfTileFn half_tile_avx512_for(int mr, int nr) {
 template <class F>
 const HalfTiles& half_tiles() {
 #if SK_KERNELS_X86
-  static constexpr HalfTiles kAvx512 = {16, 8, 4, 4, 4096, 4, 4, half_tile_avx512_for<F>};
+  static constexpr HalfTiles kAvx512 = {16, 8, 4, 4, 4096, 4, 4, half_tile_avx512_for<F>, 2};
   static constexpr HalfTiles kAvx2 = {8, 8, 4, 3, 256, 2, 4, half_tile_avx2_for<F>};
   switch (current_isa_level()) {
     case kIsaAvx512:

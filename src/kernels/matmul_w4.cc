@@ -46,6 +46,7 @@ enum { kOpX = 0, kOpW = 1, kOpScale = 2, kOpZero = 3 };
 
 // One core's view of the weights: row n of w at w + n * sw (bytes); s[g][n] at scale + g * ss + n
 // (f32 or f16 elements); z[g][n] at zero + g * sz + n, or 8 when zero is null.
+
 struct W4Weights {
   const uint8_t* w = nullptr;
   int64_t sw = 0;
@@ -63,6 +64,21 @@ struct W4Weights {
   }
   int32_t z(int64_t g, int64_t n) const { return zero != nullptr ? zero[g * sz + n] : 8; }
   int32_t q(int64_t n, int64_t k) const { return (w[n * sw + k / 2] >> (4 * (k & 1))) & 0xF; }
+
+  // The scales (and zero points) are stored group-major: a tile's values of one group are a few
+  // bytes, each group's a whole row of N apart, so a tile reads K / G lines that no stream
+  // prefetcher follows. Touches the lines of the tile `rows` ahead of row n, once per line.
+  void prefetch_tile_constants(int64_t n, int64_t rows) const {
+    const int64_t esize = scale_f16 ? 2 : 4;
+    const int64_t next = n + rows;
+    if (next * esize % 64 < rows * esize) {
+      const char* base = static_cast<const char*>(scale) + next * esize;
+      for (int64_t g = 0; g < groups; ++g) __builtin_prefetch(base + g * ss * esize, 0, 3);
+    }
+    if (zero != nullptr && next % 64 < rows) {
+      for (int64_t g = 0; g < groups; ++g) __builtin_prefetch(zero + g * sz + next, 0, 3);
+    }
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -204,8 +220,10 @@ SK_TARGET_AVX2_F16C void w4a8_tile_avx2(const int8_t* xq, const int32_t* xsum, f
   const uint8_t* rows[8];
   for (int64_t j = 0; j < 8; ++j) rows[j] = w.w + (n + std::min(j, nrows - 1)) * w.sw;
   const int64_t span = GPC > 1 ? kStep : w.group;
+  if (w.sw <= gemm::kShortRowBytes && nrows == 8) w.prefetch_tile_constants(n, 8);
   __m256 acc = _mm256_setzero_ps();
-  for (int64_t k0 = 0; k0 < k; k0 += span) {
+  // g = k0 / G: GPC groups per span (one when a group spans whole steps)
+  for (int64_t k0 = 0, g = 0; k0 < k; k0 += span, g += GPC) {
     __m256i t0 = _mm256_setzero_si256();
     __m256i t1 = _mm256_setzero_si256();
     if (k - k0 >= kStep) {
@@ -219,7 +237,6 @@ SK_TARGET_AVX2_F16C void w4a8_tile_avx2(const int8_t* xq, const int32_t* xsum, f
     }
     const __m256i q0 = _mm256_permute2x128_si256(t0, t1, 0x20);  // k0 + [0, 32) of the 8 rows
     const __m256i q1 = _mm256_permute2x128_si256(t0, t1, 0x31);  // k0 + [32, 64)
-    const int64_t g = k0 / w.group;
     if constexpr (GPC == 2) {
       acc = finish_group8<kZeros, kF16>(q0, xsum[g], w, g, n, nrows, acc);
       if (g + 1 < w.groups) acc = finish_group8<kZeros, kF16>(q1, xsum[g + 1], w, g + 1, n, nrows, acc);
@@ -284,17 +301,62 @@ SK_TARGET_AVX512 inline __m512i dot_step(__m512i raw, __m512i lo, __m512i hi, __
   }
 }
 
-template <int GPC, bool kZeros, bool kF16, bool kVnni>
+// The 16 weight rows of a tile. A full tile addresses row j as quad[j / 4] + (j % 4) * sw: four
+// pointers and the strides sw and 3 * sw, which x86 addressing takes as they are (a table of 16
+// pointers ended up in vector registers, moved out one by one at every step). A partial tile
+// repeats its last row and keeps the table.
+template <bool kFull>
+struct Rows16;
+
+template <>
+struct Rows16<true> {
+  const uint8_t* quad[4];
+  int64_t sw;
+  Rows16(const W4Weights& w, int64_t n, int64_t /*nrows*/) : sw(w.sw) {
+    for (int b = 0; b < 4; ++b) quad[b] = w.w + (n + 4 * b) * w.sw;
+  }
+  // Row j's bytes from `byte` on. The four bases are made opaque to the compiler once per step:
+  // otherwise it keeps each of the 16 row addresses (and 16 prefetch addresses) as an induction
+  // variable of its own, more than there are registers, and spills them to vector registers.
+  struct Step {
+    const uint8_t* base[4];
+    int64_t sw;
+    const uint8_t* at(int j) const { return base[j >> 2] + (j & 3) * sw; }
+  };
+  Step step(int64_t byte) const {
+    Step s{{quad[0] + byte, quad[1] + byte, quad[2] + byte, quad[3] + byte}, sw};
+    for (auto& b : s.base) __asm__("" : "+r"(b));
+    return s;
+  }
+};
+
+template <>
+struct Rows16<false> {
+  const uint8_t* row[16];
+  Rows16(const W4Weights& w, int64_t n, int64_t nrows) {
+    for (int64_t j = 0; j < 16; ++j) row[j] = w.w + (n + std::min(j, nrows - 1)) * w.sw;
+  }
+  struct Step {
+    const uint8_t* const* row;
+    int64_t byte;
+    const uint8_t* at(int j) const { return row[j] + byte; }
+  };
+  Step step(int64_t byte) const { return {row, byte}; }
+};
+
+template <int GPC, bool kZeros, bool kF16, bool kVnni, bool kFull, bool kPrefetch>
 SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const int32_t* xsum, float xs,
                                                         const W4Weights& w, int64_t n, int64_t nrows, int64_t k,
                                                         float* y) {
   constexpr int64_t kStep = 128;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
-  const uint8_t* rows[16];
-  for (int64_t j = 0; j < 16; ++j) rows[j] = w.w + (n + std::min(j, nrows - 1)) * w.sw;
+  const Rows16<kFull> rows(w, n, nrows);
+  const uint8_t* tile = w.w + n * w.sw;
   const int64_t span = GPC > 1 ? kStep : std::max<int64_t>(w.group, kStep);
+  if constexpr (kPrefetch) w.prefetch_tile_constants(n, 16);
   __m512 acc = _mm512_setzero_ps();
-  for (int64_t k0 = 0; k0 < k; k0 += span) {
+  // g = k0 / G: GPC groups per span (one when a group spans whole steps)
+  for (int64_t k0 = 0, g = 0; k0 < k; k0 += span, g += GPC) {
     __m512i raw[16];
 #pragma GCC unroll 16
     for (int j = 0; j < 16; ++j) raw[j] = _mm512_setzero_si512();
@@ -303,9 +365,13 @@ SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const 
       const __m512i xo = _mm512_load_si512(xq + kc + 64);
       const int64_t bytes = std::min<int64_t>(64, (k - kc) / 2);
       const __mmask64 mask = bytes == 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1u;
+      // Short rows (gemm::kShortRowBytes): the next tile's block, in address order, into L2.
+      if constexpr (kPrefetch) gemm::prefetch_next_block_short_rows<1, 16, 64>(tile, w.sw, kc / 2);
+      const auto step = rows.step(kc / 2);
 #pragma GCC unroll 16
       for (int j = 0; j < 16; ++j) {
-        const __m512i wv = simd::masked_load_epi8(mask, rows[j] + kc / 2);
+        const uint8_t* p = step.at(j);
+        const __m512i wv = simd::masked_load_epi8(mask, p);
         const __m512i lo = _mm512_and_si512(wv, low4);
         const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(wv, 4), low4);
         raw[j] = dot_step<kVnni>(raw[j], lo, hi, xe, xo);
@@ -323,7 +389,6 @@ SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const 
     const __m512i quad[4] = {
         _mm512_shuffle_i32x4(p0, p2, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_i32x4(p0, p2, _MM_SHUFFLE(3, 1, 3, 1)),
         _mm512_shuffle_i32x4(p1, p3, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_i32x4(p1, p3, _MM_SHUFFLE(3, 1, 3, 1))};
-    const int64_t g = k0 / w.group;
     if constexpr (GPC == 4) {
       for (int h = 0; h < 4 && g + h < w.groups; ++h)
         acc = finish_group16<kZeros, kF16>(quad[h], xsum[g + h], w, g + h, n, nrows, acc);
@@ -340,16 +405,30 @@ SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const 
   simd::masked_store_ps(y, simd::mask16(nrows), _mm512_mul_ps(acc, _mm512_set1_ps(xs)));
 }
 
+// Full tiles over short rows prefetch the next tile; a partial tile is the last of its range.
+template <int GPC, bool kZeros, bool kF16, bool kVnni>
+SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_dispatch(const int8_t* xq, const int32_t* xsum, float xs,
+                                                            const W4Weights& w, int64_t n, int64_t nrows, int64_t k,
+                                                            float* y) {
+  if (nrows < 16) {
+    w4a8_tile_avx512_body<GPC, kZeros, kF16, kVnni, false, false>(xq, xsum, xs, w, n, nrows, k, y);
+  } else if (w.sw <= gemm::kShortRowBytes) {
+    w4a8_tile_avx512_body<GPC, kZeros, kF16, kVnni, true, true>(xq, xsum, xs, w, n, nrows, k, y);
+  } else {
+    w4a8_tile_avx512_body<GPC, kZeros, kF16, kVnni, true, false>(xq, xsum, xs, w, n, nrows, k, y);
+  }
+}
+
 template <int GPC, bool kZeros, bool kF16>
 SK_TARGET_AVX512_F16C void w4a8_tile_avx512(const int8_t* xq, const int32_t* xsum, float xs, const W4Weights& w,
                                             int64_t n, int64_t nrows, int64_t k, float* y) {
-  w4a8_tile_avx512_body<GPC, kZeros, kF16, false>(xq, xsum, xs, w, n, nrows, k, y);
+  w4a8_tile_avx512_dispatch<GPC, kZeros, kF16, false>(xq, xsum, xs, w, n, nrows, k, y);
 }
 
 template <int GPC, bool kZeros, bool kF16>
 SK_TARGET_AVX512_F16C void w4a8_tile_avx512_vnni(const int8_t* xq, const int32_t* xsum, float xs, const W4Weights& w,
                                                  int64_t n, int64_t nrows, int64_t k, float* y) {
-  w4a8_tile_avx512_body<GPC, kZeros, kF16, true>(xq, xsum, xs, w, n, nrows, k, y);
+  w4a8_tile_avx512_dispatch<GPC, kZeros, kF16, true>(xq, xsum, xs, w, n, nrows, k, y);
 }
 
 template <int GPC, bool kVnni>
