@@ -64,21 +64,6 @@ struct W4Weights {
   }
   int32_t z(int64_t g, int64_t n) const { return zero != nullptr ? zero[g * sz + n] : 8; }
   int32_t q(int64_t n, int64_t k) const { return (w[n * sw + k / 2] >> (4 * (k & 1))) & 0xF; }
-
-  // The scales (and zero points) are stored group-major: a tile's values of one group are a few
-  // bytes, each group's a whole row of N apart, so a tile reads K / G lines that no stream
-  // prefetcher follows. Touches the lines of the tile `rows` ahead of row n, once per line.
-  void prefetch_tile_constants(int64_t n, int64_t rows) const {
-    const int64_t esize = scale_f16 ? 2 : 4;
-    const int64_t next = n + rows;
-    if (next * esize % 64 < rows * esize) {
-      const char* base = static_cast<const char*>(scale) + next * esize;
-      for (int64_t g = 0; g < groups; ++g) __builtin_prefetch(base + g * ss * esize, 0, 3);
-    }
-    if (zero != nullptr && next % 64 < rows) {
-      for (int64_t g = 0; g < groups; ++g) __builtin_prefetch(zero + g * sz + next, 0, 3);
-    }
-  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -220,7 +205,6 @@ SK_TARGET_AVX2_F16C void w4a8_tile_avx2(const int8_t* xq, const int32_t* xsum, f
   const uint8_t* rows[8];
   for (int64_t j = 0; j < 8; ++j) rows[j] = w.w + (n + std::min(j, nrows - 1)) * w.sw;
   const int64_t span = GPC > 1 ? kStep : w.group;
-  if (w.sw <= gemm::kShortRowBytes && nrows == 8) w.prefetch_tile_constants(n, 8);
   __m256 acc = _mm256_setzero_ps();
   // g = k0 / G: GPC groups per span (one when a group spans whole steps)
   for (int64_t k0 = 0, g = 0; k0 < k; k0 += span, g += GPC) {
@@ -351,9 +335,8 @@ SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const 
   constexpr int64_t kStep = 128;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const Rows16<kFull> rows(w, n, nrows);
-  const uint8_t* tile = w.w + n * w.sw;
+  const uint8_t* next_block = w.w + (n + 16) * w.sw;
   const int64_t span = GPC > 1 ? kStep : std::max<int64_t>(w.group, kStep);
-  if constexpr (kPrefetch) w.prefetch_tile_constants(n, 16);
   __m512 acc = _mm512_setzero_ps();
   // g = k0 / G: GPC groups per span (one when a group spans whole steps)
   for (int64_t k0 = 0, g = 0; k0 < k; k0 += span, g += GPC) {
@@ -365,12 +348,13 @@ SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const 
       const __m512i xo = _mm512_load_si512(xq + kc + 64);
       const int64_t bytes = std::min<int64_t>(64, (k - kc) / 2);
       const __mmask64 mask = bytes == 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1u;
-      // Short rows (gemm::kShortRowBytes): the next tile's block, in address order, into L2.
-      if constexpr (kPrefetch) gemm::prefetch_next_block_short_rows<1, 16, 64>(tile, w.sw, kc / 2);
       const auto step = rows.step(kc / 2);
 #pragma GCC unroll 16
       for (int j = 0; j < 16; ++j) {
         const uint8_t* p = step.at(j);
+        // Short rows (gemm::kShortRowBytes): the next tile's block, 16 lines a step in address
+        // order, into L2 (gemm::prefetch_next_block_short_rows, spread over the row loads).
+        if constexpr (kPrefetch) __builtin_prefetch(next_block + kc / 2 * 16 + 64 * j, 0, 2);
         const __m512i wv = simd::masked_load_epi8(mask, p);
         const __m512i lo = _mm512_and_si512(wv, low4);
         const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(wv, 4), low4);
