@@ -184,12 +184,11 @@ inline void prefetch_next_tile_short_rows(const W* w_row_k, int64_t sw, int64_t 
   }
 }
 
-// AVX-512 GEMV tiles over short rows (f16 / bf16-widened and w4a8): each K step of kStep elements
-// brings into L2 the same share of the next tile's block (its NR rows, one contiguous block when
-// the stride is the row length), in address order. Measured on Zen 4 (a Llama decode step, 1
-// thread): w4a8 on 512-byte rows 1.2x faster than with the AVX2 form above (the next tile's line
-// of each row, into L1), f16 on 2 KiB rows 1.6x faster together with 2-row tiles
-// (Tiles::gemv_short_nr). The int8, bf16 (VDPBF16PS) and f32 tiles gained nothing from it and
+// AVX-512 GEMV tiles over short rows (f16 / bf16-widened; the w4a8 tile does the same inline): each K step of kStep
+// elements brings into L2 the same share of the next tile's block (its NR rows, one contiguous block when the stride is
+// the row length), in address order. Measured on Zen 4 (a Llama decode step, 1 thread): w4a8 on 512-byte rows 1.2x
+// faster than with the AVX2 form above (the next tile's line of each row, into L1), f16 on 2 KiB rows 1.6x faster
+// together with 2-row tiles (Tiles::gemv_short_nr). The int8, bf16 (VDPBF16PS) and f32 tiles gained nothing from it and
 // do not use it.
 template <int MR, int NR, int kStep, class W>
 inline void prefetch_next_block_short_rows(const W* w_tile, int64_t sw, int64_t k) {
