@@ -75,11 +75,6 @@ struct Tiles {
   // Supports mr x [1, nr], few_mr x [1, few_nr] and 1 x [1, max(nr, gemv_nr, few_nr)]: a tile
   // narrower than nr_tile takes the last rows of a block.
   TileFn<A, W, S> (*tile)(int mr, int nr);
-  // 1 x gemv_short_nr tiles when M == 1 and a weight row is at most kShortRowBytes (0: gemv_nr).
-  // The AVX-512 f16 tile reads 2 KiB rows 1.3x faster two at a time than eight (with
-  // prefetch_next_block_short_rows; without it, 2-row tiles were slower); bf16 (VDPBF16PS) and int8
-  // were 10-20% slower with 2-row tiles, so they keep gemv_nr.
-  int gemv_short_nr = 0;
 };
 
 // tile_table<MR>(nr, seq): the instantiation Tile<MR, nr> for nr in [1, N], from a table of
@@ -120,9 +115,7 @@ void run(const Op& op, const typename Op::W* w, int64_t sw, float* y, int64_t sy
   const int64_t ld = whole_rows ? panel_stride<A>(K) : panel_stride<A>(t.kc);
   const int64_t rows = std::clamp<int64_t>(kCap / ld, 1, kMBlock);
   const bool few = M > 1 && M < t.mr;
-  const bool short_rows = sw * static_cast<int64_t>(sizeof(typename Op::W)) <= kShortRowBytes;
-  const int gemv_nr = short_rows && t.gemv_short_nr > 0 ? t.gemv_short_nr : t.gemv_nr;
-  const int nr_tile = M == 1 ? gemv_nr : few ? t.few_nr : t.nr;
+  const int nr_tile = M == 1 ? t.gemv_nr : few ? t.few_nr : t.nr;
   const int mr_tile = few ? t.few_mr : t.mr;
   for (int64_t m0 = 0; m0 < M; m0 += rows) {
     const int64_t mb = std::min(rows, M - m0);
@@ -156,6 +149,13 @@ void run(const Op& op, const typename Op::W* w, int64_t sw, float* y, int64_t sy
   }
 }
 
+// The prefetch helpers below are always inlined. A prefetch has no side effect in GCC's model, so
+// a helper that is only partly inlined leaves an outlined part that ipa-pure-const finds to be
+// const, and the call to it is deleted as dead: the w4a8 tile calling
+// prefetch_next_block_short_rows once per step got no prefetch at all (no prefetch instruction in
+// its body; decode at the speed of no prefetch).
+#define SK_PREFETCH_INLINE [[gnu::always_inline]] inline
+
 // Touches the weights of the tile after next at the k this tile reads now. A multi-row tile reads
 // only NR weight rows at a time, too few streams to keep the memory system busy, and this adds
 // streams without lengthening the FMA chains (measured: int8 M = 4 / 16 10-20% faster). The
@@ -165,7 +165,7 @@ void run(const Op& op, const typename Op::W* w, int64_t sw, float* y, int64_t sy
 // from L2). GEMV tiles (MR = 1) stream 8 rows and are left to the hardware prefetcher
 // (prefetching there was 10-20% slower). Prefetches past the slice or the tensor never fault.
 template <int MR, int NR, class W>
-inline void prefetch_later_rows(const W* w_row_k, int64_t sw, int64_t kn) {
+SK_PREFETCH_INLINE void prefetch_later_rows(const W* w_row_k, int64_t sw, int64_t kn) {
   if constexpr (MR > 1) {
     const W* p = w_row_k + 2 * NR * sw;
     if (2 * NR * kn * static_cast<int64_t>(sizeof(W)) < 16384) {
@@ -177,21 +177,21 @@ inline void prefetch_later_rows(const W* w_row_k, int64_t sw, int64_t kn) {
 }
 
 template <int MR, int NR, class W>
-inline void prefetch_next_tile_short_rows(const W* w_row_k, int64_t sw, int64_t k) {
+SK_PREFETCH_INLINE void prefetch_next_tile_short_rows(const W* w_row_k, int64_t sw, int64_t k) {
   if constexpr (MR == 1) {
     const int64_t bytes = static_cast<int64_t>(sizeof(W));
     if (sw * bytes <= kShortRowBytes && k * bytes % 64 == 0) __builtin_prefetch(w_row_k + NR * sw, 0, 3);
   }
 }
 
-// AVX-512 GEMV tiles over short rows (f16 / bf16-widened; the w4a8 tile does the same inline): each K step of kStep
-// elements brings into L2 the same share of the next tile's block (its NR rows, one contiguous block when the stride is
-// the row length), in address order. Measured on Zen 4 (a Llama decode step, 1 thread): w4a8 on 512-byte rows 1.2x
-// faster than with the AVX2 form above (the next tile's line of each row, into L1), f16 on 2 KiB rows 1.6x faster
-// together with 2-row tiles (Tiles::gemv_short_nr). The int8, bf16 (VDPBF16PS) and f32 tiles gained nothing from it and
-// do not use it.
+// The AVX-512 GEMV tiles over short rows (f16 / bf16 widened, bf16, int8, w4a8; not f32, whose
+// rows are short only for K <= 512): each K step of kStep elements brings into L2 the same share
+// of the next tile's block (its NR rows, one contiguous block when the stride is the row length),
+// in address order. Measured on Zen 4, a Llama decode step on 1 thread, against the AVX2 form above
+// (the next tile's line of each row, into L1) or none: w4a8 on 512-byte rows about 1.2x faster,
+// f16 on 2 KiB rows about 1.35x, bf16 1.15x, int8 1.06x.
 template <int MR, int NR, int kStep, class W>
-inline void prefetch_next_block_short_rows(const W* w_tile, int64_t sw, int64_t k) {
+SK_PREFETCH_INLINE void prefetch_next_block_short_rows(const W* w_tile, int64_t sw, int64_t k) {
   if constexpr (MR == 1) {
     constexpr int64_t kBytes = static_cast<int64_t>(sizeof(W));
     if (sw * kBytes <= kShortRowBytes) {
@@ -204,7 +204,7 @@ inline void prefetch_next_block_short_rows(const W* w_tile, int64_t sw, int64_t 
 // GEMV tiles: touches the first lines of the next tile's NR rows, so their streams do not start on
 // cold misses when this tile ends.
 template <int MR, int NR, class W>
-inline void prefetch_next_tile_start(const W* w, int64_t sw) {
+SK_PREFETCH_INLINE void prefetch_next_tile_start(const W* w, int64_t sw) {
   if constexpr (MR == 1) {
     for (int j = 0; j < NR; ++j) {
       for (int b = 0; b < 256; b += 64) __builtin_prefetch(reinterpret_cast<const char*>(w + (NR + j) * sw) + b, 0, 3);

@@ -210,7 +210,7 @@ HalfTileFn half_tile_avx512_for(int mr, int nr) {
 template <class F>
 const HalfTiles& half_tiles() {
 #if SK_KERNELS_X86
-  static constexpr HalfTiles kAvx512 = {16, 8, 4, 4, 4096, 4, 4, half_tile_avx512_for<F>, 2};
+  static constexpr HalfTiles kAvx512 = {16, 8, 4, 4, 4096, 4, 4, half_tile_avx512_for<F>};
   static constexpr HalfTiles kAvx2 = {8, 8, 4, 3, 256, 2, 4, half_tile_avx2_for<F>};
   switch (current_isa_level()) {
     case kIsaAvx512:

@@ -46,7 +46,6 @@ enum { kOpX = 0, kOpW = 1, kOpScale = 2, kOpZero = 3 };
 
 // One core's view of the weights: row n of w at w + n * sw (bytes); s[g][n] at scale + g * ss + n
 // (f32 or f16 elements); z[g][n] at zero + g * sz + n, or 8 when zero is null.
-
 struct W4Weights {
   const uint8_t* w = nullptr;
   int64_t sw = 0;
@@ -286,9 +285,8 @@ SK_TARGET_AVX512 inline __m512i dot_step(__m512i raw, __m512i lo, __m512i hi, __
 }
 
 // The 16 weight rows of a tile. A full tile addresses row j as quad[j / 4] + (j % 4) * sw: four
-// pointers and the strides sw and 3 * sw, which x86 addressing takes as they are (a table of 16
-// pointers ended up in vector registers, moved out one by one at every step). A partial tile
-// repeats its last row and keeps the table.
+// pointers and the strides sw and 3 * sw, which x86 addressing takes as they are. A partial tile
+// repeats its last row and keeps a table of 16 pointers.
 template <bool kFull>
 struct Rows16;
 
@@ -328,14 +326,14 @@ struct Rows16<false> {
   Step step(int64_t byte) const { return {row, byte}; }
 };
 
-template <int GPC, bool kZeros, bool kF16, bool kVnni, bool kFull, bool kPrefetch>
+template <int GPC, bool kZeros, bool kF16, bool kVnni, bool kFull>
 SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const int32_t* xsum, float xs,
                                                         const W4Weights& w, int64_t n, int64_t nrows, int64_t k,
                                                         float* y) {
   constexpr int64_t kStep = 128;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const Rows16<kFull> rows(w, n, nrows);
-  const uint8_t* next_block = w.w + (n + 16) * w.sw;
+  const uint8_t* tile = w.w + n * w.sw;
   const int64_t span = GPC > 1 ? kStep : std::max<int64_t>(w.group, kStep);
   __m512 acc = _mm512_setzero_ps();
   // g = k0 / G: GPC groups per span (one when a group spans whole steps)
@@ -348,13 +346,12 @@ SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const 
       const __m512i xo = _mm512_load_si512(xq + kc + 64);
       const int64_t bytes = std::min<int64_t>(64, (k - kc) / 2);
       const __mmask64 mask = bytes == 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1u;
+      // Short rows: the next tile's block, into L2 in address order.
+      gemm::prefetch_next_block_short_rows<1, 16, 64>(tile, w.sw, kc / 2);
       const auto step = rows.step(kc / 2);
 #pragma GCC unroll 16
       for (int j = 0; j < 16; ++j) {
         const uint8_t* p = step.at(j);
-        // Short rows (gemm::kShortRowBytes): the next tile's block, 16 lines a step in address
-        // order, into L2 (gemm::prefetch_next_block_short_rows, spread over the row loads).
-        if constexpr (kPrefetch) __builtin_prefetch(next_block + kc / 2 * 16 + 64 * j, 0, 2);
         const __m512i wv = simd::masked_load_epi8(mask, p);
         const __m512i lo = _mm512_and_si512(wv, low4);
         const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(wv, 4), low4);
@@ -389,17 +386,15 @@ SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const 
   simd::masked_store_ps(y, simd::mask16(nrows), _mm512_mul_ps(acc, _mm512_set1_ps(xs)));
 }
 
-// Full tiles over short rows prefetch the next tile; a partial tile is the last of its range.
+// Full tiles address their rows from four bases (Rows16<true>).
 template <int GPC, bool kZeros, bool kF16, bool kVnni>
 SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_dispatch(const int8_t* xq, const int32_t* xsum, float xs,
                                                             const W4Weights& w, int64_t n, int64_t nrows, int64_t k,
                                                             float* y) {
   if (nrows < 16) {
-    w4a8_tile_avx512_body<GPC, kZeros, kF16, kVnni, false, false>(xq, xsum, xs, w, n, nrows, k, y);
-  } else if (w.sw <= gemm::kShortRowBytes) {
-    w4a8_tile_avx512_body<GPC, kZeros, kF16, kVnni, true, true>(xq, xsum, xs, w, n, nrows, k, y);
+    w4a8_tile_avx512_body<GPC, kZeros, kF16, kVnni, false>(xq, xsum, xs, w, n, nrows, k, y);
   } else {
-    w4a8_tile_avx512_body<GPC, kZeros, kF16, kVnni, true, false>(xq, xsum, xs, w, n, nrows, k, y);
+    w4a8_tile_avx512_body<GPC, kZeros, kF16, kVnni, true>(xq, xsum, xs, w, n, nrows, k, y);
   }
 }
 
