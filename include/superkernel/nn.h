@@ -30,8 +30,9 @@ namespace sk::nn {
 // [E, out]) and multiply with per-token dynamic activation quantisation (matmul.w8a8_dyn).
 // Group-wise 4-bit weights (`int4`, docs/kernels_matmul.md "4-bit weights"): weight i8
 // [out, in / 2] holding two 4-bit values per byte, scale f32 or f16 [in / G, out], zero i8
-// [in / G, out] or none (symmetric, zero point 8); they multiply with per-token int8 activations
-// (matmul.w4a8_dyn) or, with `f32_activations`, with x as it is (matmul.w4).
+// [in / G, out] or none (symmetric, zero point 8), or the same values in the tiled layout
+// (tile_int4 below); they multiply with per-token int8 activations (matmul.w4a8_dyn) or, with
+// `f32_activations`, with x as it is (matmul.w4).
 struct Linear {
   Tensor weight;
   Tensor scale{};  // int8: [out] (or [E, out]); int4: [in / G, out]
@@ -63,6 +64,9 @@ struct Int4Weights {
   std::vector<uint8_t> packed;  // [out, in / 2]: k = 2j in bits 0-3 of byte j, k = 2j + 1 in bits 4-7
   std::vector<uint8_t> scale;   // [in / group, out] of scale_dtype
   std::vector<int8_t> zero;     // [in / group, out] in [0, 15]; empty when symmetric
+  // The tiled layout: packed [out / 16, ceil(in / 128), 16, 64] (tile t, step s: 64 bytes of each
+  // of rows 16t..16t+15, k = 128s..128s+127, zero-padded), scale and zero [out / 16, in / group, 16].
+  bool tiled = false;
 };
 // w [out, in] row-major of dtype kF32, kBF16 or kF16. Per group of G values along `in`:
 // asymmetric: s = (max - min) / 15 over the group and 0, z = round(-min / s), q = clamp(round(x / s)
@@ -70,6 +74,16 @@ struct Int4Weights {
 // 8, 0, 15). q uses s as stored (after rounding to f16). Errors name the bad argument.
 Expected<Int4Weights> quantize_int4(const void* w, DType dtype, int64_t out, int64_t in,
                                     const Int4Options& options = {});
+// The same weights in the tiled layout, which the kernels read as one stream per core instead
+// of one per weight row and one per group (decode with short rows: docs/PERFORMANCE.md). The
+// products are the same bits. `out` must be a multiple of 16.
+//
+//   auto t = sk::nn::tile_int4(*q);   // q from quantize_int4 or a checkpoint's packed weights
+//   sk::nn::Linear proj = sk::nn::int4_constants(g, "layers.0.q_proj", *t);
+Expected<Int4Weights> tile_int4(const Int4Weights& q);
+// The shapes of the weight and of the scale / zero tensors of `q` in its layout.
+Shape int4_weight_shape(const Int4Weights& q);
+Shape int4_group_shape(const Int4Weights& q);
 // The graph constants `name`.qweight, `name`.scale (and `name`.zero) of quantised weights, as a Linear.
 Linear int4_constants(Graph& g, const std::string& name, const Int4Weights& q, bool f32_activations = false);
 

@@ -44,25 +44,68 @@ constexpr const char* kW4a8Name = "matmul.w4a8_dyn";
 constexpr const char* kW4Name = "matmul.w4";
 enum { kOpX = 0, kOpW = 1, kOpScale = 2, kOpZero = 3 };
 
-// One core's view of the weights: row n of w at w + n * sw (bytes); s[g][n] at scale + g * ss + n
-// (f32 or f16 elements); z[g][n] at zero + g * sz + n, or 8 when zero is null.
+// The tiled layout's blocks: 16 weight rows per tile, 128 k (64 bytes of each row) per step.
+constexpr int64_t kTileRows = 16;
+constexpr int64_t kTileStepK = 128;
+constexpr int64_t kTileRowBytes = kTileStepK / 2;
+constexpr int64_t kTileStepBytes = kTileRows * kTileRowBytes;
+static_assert(kNSplitAlign % kTileRows == 0, "a core's rows must start at a tile");
+// A tiled core slice is one stream; the tiles prefetch it this far ahead of what they read, into
+// L2. Measured on Zen 4 (a 155M-parameter Llama's decode, w4a8, G = 32, 1 thread, tokens/s in
+// alternated rounds): none 110-187, 4 KiB 190-199, 8 KiB 172-231, 16 KiB 199-247, 32 KiB 203-217,
+// 64 KiB 212-228, 16 KiB into L1 159-176; on 2 threads none 178-244, 8 KiB 318-362, 16 KiB
+// 353-450, 32 KiB 286-402. Prefetching the scales' stream as well measured within the noise.
+constexpr int64_t kTiledPrefetchBytes = 16384;
+
+// Prefetches into L2 the `bytes` (a multiple of 64) at kTiledPrefetchBytes past p.
+SK_PREFETCH_INLINE void prefetch_tiled_ahead(const uint8_t* p, int64_t bytes) {
+  const char* ahead = reinterpret_cast<const char*>(p) + kTiledPrefetchBytes;
+  for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(ahead + i, 0, 2);
+}
+
+// One core's view of the weights, in either layout (docs/kernels_matmul.md, "Packed layout"):
+//   rows: row n of w at w + n * sw; s[g][n] at scale + g * ss + n; z[g][n] at zero + g * sz + n.
+//   tiled: tile t = n / 16 at w + t * tile_bytes, its step s (k in [128s, 128s + 128)) at + s * 1024,
+//          row n % 16 at + (n % 16) * 64; s[g][n] at scale + t * ss + g * 16 + n % 16 (zero alike).
+// The tiles of the SIMD paths hold 8 or 16 rows of one 16-row block, so row n + j of a tile is at
+// row_base(n) + j * row_stride(), and the bytes of the step at byte b at + step_offset(b).
 struct W4Weights {
   const uint8_t* w = nullptr;
-  int64_t sw = 0;
+  int64_t sw = 0;  // rows: the row stride; tiled: the tile stride (tile_bytes)
+  bool tiled = false;
   const void* scale = nullptr;
   bool scale_f16 = false;
-  int64_t ss = 0;
+  int64_t ss = 0;  // rows: the group stride; tiled: the tile stride of the scales
   const int8_t* zero = nullptr;
   int64_t sz = 0;
   int64_t group = 0;   // G
   int64_t groups = 0;  // K / G
 
-  float s(int64_t g, int64_t n) const {
-    return scale_f16 ? gemm::F16Format::to_f32(static_cast<const uint16_t*>(scale)[g * ss + n])
-                     : static_cast<const float*>(scale)[g * ss + n];
+  const uint8_t* row_base(int64_t n) const {
+    return tiled ? w + (n / kTileRows) * sw + (n % kTileRows) * kTileRowBytes : w + n * sw;
   }
-  int32_t z(int64_t g, int64_t n) const { return zero != nullptr ? zero[g * sz + n] : 8; }
-  int32_t q(int64_t n, int64_t k) const { return (w[n * sw + k / 2] >> (4 * (k & 1))) & 0xF; }
+  int64_t row_stride() const { return tiled ? kTileRowBytes : sw; }
+  static int64_t step_offset(bool tiled, int64_t byte) {
+    return tiled ? (byte / kTileRowBytes) * kTileStepBytes + byte % kTileRowBytes : byte;
+  }
+  int64_t step_offset(int64_t byte) const { return step_offset(tiled, byte); }
+  // Index of s[g][n] (and z[g][n]) in its tensor; consecutive n of one 16-row block are adjacent.
+  int64_t group_index(int64_t g, int64_t n, int64_t stride) const {
+    return tiled ? (n / kTileRows) * stride + g * kTileRows + n % kTileRows : g * stride + n;
+  }
+  float s(int64_t g, int64_t n) const {
+    const int64_t i = group_index(g, n, ss);
+    return scale_f16 ? gemm::F16Format::to_f32(static_cast<const uint16_t*>(scale)[i])
+                     : static_cast<const float*>(scale)[i];
+  }
+  const void* scale_at(int64_t g, int64_t n) const {
+    const int64_t i = group_index(g, n, ss);
+    return scale_f16 ? static_cast<const void*>(static_cast<const uint16_t*>(scale) + i)
+                     : static_cast<const void*>(static_cast<const float*>(scale) + i);
+  }
+  const int8_t* zero_at(int64_t g, int64_t n) const { return zero + group_index(g, n, sz); }
+  int32_t z(int64_t g, int64_t n) const { return zero != nullptr ? *zero_at(g, n) : 8; }
+  int32_t q(int64_t n, int64_t k) const { return (row_base(n)[step_offset(k / 2)] >> (4 * (k & 1))) & 0xF; }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -147,12 +190,12 @@ SK_TARGET_AVX2 inline __m256i nibble_dots(const uint8_t* p, __m256i xe, __m256i 
 }
 
 // t0 / t1 += the quarter sums of rows 0-3 / 4-7 over the step at kc.
+// The rows' bytes of the step are at rows[j] + b.
 template <bool kHalf>
-SK_TARGET_AVX2 inline void w4a8_step_avx2(const int8_t* xq, const uint8_t* const* rows, int64_t kc, __m256i* t0,
-                                          __m256i* t1) {
+SK_TARGET_AVX2 inline void w4a8_step_avx2(const int8_t* xq, const uint8_t* const* rows, int64_t kc, int64_t b,
+                                          __m256i* t0, __m256i* t1) {
   const __m256i xe = _mm256_load_si256(reinterpret_cast<const __m256i*>(xq + kc));
   const __m256i xo = _mm256_load_si256(reinterpret_cast<const __m256i*>(xq + kc + 32));
-  const int64_t b = kc / 2;
   *t0 = _mm256_add_epi32(*t0,
                          quad_sums16(nibble_dots<kHalf>(rows[0] + b, xe, xo), nibble_dots<kHalf>(rows[1] + b, xe, xo),
                                      nibble_dots<kHalf>(rows[2] + b, xe, xo), nibble_dots<kHalf>(rows[3] + b, xe, xo)));
@@ -167,9 +210,9 @@ SK_TARGET_AVX2_F16C inline __m256 scales8(const W4Weights& w, int64_t g, int64_t
   if (nrows == 8) {
     if constexpr (kF16) {
       return _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w.scale) + g * w.ss + n)));
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w.scale_at(g, n)))));
     } else {
-      return _mm256_loadu_ps(static_cast<const float*>(w.scale) + g * w.ss + n);
+      return _mm256_loadu_ps(static_cast<const float*>(w.scale_at(g, n)));
     }
   }
   alignas(32) float s[8] = {};
@@ -178,7 +221,7 @@ SK_TARGET_AVX2_F16C inline __m256 scales8(const W4Weights& w, int64_t g, int64_t
 }
 
 SK_TARGET_AVX2 inline __m256i zeros8(const W4Weights& w, int64_t g, int64_t n, int64_t nrows) {
-  if (nrows == 8) return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.zero + g * w.sz + n)));
+  if (nrows == 8) return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.zero_at(g, n))));
   alignas(32) int32_t z[8] = {};
   for (int64_t j = 0; j < nrows; ++j) z[j] = w.z(g, n + j);
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(z));
@@ -202,7 +245,7 @@ SK_TARGET_AVX2_F16C void w4a8_tile_avx2(const int8_t* xq, const int32_t* xsum, f
                                         int64_t nrows, int64_t k, float* y) {
   constexpr int64_t kStep = 64;
   const uint8_t* rows[8];
-  for (int64_t j = 0; j < 8; ++j) rows[j] = w.w + (n + std::min(j, nrows - 1)) * w.sw;
+  for (int64_t j = 0; j < 8; ++j) rows[j] = w.row_base(n + std::min(j, nrows - 1));
   const int64_t span = GPC > 1 ? kStep : w.group;
   __m256 acc = _mm256_setzero_ps();
   // g = k0 / G: GPC groups per span (one when a group spans whole steps)
@@ -212,11 +255,19 @@ SK_TARGET_AVX2_F16C void w4a8_tile_avx2(const int8_t* xq, const int32_t* xsum, f
     if (k - k0 >= kStep) {
       for (int64_t kc = k0; kc < k0 + span; kc += kStep) {
         // Rows of at most gemm::kShortRowBytes (K <= 4096 here) bring in the next tile's lines.
-        for (int j = 0; j < 8; ++j) gemm::prefetch_next_tile_short_rows<1, 8>(rows[j] + kc / 2, w.sw, kc / 2);
-        w4a8_step_avx2<false>(xq, rows, kc, &t0, &t1);
+        // Tiled: the tile's 8 rows of a 128-k step are 512 bytes of the stream; the step's
+        // first half prefetches them ahead (the same distance as the AVX-512 tiles; not timed on
+        // an AVX2 machine).
+        if (!w.tiled) {
+          for (int j = 0; j < 8; ++j) gemm::prefetch_next_tile_short_rows<1, 8>(rows[j] + kc / 2, w.sw, kc / 2);
+        } else if (kc % kTileStepK == 0) {
+          prefetch_tiled_ahead(rows[0] + w.step_offset(kc / 2), 8 * kTileRowBytes);
+        }
+        w4a8_step_avx2<false>(xq, rows, kc, w.step_offset(kc / 2), &t0, &t1);
       }
     } else {
-      w4a8_step_avx2<true>(xq, rows, k0, &t0, &t1);  // K = 32 (mod 64), G = 32: the upper half is zero
+      // K = 32 (mod 64), G = 32: the upper half is zero
+      w4a8_step_avx2<true>(xq, rows, k0, w.step_offset(k0 / 2), &t0, &t1);
     }
     const __m256i q0 = _mm256_permute2x128_si256(t0, t1, 0x20);  // k0 + [0, 32) of the 8 rows
     const __m256i q1 = _mm256_permute2x128_si256(t0, t1, 0x31);  // k0 + [32, 64)
@@ -250,9 +301,9 @@ template <bool kF16>
 SK_TARGET_AVX512_F16C inline __m512 scales16(const W4Weights& w, int64_t g, int64_t n, int64_t nrows) {
   const __mmask16 m = simd::mask16(nrows);
   if constexpr (kF16) {
-    return _mm512_cvtph_ps(simd::masked_load_epi16x16(m, static_cast<const uint16_t*>(w.scale) + g * w.ss + n));
+    return _mm512_cvtph_ps(simd::masked_load_epi16x16(m, static_cast<const uint16_t*>(w.scale_at(g, n))));
   } else {
-    return simd::masked_load_ps(m, static_cast<const float*>(w.scale) + g * w.ss + n);
+    return simd::masked_load_ps(m, static_cast<const float*>(w.scale_at(g, n)));
   }
 }
 
@@ -260,7 +311,7 @@ template <bool kZeros, bool kF16>
 SK_TARGET_AVX512_F16C inline __m512 finish_group16(__m512i d, int32_t xsum, const W4Weights& w, int64_t g, int64_t n,
                                                    int64_t nrows, __m512 acc) {
   if constexpr (kZeros) {
-    const __m512i z = _mm512_cvtepi8_epi32(simd::masked_load_epi8x16(simd::mask16(nrows), w.zero + g * w.sz + n));
+    const __m512i z = _mm512_cvtepi8_epi32(simd::masked_load_epi8x16(simd::mask16(nrows), w.zero_at(g, n)));
     d = _mm512_sub_epi32(d, _mm512_mullo_epi32(z, _mm512_set1_epi32(xsum)));
   } else {
     d = _mm512_sub_epi32(d, _mm512_set1_epi32(8 * xsum));
@@ -294,8 +345,9 @@ template <>
 struct Rows16<true> {
   const uint8_t* quad[4];
   int64_t sw;
-  Rows16(const W4Weights& w, int64_t n, int64_t /*nrows*/) : sw(w.sw) {
-    for (int b = 0; b < 4; ++b) quad[b] = w.w + (n + 4 * b) * w.sw;
+  bool tiled;
+  Rows16(const W4Weights& w, int64_t n, int64_t /*nrows*/) : sw(w.row_stride()), tiled(w.tiled) {
+    for (int b = 0; b < 4; ++b) quad[b] = w.row_base(n + 4 * b);
   }
   // Row j's bytes from `byte` on. The four bases are made opaque to the compiler once per step:
   // otherwise it keeps each of the 16 row addresses (and 16 prefetch addresses) as an induction
@@ -306,7 +358,8 @@ struct Rows16<true> {
     const uint8_t* at(int j) const { return base[j >> 2] + (j & 3) * sw; }
   };
   Step step(int64_t byte) const {
-    Step s{{quad[0] + byte, quad[1] + byte, quad[2] + byte, quad[3] + byte}, sw};
+    const int64_t o = W4Weights::step_offset(tiled, byte);
+    Step s{{quad[0] + o, quad[1] + o, quad[2] + o, quad[3] + o}, sw};
     for (auto& b : s.base) __asm__("" : "+r"(b));
     return s;
   }
@@ -315,15 +368,16 @@ struct Rows16<true> {
 template <>
 struct Rows16<false> {
   const uint8_t* row[16];
-  Rows16(const W4Weights& w, int64_t n, int64_t nrows) {
-    for (int64_t j = 0; j < 16; ++j) row[j] = w.w + (n + std::min(j, nrows - 1)) * w.sw;
+  bool tiled;
+  Rows16(const W4Weights& w, int64_t n, int64_t nrows) : tiled(w.tiled) {
+    for (int64_t j = 0; j < 16; ++j) row[j] = w.row_base(n + std::min(j, nrows - 1));
   }
   struct Step {
     const uint8_t* const* row;
-    int64_t byte;
-    const uint8_t* at(int j) const { return row[j] + byte; }
+    int64_t offset;
+    const uint8_t* at(int j) const { return row[j] + offset; }
   };
-  Step step(int64_t byte) const { return {row, byte}; }
+  Step step(int64_t byte) const { return {row, W4Weights::step_offset(tiled, byte)}; }
 };
 
 template <int GPC, bool kZeros, bool kF16, bool kVnni, bool kFull>
@@ -333,7 +387,7 @@ SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const 
   constexpr int64_t kStep = 128;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const Rows16<kFull> rows(w, n, nrows);
-  const uint8_t* tile = w.w + n * w.sw;
+  const uint8_t* tile = w.row_base(n);
   const int64_t span = GPC > 1 ? kStep : std::max<int64_t>(w.group, kStep);
   __m512 acc = _mm512_setzero_ps();
   // g = k0 / G: GPC groups per span (one when a group spans whole steps)
@@ -346,8 +400,12 @@ SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const 
       const __m512i xo = _mm512_load_si512(xq + kc + 64);
       const int64_t bytes = std::min<int64_t>(64, (k - kc) / 2);
       const __mmask64 mask = bytes == 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1u;
-      // Short rows: the next tile's block, into L2 in address order.
-      gemm::prefetch_next_block_short_rows<1, 16, 64>(tile, w.sw, kc / 2);
+      // Short rows: the next tile's block, into L2 in address order; tiled: the stream ahead.
+      if (w.tiled) {
+        prefetch_tiled_ahead(tile + (kc / kTileStepK) * kTileStepBytes, kTileStepBytes);
+      } else {
+        gemm::prefetch_next_block_short_rows<1, 16, 64>(tile, w.sw, kc / 2);
+      }
       const auto step = rows.step(kc / 2);
 #pragma GCC unroll 16
       for (int j = 0; j < 16; ++j) {
@@ -510,7 +568,7 @@ SK_TARGET_AVX2_F16C void w4_tile_avx2(const float* x, const W4Weights& w, int64_
                                       int64_t /*k: groups * group*/, float* y) {
   constexpr int kRows = 4;
   const uint8_t* rows[kRows];
-  for (int64_t j = 0; j < kRows; ++j) rows[j] = w.w + (n + std::min<int64_t>(j, nrows - 1)) * w.sw;
+  for (int64_t j = 0; j < kRows; ++j) rows[j] = w.row_base(n + std::min<int64_t>(j, nrows - 1));
   const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
   const __m256i low4 = _mm256_set1_epi32(0xF);
   __m256 acc[kRows];
@@ -521,14 +579,14 @@ SK_TARGET_AVX2_F16C void w4_tile_avx2(const float* x, const W4Weights& w, int64_
     for (int j = 0; j < kRows; ++j) {
       const int64_t r = n + std::min<int64_t>(j, nrows - 1);
       s[j] = _mm256_set1_ps(w.s(g, r));
-      z[j] = _mm256_set1_epi32(kZeros ? w.zero[g * w.sz + r] : 8);
+      z[j] = _mm256_set1_epi32(kZeros ? *w.zero_at(g, r) : 8);
     }
     for (int64_t i = g * w.group; i < (g + 1) * w.group; i += 8) {
       const __m256 xv = _mm256_loadu_ps(x + i);
 #pragma GCC unroll 4
       for (int j = 0; j < kRows; ++j) {
         uint32_t packed;
-        std::memcpy(&packed, rows[j] + i / 2, 4);
+        std::memcpy(&packed, rows[j] + w.step_offset(i / 2), 4);
         // 8 nibbles in k order, minus the zero point, exactly; then the one rounding of s * (q - z).
         const __m256i q =
             _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(packed)), shifts), low4);
@@ -545,7 +603,7 @@ SK_TARGET_AVX512_F16C void w4_tile_avx512(const float* x, const W4Weights& w, in
                                           int64_t /*k: groups * group*/, float* y) {
   constexpr int kRows = 8;
   const uint8_t* rows[kRows];
-  for (int64_t j = 0; j < kRows; ++j) rows[j] = w.w + (n + std::min<int64_t>(j, nrows - 1)) * w.sw;
+  for (int64_t j = 0; j < kRows; ++j) rows[j] = w.row_base(n + std::min<int64_t>(j, nrows - 1));
   const __m512i pick = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const __m512i shifts = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
   const __m512i low4 = _mm512_set1_epi32(0xF);
@@ -557,14 +615,15 @@ SK_TARGET_AVX512_F16C void w4_tile_avx512(const float* x, const W4Weights& w, in
     for (int j = 0; j < kRows; ++j) {
       const int64_t r = n + std::min<int64_t>(j, nrows - 1);
       s[j] = _mm512_set1_ps(w.s(g, r));
-      z[j] = _mm512_set1_epi32(kZeros ? w.zero[g * w.sz + r] : 8);
+      z[j] = _mm512_set1_epi32(kZeros ? *w.zero_at(g, r) : 8);
     }
     for (int64_t i = g * w.group; i < (g + 1) * w.group; i += 16) {
       const __m512 xv = _mm512_loadu_ps(x + i);
 #pragma GCC unroll 8
       for (int j = 0; j < kRows; ++j) {
         // 16 nibbles: the low 32 bits of the 8 bytes feed lanes 0-7, the high 32 bits lanes 8-15.
-        const __m512i both = _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(rows[j] + i / 2)));
+        const __m512i both =
+            _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(rows[j] + w.step_offset(i / 2))));
         const __m512i q = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi32(pick, both), shifts), low4);
         const __m512 wv = _mm512_mul_ps(s[j], _mm512_cvtepi32_ps(_mm512_sub_epi32(q, z[j])));
         acc[j] = _mm512_fmadd_ps(xv, wv, acc[j]);
@@ -643,32 +702,54 @@ bool plan(const sk_kernel_args* args, bool int8, Plan* p, ErrorSink err) {
   char s1[96];
   char s2[96];
   const int64_t k = x.shape[x.rank - 1];
-  if (w.rank != 2 || w.shape[1] * 2 != k) {
+  const bool tiled = w.rank == 4;
+  const int64_t steps = (k + kTileStepK - 1) / kTileStepK;
+  if (tiled) {
+    // [N / 16, ceil(K / 128), 16, 64], dense: tile t's step s holds 64 bytes of each of its rows.
+    if (w.shape[1] != steps || w.shape[2] != kTileRows || w.shape[3] != kTileRowBytes || !sk_tensor_is_contiguous(&w)) {
+      return invalid(
+          err, "%s: tiled w shape %s is not a dense [N / 16, %lld, 16, 64] (ceil(K / 128) steps) for x shape %s", name,
+          format_shape(w, s1, sizeof s1), static_cast<long long>(steps), format_shape(x, s2, sizeof s2));
+    }
+  } else if (w.rank != 2 || w.shape[1] * 2 != k) {
     return invalid(err, "%s: w shape %s is not [N, %lld] (two 4-bit weights per byte) for x shape %s", name,
                    format_shape(w, s1, sizeof s1), static_cast<long long>(k / 2), format_shape(x, s2, sizeof s2));
   }
-  const int64_t n = w.shape[0];
-  if (s.rank != 2 || s.shape[1] != n || (k > 0 && (s.shape[0] == 0 || k % s.shape[0] != 0)) ||
-      (k == 0 && s.shape[0] != 0)) {
-    return invalid(err, "%s: w_scale shape %s is not [K / G, N] for K = %lld, N = %lld", name,
-                   format_shape(s, s1, sizeof s1), static_cast<long long>(k), static_cast<long long>(n));
+  const int64_t n = tiled ? w.shape[0] * kTileRows : w.shape[0];
+  // Rows: [K / G, N]; tiled: [N / 16, K / G, 16], dense. The group count is the same dimension.
+  const int gd = tiled ? 1 : 0;
+  const bool scale_dims =
+      tiled ? s.rank == 3 && s.shape[0] == w.shape[0] && s.shape[2] == kTileRows : s.rank == 2 && s.shape[1] == n;
+  if (!scale_dims || (k > 0 && (s.shape[gd] == 0 || k % s.shape[gd] != 0)) || (k == 0 && s.shape[gd] != 0) ||
+      (tiled && !sk_tensor_is_contiguous(&s))) {
+    return invalid(err, "%s: w_scale shape %s is not %s for K = %lld, N = %lld", name, format_shape(s, s1, sizeof s1),
+                   tiled ? "a dense [N / 16, K / G, 16] (tiled w)" : "[K / G, N]", static_cast<long long>(k),
+                   static_cast<long long>(n));
   }
-  const int64_t group = k > 0 ? k / s.shape[0] : 32;
+  const int64_t group = k > 0 ? k / s.shape[gd] : 32;
   if (!is_pow2(group) || group < 32) {
-    return invalid(err, "%s: group size G = K / w_scale.shape[0] = %lld must be a power of two >= 32", name,
-                   static_cast<long long>(group));
+    return invalid(err, "%s: group size G = K / (the w_scale groups %lld) = %lld must be a power of two >= 32", name,
+                   static_cast<long long>(s.shape[gd]), static_cast<long long>(group));
   }
   if (zeros && !same_shape(args->inputs[3], s)) {
     return invalid(err, "%s: w_zero shape %s differs from w_scale shape %s", name,
                    format_shape(args->inputs[3], s1, sizeof s1), format_shape(s, s2, sizeof s2));
   }
-  if (!last_dim_contiguous(s) || (zeros && !last_dim_contiguous(args->inputs[3]))) {
-    return invalid(err, "%s: the last dimension of w_scale and w_zero must have stride 1", name);
+  if (!last_dim_contiguous(s) || (zeros && !last_dim_contiguous(args->inputs[3])) ||
+      (tiled && zeros && !sk_tensor_is_contiguous(&args->inputs[3]))) {
+    return invalid(err, "%s: the last dimension of w_scale and w_zero must have stride 1%s", name,
+                   tiled ? " (and both be dense with tiled w)" : "");
   }
   if (int8 && !check_w8_k(k, name, "x", err)) return false;
-  // The row walk of x and out: w checked as [N, K] with its real strides.
+  // The row walk of x and out: w checked as [N, K] with its real strides (tiled: as a dense one).
   sk_tensor_arg w_as_k = w;
+  w_as_k.rank = 2;
+  w_as_k.shape[0] = n;
   w_as_k.shape[1] = k;
+  if (tiled) {
+    w_as_k.stride[0] = k;
+    w_as_k.stride[1] = 1;
+  }
   if (!plan_linear_rows(x, w_as_k, out, name, "x", &p->rows, err)) return false;
   p->m = p->rows.numel;
   p->k = k;
@@ -676,12 +757,13 @@ bool plan(const sk_kernel_args* args, bool int8, Plan* p, ErrorSink err) {
   p->x = static_cast<const float*>(x.data);
   p->out = static_cast<float*>(out.data);
   p->w.w = static_cast<const uint8_t*>(w.data);
-  p->w.sw = w.stride[0];
+  p->w.tiled = tiled;
+  p->w.sw = tiled ? steps * kTileStepBytes : w.stride[0];
   p->w.scale = s.data;
   p->w.scale_f16 = s.dtype == SK_DTYPE_F16;
-  p->w.ss = s.stride[0];
+  p->w.ss = tiled ? s.shape[1] * kTileRows : s.stride[0];
   p->w.zero = zeros ? static_cast<const int8_t*>(args->inputs[3].data) : nullptr;
-  p->w.sz = zeros ? args->inputs[3].stride[0] : 0;
+  p->w.sz = zeros ? (tiled ? p->w.ss : args->inputs[3].stride[0]) : 0;
   p->w.group = group;
   p->w.groups = k / group;
   p->w_arg = &w;
@@ -692,11 +774,10 @@ bool plan(const sk_kernel_args* args, bool int8, Plan* p, ErrorSink err) {
 
 // This core's columns [r.begin, r.end) of the weights, scales and zero points.
 W4Weights core_view(const W4Weights& w, sk_range r) {
-  W4Weights v = w;
-  v.w = w.w + r.begin * w.sw;
-  v.scale = w.scale_f16 ? static_cast<const void*>(static_cast<const uint16_t*>(w.scale) + r.begin)
-                        : static_cast<const void*>(static_cast<const float*>(w.scale) + r.begin);
-  if (w.zero != nullptr) v.zero = w.zero + r.begin;
+  W4Weights v = w;  // r.begin starts a tile (kNSplitAlign)
+  v.w = w.row_base(r.begin);
+  v.scale = w.scale_at(0, r.begin);
+  if (w.zero != nullptr) v.zero = w.zero_at(0, r.begin);
   return v;
 }
 
@@ -731,7 +812,12 @@ int32_t prologue(const sk_kernel_args* args, const sk_core_ctx* core, bool int8)
   if (!check_core(core, name, err) || !plan(args, int8, &p, err)) return SK_ERR_INVALID_ARGUMENT;
   const sk_range r = sk_split_range(p.n, core->core_id, core->num_cores, kNSplitAlign);
   if (r.begin >= r.end || p.k == 0) return SK_OK;
-  prefetch_weight_slice(p.w.w + r.begin * p.w.sw, p.w.sw, r.end - r.begin, p.k / 2, core);
+  if (p.w.tiled) {  // the core's tiles are one block
+    const int64_t tiles = (r.end - r.begin + kTileRows - 1) / kTileRows;
+    prefetch_weight_slice(p.w.row_base(r.begin), 0, 1, tiles * p.w.sw, core);
+  } else {
+    prefetch_weight_slice(p.w.w + r.begin * p.w.sw, p.w.sw, r.end - r.begin, p.k / 2, core);
+  }
   return SK_OK;
 }
 
@@ -758,11 +844,20 @@ int32_t access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, s
   const int32_t out_op = args->num_inputs;
   if (p.k > 0) {
     list.add_walk(p.rows, 0, kOpX, SK_ACCESS_READ, 0, p.rows.numel, p.k, sizeof(float));
-    const int64_t first = r.begin * p.w.sw;
-    const int64_t last = (r.end - 1) * p.w.sw;
-    list.add(kOpW, SK_ACCESS_READ, std::min(first, last), std::max(first, last) + p.k / 2);
-    add_group_columns(list, kOpScale, *p.scale_arg, r);
-    if (p.zero_arg != nullptr) add_group_columns(list, kOpZero, *p.zero_arg, r);
+    if (p.w.tiled) {  // dense tiles [t0, t1) of w, w_scale and w_zero
+      const int64_t t0 = r.begin / kTileRows;
+      const int64_t t1 = (r.end + kTileRows - 1) / kTileRows;
+      list.add(kOpW, SK_ACCESS_READ, t0 * p.w.sw, t1 * p.w.sw);
+      const int64_t se = sk_dtype_size(p.scale_arg->dtype);
+      list.add(kOpScale, SK_ACCESS_READ, t0 * p.w.ss * se, t1 * p.w.ss * se);
+      if (p.zero_arg != nullptr) list.add(kOpZero, SK_ACCESS_READ, t0 * p.w.sz, t1 * p.w.sz);
+    } else {
+      const int64_t first = r.begin * p.w.sw;
+      const int64_t last = (r.end - 1) * p.w.sw;
+      list.add(kOpW, SK_ACCESS_READ, std::min(first, last), std::max(first, last) + p.k / 2);
+      add_group_columns(list, kOpScale, *p.scale_arg, r);
+      if (p.zero_arg != nullptr) add_group_columns(list, kOpZero, *p.zero_arg, r);
+    }
   }
   const int64_t sy = p.rows.inner_stride(1);
   for_each_run(p.rows, 0, p.rows.numel, [&](const int64_t* off, int64_t len) {

@@ -136,6 +136,17 @@ Expected<nn::Int4Weights> repack_int4(WeightSource& source, const std::string& m
   return w;
 }
 
+// The tiled layout when the rows make whole tiles (out % 16 == 0): the same products, read as one
+// stream per core (docs/kernels_matmul.md, "Tiled layout").
+Expected<WeightSource::Derived> tiled_if_possible(nn::Int4Weights w) {
+  if (w.out % 16 == 0) {
+    auto t = nn::tile_int4(w);
+    if (!t) return t.status();
+    w = std::move(*t);
+  }
+  return std::shared_ptr<const void>(std::make_shared<nn::Int4Weights>(std::move(w)));
+}
+
 }  // namespace
 
 Expected<nn::Linear> ModelWeights::int4_linear(const std::string& name, const Shape& shape) {
@@ -166,7 +177,7 @@ Expected<nn::Linear> ModelWeights::int4_linear(const std::string& name, const Sh
     if (from_checkpoint) {
       auto w = repack_int4(source_, module, *packed_, out, in);
       if (!w) return w.status();
-      return std::shared_ptr<const void>(std::make_shared<nn::Int4Weights>(std::move(*w)));
+      return tiled_if_possible(std::move(*w));
     }
     if (in % group != 0)
       return Status::invalid_argument("weight '" + name + "' " + shape_to_string(shape) +
@@ -182,20 +193,20 @@ Expected<nn::Linear> ModelWeights::int4_linear(const std::string& name, const Sh
     o.zero_points = !symmetric;
     auto w = nn::quantize_int4(values->get(), dtype, out, in, o);
     if (!w) return w.status().with_context("weight '" + name + "'");
-    return std::shared_ptr<const void>(std::make_shared<nn::Int4Weights>(std::move(*w)));
+    return tiled_if_possible(std::move(*w));
   });
   if (!made) return made.status();
   auto w = std::static_pointer_cast<const nn::Int4Weights>(*made);
   nn::Linear l;
   l.int4 = true;
   l.f32_activations = dtype_ == WeightDType::kW4;
-  l.weight =
-      g_.constant_external(module + ".qweight", DType::kI8, {out, in / 2}, w->packed.data(), w->packed.size(), w);
-  l.scale = g_.constant_external(module + ".scales", w->scale_dtype, {in / w->group, out}, w->scale.data(),
+  l.weight = g_.constant_external(module + ".qweight", DType::kI8, nn::int4_weight_shape(*w), w->packed.data(),
+                                  w->packed.size(), w);
+  l.scale = g_.constant_external(module + ".scales", w->scale_dtype, nn::int4_group_shape(*w), w->scale.data(),
                                  w->scale.size(), w);
   if (!w->zero.empty())
-    l.zero =
-        g_.constant_external(module + ".qzeros", DType::kI8, {in / w->group, out}, w->zero.data(), w->zero.size(), w);
+    l.zero = g_.constant_external(module + ".qzeros", DType::kI8, nn::int4_group_shape(*w), w->zero.data(),
+                                  w->zero.size(), w);
   return l;
 }
 

@@ -62,7 +62,9 @@ Tensor linear(Graph& g, Tensor x, const Linear& w, std::string name) {
   if (wi.dtype == DType::kF32 && !w.scale.valid() && !w.int4) return matmul(g, x, w.weight, std::move(name));
   std::vector<Tensor> inputs{x};
   for (Tensor t : weight_operands(w)) inputs.push_back(t);
-  const Shape y = with_last(info_of(g, x).shape, dim(wi, 0));
+  // Tiled 4-bit weights [N / 16, steps, 16, 64] hold N / 16 tiles.
+  const int64_t n = w.int4 && wi.shape.size() == 4 ? dim(wi, 0) * 16 : dim(wi, 0);
+  const Shape y = with_last(info_of(g, x).shape, n);
   return call_kernel(g, matmul_kernel("matmul", g, w), inputs, {{DType::kF32, y}}, {}, std::move(name))[0];
 }
 
@@ -164,14 +166,64 @@ Expected<Int4Weights> quantize_int4(const void* w, DType dtype, int64_t out, int
   return q;
 }
 
+Shape int4_weight_shape(const Int4Weights& q) {
+  if (q.tiled) return {q.out / 16, (q.in + 127) / 128, 16, 64};
+  return {q.out, q.in / 2};
+}
+
+Shape int4_group_shape(const Int4Weights& q) {
+  if (q.tiled) return {q.out / 16, q.in / q.group, 16};
+  return {q.in / q.group, q.out};
+}
+
+Expected<Int4Weights> tile_int4(const Int4Weights& q) {
+  if (q.tiled) return Status::invalid_argument("tile_int4: the weights are tiled already");
+  if (q.out % 16 != 0)
+    return Status::invalid_argument("tile_int4: out = " + std::to_string(q.out) + " is not a multiple of 16");
+  const int64_t groups = q.group > 0 ? q.in / q.group : 0;
+  const size_t scale_size = dtype_size(q.scale_dtype);
+  if (q.packed.size() != static_cast<size_t>(q.out * q.in / 2) ||
+      q.scale.size() != static_cast<size_t>(groups * q.out) * scale_size ||
+      (!q.zero.empty() && q.zero.size() != static_cast<size_t>(groups * q.out)))
+    return Status::invalid_argument("tile_int4: packed, scale or zero does not have the size of [" +
+                                    std::to_string(q.out) + ", " + std::to_string(q.in) + "] in groups of " +
+                                    std::to_string(q.group));
+  Int4Weights t;
+  t.out = q.out;
+  t.in = q.in;
+  t.group = q.group;
+  t.scale_dtype = q.scale_dtype;
+  t.tiled = true;
+  const int64_t steps = (q.in + 127) / 128;
+  t.packed.assign(static_cast<size_t>(q.out / 16 * steps * 16 * 64), 0);
+  for (int64_t n = 0; n < q.out; ++n) {
+    const uint8_t* row = q.packed.data() + n * (q.in / 2);
+    for (int64_t b = 0; b < q.in / 2; ++b) {
+      const int64_t at = ((n / 16 * steps + b / 64) * 16 + n % 16) * 64 + b % 64;
+      t.packed[static_cast<size_t>(at)] = row[b];
+    }
+  }
+  t.scale.resize(q.scale.size());
+  if (!q.zero.empty()) t.zero.resize(q.zero.size());
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t n = 0; n < q.out; ++n) {
+      const int64_t from = g * q.out + n;
+      const int64_t to = (n / 16 * groups + g) * 16 + n % 16;
+      std::memcpy(t.scale.data() + to * scale_size, q.scale.data() + from * scale_size, scale_size);
+      if (!q.zero.empty()) t.zero[static_cast<size_t>(to)] = q.zero[static_cast<size_t>(from)];
+    }
+  }
+  return t;
+}
+
 Linear int4_constants(Graph& g, const std::string& name, const Int4Weights& q, bool f32_activations) {
   Linear l;
   l.int4 = true;
   l.f32_activations = f32_activations;
-  l.weight = g.constant(name + ".qweight", DType::kI8, {q.out, q.in / 2}, q.packed.data(), q.packed.size());
-  l.scale = g.constant(name + ".scale", q.scale_dtype, {q.in / q.group, q.out}, q.scale.data(), q.scale.size());
+  l.weight = g.constant(name + ".qweight", DType::kI8, int4_weight_shape(q), q.packed.data(), q.packed.size());
+  l.scale = g.constant(name + ".scale", q.scale_dtype, int4_group_shape(q), q.scale.data(), q.scale.size());
   if (!q.zero.empty())
-    l.zero = g.constant(name + ".zero", DType::kI8, {q.in / q.group, q.out}, q.zero.data(), q.zero.size());
+    l.zero = g.constant(name + ".zero", DType::kI8, int4_group_shape(q), q.zero.data(), q.zero.size());
   return l;
 }
 

@@ -193,6 +193,32 @@ SK_KERNEL_CASES(matmul_family_cases) {
                     {f32({3, 512}).with_values({4.0, -4.0}), i8({9, 256}).with_values({-1, 0x0F, -16}), scales({4, 9}),
                      tensor(SK_DTYPE_I8, {4, 9}).with_values({-128, 127, 0, 15})},
                     {f32({3, 9})}));
+  // The tiled layout (w [N/16, ceil(K/128), 16, 64], scales and zeros [N/16, K/G, 16]): random
+  // padding bytes, which the kernels must not read into the result; K ending inside a step.
+  struct W4TiledShape {
+    const char* name;
+    std::vector<int64_t> x;
+    int64_t tiles, group;
+  };
+  for (const W4TiledShape& s : std::vector<W4TiledShape>{{"gemv_k1024_g32_n64", {1, 1024}, 4, 32},
+                                                         {"m3_k160_g32", {3, 160}, 2, 32},
+                                                         {"m4_k96_g32", {4, 96}, 2, 32},
+                                                         {"m5_k384_g128", {5, 384}, 3, 128},
+                                                         {"rank3_k256_g256", {2, 3, 256}, 1, 256}}) {
+    const int64_t k = s.x.back();
+    const int64_t groups = k / s.group;
+    const int64_t n = 16 * s.tiles;
+    const std::vector<int64_t> w = {s.tiles, (k + 127) / 128, 16, 64};
+    for (const char* kernel : {"matmul.w4a8_dyn", "matmul.w4"}) {
+      const std::string base = std::string(kernel) == "matmul.w4" ? "w4_tiled_" : "w4a8_dyn_tiled_";
+      cs.push_back(make(base + s.name, kernel, {f32(s.x).range(-4, 4), i8(w), scales({s.tiles, groups, 16})},
+                        {f32(with_last(s.x, n))}));
+      cs.push_back(make(base + s.name + "_zeros_f16", kernel,
+                        {f32(s.x).range(-4, 4), i8(w), f16({s.tiles, groups, 16}).range(0.001, 0.05),
+                         tensor(SK_DTYPE_I8, {s.tiles, groups, 16}).range(0, 15)},
+                        {f32(with_last(s.x, n))}));
+    }
+  }
   cs.push_back(make("w4a8_dyn_k0", "matmul.w4a8_dyn", {f32({2, 0}), i8({5, 0}), scales({0, 5})}, {f32({2, 5})}));
   cs.push_back(make("w4_k0", "matmul.w4", {f32({2, 0}), i8({5, 0}), scales({0, 5})}, {f32({2, 5})}));
 
@@ -653,6 +679,69 @@ TEST(MatmulFamily, W4a8DynIsTheSameAtEveryLevel) {
   }
 }
 
+// The tiled layout of the same weights (docs/kernels_matmul.md, "Tiled layout"): w [N/16,
+// ceil(K/128), 16, 64] with byte j of row n at [n / 16, j / 64, n % 16, j % 64], the padding
+// filled with a pattern the kernels must not read into the result; scales and zeros [N/16, K/G,
+// 16] with group g of row n at [n / 16, g, n % 16].
+W4Operands tile_w4(W4Operands& o, int64_t n, int64_t k) {
+  const int64_t steps = (k + 127) / 128;
+  const int64_t groups = k / o.group;
+  W4Operands t{dense(SK_DTYPE_I8, {n / 16, steps, 16, 64}), dense(SK_DTYPE_F32, {n / 16, groups, 16}),
+               dense(SK_DTYPE_I8, {n / 16, groups, 16}), o.group};
+  std::memset(t.w.bytes.data(), 0xA5, t.w.bytes.size());
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t j = 0; j < k / 2; ++j) {
+      t.w.data<int8_t>()[((r / 16 * steps + j / 64) * 16 + r % 16) * 64 + j % 64] = o.w.data<int8_t>()[r * (k / 2) + j];
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+      t.scale.data<float>()[(r / 16 * groups + g) * 16 + r % 16] = o.scale.data<float>()[g * n + r];
+      t.zero.data<int8_t>()[(r / 16 * groups + g) * 16 + r % 16] = o.zero.data<int8_t>()[g * n + r];
+    }
+  }
+  return t;
+}
+
+// Both 4-bit kernels give the row layout's bits on the tiled layout, at every level and core
+// count (cores split N in whole tiles), for K that ends inside a 128-k step (K = 96, 160) or a
+// 64-k AVX2 step, every group size the tiles treat apart, and the padding bytes set.
+TEST(MatmulFamily, W4TiledLayoutGivesTheRowLayoutsBits) {
+  for (const char* name : {"matmul.w4a8_dyn", "matmul.w4"}) {
+    const sk_kernel_desc* kd = kernel(name);
+    ASSERT_NE(kd, nullptr);
+    for (const auto& [m, n, k, group] : std::vector<std::array<int64_t, 4>>{{1, 64, 1024, 32},
+                                                                            {3, 48, 160, 32},
+                                                                            {4, 32, 96, 32},
+                                                                            {2, 80, 384, 64},
+                                                                            {5, 16, 512, 128},
+                                                                            {1, 32, 768, 256},
+                                                                            {17, 160, 256, 32}}) {
+      W4Operands o = w4_operands(n, k, group, 60);
+      W4Operands t = tile_w4(o, n, k);
+      Tensor x = dense(SK_DTYPE_F32, {m, k});
+      fill_uniform(x, 61, -3.0f, 3.0f);
+      for (bool zeros : {false, true}) {
+        for (int level : levels()) {
+          SCOPED_TRACE(std::string(name) + ", isa level " + std::to_string(level) + ", " + std::to_string(m) + "x" +
+                       std::to_string(n) + "x" + std::to_string(k) + " G " + std::to_string(group) +
+                       (zeros ? " with zeros" : ""));
+          IsaForced forced(level);
+          Tensor want = dense(SK_DTYPE_F32, {m, n});
+          std::vector<Tensor*> rows = {&x, &o.w, &o.scale};
+          if (zeros) rows.push_back(&o.zero);
+          ASSERT_EQ(Call(rows, {&want}).run(*kd, 1), SK_OK);
+          for (int cores : {1, 2, 3}) {
+            Tensor y = dense(SK_DTYPE_F32, {m, n});
+            std::vector<Tensor*> tiled = {&x, &t.w, &t.scale};
+            if (zeros) tiled.push_back(&t.zero);
+            ASSERT_EQ(Call(tiled, {&y}).run(*kd, cores), SK_OK) << cores << " cores";
+            EXPECT_EQ(y.bytes, want.bytes) << cores << " cores";
+          }
+        }
+      }
+    }
+  }
+}
+
 // Every row gives the bits it gives alone, whatever M (so the driver's row blocks, K steps and
 // tiles never change a dot product; the shapes reach every kind of K step), including rows too long for the driver's
 // panel (f32 K above 132096, packed per K step instead of once); and the result stays close to the exact product.
@@ -906,6 +995,22 @@ TEST(MatmulFamily, ShapeAndDtypeErrors) {
   expect_invalid("matmul.w4", {&x64, &wi, &s2}, {&y}, "two 4-bit weights per byte");
   expect_invalid("matmul.w4a8_dyn", {&x64, &w64, &s2, &z1}, {&y}, "w_zero shape");
   expect_invalid("matmul.w4a8_dyn", {&x64, &w64, &wi}, {&y}, "dtype");
+  // The tiled layout: K = 64 is one step; N = 32 is two tiles.
+  Tensor y32 = dense(SK_DTYPE_F32, {4, 32});
+  Tensor wt = dense(SK_DTYPE_I8, {2, 1, 16, 64});
+  Tensor wt_steps = dense(SK_DTYPE_I8, {2, 2, 16, 64});
+  Tensor wt_rows = dense(SK_DTYPE_I8, {2, 1, 8, 128});
+  Tensor st = dense(SK_DTYPE_F32, {2, 2, 16});
+  Tensor st_rows = dense(SK_DTYPE_F32, {2, 32});
+  Tensor st_tiles = dense(SK_DTYPE_F32, {3, 2, 16});
+  Tensor zt = dense(SK_DTYPE_I8, {2, 1, 16});
+  Tensor y33 = dense(SK_DTYPE_F32, {4, 33});
+  expect_invalid("matmul.w4a8_dyn", {&x64, &wt_steps, &st}, {&y32}, "ceil(K / 128) steps");
+  expect_invalid("matmul.w4", {&x64, &wt_rows, &st}, {&y32}, "tiled w shape");
+  expect_invalid("matmul.w4a8_dyn", {&x64, &wt, &st_rows}, {&y32}, "[N / 16, K / G, 16] (tiled w)");
+  expect_invalid("matmul.w4a8_dyn", {&x64, &wt, &st_tiles}, {&y32}, "w_scale shape");
+  expect_invalid("matmul.w4a8_dyn", {&x64, &wt, &st, &zt}, {&y32}, "w_zero shape");
+  expect_invalid("matmul.w4a8_dyn", {&x64, &wt, &st}, {&y33}, "out shape");
   expect_invalid("grouped_matmul.bf16", {&x, &c, &w3}, {&y7}, "out shape");
   expect_invalid("grouped_matmul.f32", {&x, &c, &w3f}, {&y}, "w shape");
   expect_invalid("grouped_matmul.w8a8_dyn", {&x, &c, &w3}, {&y}, "input");

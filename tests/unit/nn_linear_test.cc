@@ -167,6 +167,55 @@ TEST(NnLinear, Int4WeightsInEveryMode) {
   }
 }
 
+// tile_int4: the tiled layout of the same weights gives the row layout's bits through both 4-bit
+// kernels in every mode (K = 160 ends inside a 128-k step), and rejects what it cannot tile.
+TEST(NnLinear, TiledInt4GivesTheRowLayoutsBitsInEveryMode) {
+  const int64_t t = 3, out = 48, in = 160;
+  const std::vector<float> w = testing::random_floats(static_cast<size_t>(out * in), 31);
+  const std::vector<float> x = testing::random_floats(static_cast<size_t>(t * in), 32);
+  auto rt = testing::make_runtime(2);
+  for (bool zero_points : {true, false}) {
+    auto q = nn::quantize_int4(w.data(), DType::kF32, out, in, {.group = 32, .zero_points = zero_points});
+    ASSERT_TRUE(q) << q.status().to_string();
+    auto tiled = nn::tile_int4(*q);
+    ASSERT_TRUE(tiled) << tiled.status().to_string();
+    EXPECT_TRUE(tiled->tiled);
+    EXPECT_EQ(nn::int4_weight_shape(*tiled), (Shape{3, 2, 16, 64}));
+    EXPECT_EQ(nn::int4_group_shape(*tiled), (Shape{3, 5, 16}));
+    // Row 21's byte 70 (k = 140, 141) sits in tile 1, step 1, row 5, byte 6; its group 4 scale at [1, 4, 5].
+    EXPECT_EQ(tiled->packed[static_cast<size_t>(((1 * 2 + 1) * 16 + 5) * 64 + 6)], q->packed[21 * 80 + 70]);
+    EXPECT_EQ(0,
+              std::memcmp(tiled->scale.data() + ((1 * 5 + 4) * 16 + 5) * 2, q->scale.data() + (4 * out + 21) * 2, 2));
+    for (bool f32_activations : {true, false}) {
+      SCOPED_TRACE(std::string(f32_activations ? "matmul.w4" : "matmul.w4a8_dyn") +
+                   (zero_points ? ", zero points" : ", symmetric"));
+      Graph g("tiled_int4_linear");
+      Tensor xt = g.input("x", DType::kF32, {t, in});
+      g.output(nn::linear(g, xt, nn::int4_constants(g, "rows", *q, f32_activations)), "rows");
+      g.output(nn::linear(g, xt, nn::int4_constants(g, "tiles", *tiled, f32_activations)), "tiles");
+      for (ExecutionMode mode : kModes) {
+        auto exe = rt->compile(g, CompileOptions::for_mode(mode));
+        ASSERT_TRUE(exe) << exe.status().to_string();
+        ASSERT_TRUE((*exe)->set_input("x", x).is_ok());
+        ASSERT_TRUE((*exe)->run().is_ok());
+        const std::vector<float> rows = (*exe)->output_f32("rows");
+        const std::vector<float> tiles = (*exe)->output_f32("tiles");
+        ASSERT_EQ(rows.size(), static_cast<size_t>(t * out));
+        EXPECT_EQ(0, std::memcmp(rows.data(), tiles.data(), rows.size() * 4)) << "mode " << static_cast<int>(mode);
+      }
+    }
+    auto again = nn::tile_int4(*tiled);
+    ASSERT_FALSE(again);
+    EXPECT_NE(again.status().message().find("tiled already"), std::string::npos) << again.status().to_string();
+  }
+  auto q40 = nn::quantize_int4(w.data(), DType::kF32, 40, in, {.group = 32});
+  ASSERT_TRUE(q40);
+  auto odd = nn::tile_int4(*q40);
+  ASSERT_FALSE(odd);
+  EXPECT_NE(odd.status().message().find("out = 40 is not a multiple of 16"), std::string::npos)
+      << odd.status().to_string();
+}
+
 // f16 weights go to matmul.f16, which equals the f32 product of the widened weights.
 TEST(NnLinear, F16Weights) {
   const int64_t t = 2, out = 33, in = 70;

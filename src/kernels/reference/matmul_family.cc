@@ -229,27 +229,36 @@ int32_t matmul_w8a8_dyn(const sk_kernel_args* args) {
 namespace {
 
 // The 4-bit weight operands: w i8 [N, K/2] (k = 2j in the low 4 bits of byte j, k = 2j + 1 in the
-// high 4), w_scale f32 or f16 [K/G, N], optional w_zero i8 [K/G, N] (8 when absent).
+// high 4), w_scale f32 or f16 [K/G, N], optional w_zero i8 [K/G, N] (8 when absent); or the tiled
+// layout: w [N/16, ceil(K/128), 16, 64] (byte j of row n at [n / 16, j / 64, n % 16, j % 64]),
+// w_scale and w_zero [N/16, K/G, 16] (group g of row n at [n / 16, g, n % 16]).
 struct W4Ref {
   const sk_tensor_arg* w = nullptr;
   const sk_tensor_arg* scale = nullptr;
   const sk_tensor_arg* zero = nullptr;
   int64_t group = 0;
+  bool tiled = false;
 
   int32_t q(int64_t n, int64_t k) const {
-    int64_t wi[2] = {n, k / 2};
-    const auto byte = static_cast<uint8_t>(static_cast<const int8_t*>(w->data)[offset_of(*w, wi)]);
+    const int64_t j = k / 2;
+    int64_t rows[2] = {n, j};
+    int64_t tiles[4] = {n / 16, j / 64, n % 16, j % 64};
+    const auto byte = static_cast<uint8_t>(static_cast<const int8_t*>(w->data)[offset_of(*w, tiled ? tiles : rows)]);
     return k % 2 == 0 ? byte & 0xF : byte >> 4;
   }
   float s(int64_t g, int64_t n) const {
-    int64_t si[2] = {g, n};
+    int64_t rows[2] = {g, n};
+    int64_t tiles[3] = {n / 16, g, n % 16};
+    int64_t* si = tiled ? tiles : rows;
     return scale->dtype == SK_DTYPE_F16 ? f16_at(*scale, si) : f32_at(*scale, si);
   }
   int32_t z(int64_t g, int64_t n) const {
     if (zero == nullptr) return 8;
-    int64_t zi[2] = {g, n};
-    return static_cast<const int8_t*>(zero->data)[offset_of(*zero, zi)];
+    int64_t rows[2] = {g, n};
+    int64_t tiles[3] = {n / 16, g, n % 16};
+    return static_cast<const int8_t*>(zero->data)[offset_of(*zero, tiled ? tiles : rows)];
   }
+  int64_t n() const { return tiled ? w->shape[0] * 16 : w->shape[0]; }
 };
 
 // Operands of matmul.w4 / matmul.w4a8_dyn, or false.
@@ -263,14 +272,24 @@ bool w4_operands(const sk_kernel_args* args, W4Ref* r) {
   const sk_tensor_arg& y = args->outputs[0];
   if (x.dtype != SK_DTYPE_F32 || w.dtype != SK_DTYPE_I8 || y.dtype != SK_DTYPE_F32) return false;
   if (s.dtype != SK_DTYPE_F32 && s.dtype != SK_DTYPE_F16) return false;
-  if (x.rank < 1 || w.rank != 2 || s.rank != 2 || y.rank != x.rank) return false;
+  if (x.rank < 1 || y.rank != x.rank) return false;
   const int64_t k = x.shape[x.rank - 1];
-  if (w.shape[1] * 2 != k || s.shape[1] != w.shape[0] || y.shape[y.rank - 1] != w.shape[0]) return false;
-  if (k > 0 && (s.shape[0] == 0 || k % s.shape[0] != 0)) return false;
+  const bool tiled = w.rank == 4;
+  if (tiled) {
+    if (s.rank != 3 || w.shape[1] != (k + 127) / 128 || w.shape[2] != 16 || w.shape[3] != 64 ||
+        s.shape[0] != w.shape[0] || s.shape[2] != 16 || y.shape[y.rank - 1] != w.shape[0] * 16)
+      return false;
+  } else if (w.rank != 2 || s.rank != 2 || w.shape[1] * 2 != k || s.shape[1] != w.shape[0] ||
+             y.shape[y.rank - 1] != w.shape[0]) {
+    return false;
+  }
+  const int64_t groups = s.shape[tiled ? 1 : 0];
+  if (k > 0 && (groups == 0 || k % groups != 0)) return false;
   r->w = &w;
   r->scale = &s;
   r->zero = args->num_inputs == 4 ? &args->inputs[3] : nullptr;
-  r->group = k > 0 ? k / s.shape[0] : 1;
+  r->group = k > 0 ? k / groups : 1;
+  r->tiled = tiled;
   return true;
 }
 
@@ -286,7 +305,7 @@ int32_t matmul_w4a8_dyn(const sk_kernel_args* args) {
   const sk_tensor_arg& y = args->outputs[0];
   const int last = x.rank - 1;
   const int64_t k = x.shape[last];
-  const int64_t n = wr.w->shape[0];
+  const int64_t n = wr.n();
   for_each_row(x, [&](const int64_t* row) {
     int64_t xi[SK_MAX_RANK] = {};
     for (int i = 0; i < last; ++i) xi[i] = row[i];
@@ -323,7 +342,7 @@ int32_t matmul_w4(const sk_kernel_args* args) {
   const sk_tensor_arg& y = args->outputs[0];
   const int last = x.rank - 1;
   const int64_t k = x.shape[last];
-  const int64_t n = wr.w->shape[0];
+  const int64_t n = wr.n();
   for_each_row(x, [&](const int64_t* row) {
     int64_t xi[SK_MAX_RANK] = {};
     int64_t yi[SK_MAX_RANK] = {};
