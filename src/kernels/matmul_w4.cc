@@ -404,7 +404,7 @@ SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const 
       if (w.tiled) {
         prefetch_tiled_ahead(tile + (kc / kTileStepK) * kTileStepBytes, kTileStepBytes);
       } else {
-        gemm::prefetch_next_block_short_rows<1, 16, 64>(tile, w.sw, kc / 2);
+        gemm::prefetch_block_ahead_short_rows<1, 16, 64>(tile, w.sw, kc / 2);
       }
       const auto step = rows.step(kc / 2);
 #pragma GCC unroll 16
