@@ -72,7 +72,7 @@ SK_TARGET_AVX512_BF16 void tile_avx512_bf16(const uint16_t* x, int64_t sx, const
   }
   int64_t k = 0;
   for (; k + 32 <= kn; k += 32) {
-    gemm::prefetch_block_ahead_short_rows<MR, NR, 32>(w, sw, k);
+    gemm::prefetch_block_ahead<MR, NR, 32>(w, sw, k);
     __m512bh wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {

@@ -152,7 +152,7 @@ void run(const Op& op, const typename Op::W* w, int64_t sw, float* y, int64_t sy
 // The prefetch helpers below are always inlined. A prefetch has no side effect in GCC's model, so
 // a helper that is only partly inlined leaves an outlined part that ipa-pure-const finds to be
 // const, and the call to it is deleted as dead: the w4a8 tile calling
-// prefetch_block_ahead_short_rows once per step got no prefetch at all (no prefetch instruction in
+// prefetch_block_ahead once per step got no prefetch at all (no prefetch instruction in
 // its body; decode at the speed of no prefetch).
 #define SK_PREFETCH_INLINE [[gnu::always_inline]] inline
 
@@ -184,27 +184,28 @@ SK_PREFETCH_INLINE void prefetch_next_tile_short_rows(const W* w_row_k, int64_t 
   }
 }
 
-// The AVX-512 GEMV tiles over short rows (f16 / bf16 widened, bf16, int8, row-major w4a8; not
-// f32, whose rows are short only for K <= 512): each K step of kStep elements brings into L2 the
-// same share of a later tile's block (its NR rows, one contiguous block when the stride is the
-// row length), in address order. Measured on Zen 4, a Llama decode step on 1 thread, against the
-// AVX2 form above (the next tile's line of each row, into L1) or none: w4a8 on 512-byte rows
-// about 1.2x faster, f16 on 2 KiB rows about 1.35x, bf16 1.15x, int8 1.06x. The tile is the
-// first whole tile at least kShortRowAheadBytes ahead: with the next tile (8-16 KiB ahead), the
-// same decode in alternated rounds ran bf16 61-69 tokens/s, f16 60-65, int8 82-95; 32 KiB ahead
-// 64-71, 73-78, 102-119; 64 KiB 69-72, 69-75, 108-115 (2 threads: within the noise).
-inline constexpr int64_t kShortRowAheadBytes = 32768;
+// The AVX-512 GEMV tiles (f16 / bf16 widened, bf16, int8, row-major w4a8; f32 with its own
+// distance, matmul.cc): each K step of kStep elements brings into L2 the same share of the block
+// of the first whole tile at least kAhead bytes ahead (its NR rows, one contiguous block when the
+// stride is the row length), in address order. Measured on Zen 4, a Llama decode step on 1
+// thread, against the AVX2 form above (the next tile's line of each row, into L1) or none: w4a8
+// on 512-byte rows about 1.2x faster, f16 on 2 KiB rows about 1.35x, bf16 1.15x, int8 1.06x
+// (then the next tile, and short rows only). The distance, alternated rounds, tokens/s, small
+// model (8 layers, hidden 1024) 1 thread: the next tile (8-16 KiB ahead) bf16 61-69, f16 60-65,
+// int8 82-95; 32 KiB 64-71, 73-78, 102-119; 64 KiB 69-72, 69-75, 108-115 (2 threads: within the
+// noise). Rows longer than 2 KiB as well (medium model, hidden 2048, 4-11 KiB rows), 1 thread:
+// bf16 11.5-12.9 -> 12.1-15.6, f16 9.4-11.5 -> 11.0-11.6, int8 (2-5.5 KiB rows) unchanged, the
+// small model unchanged; 2 threads within the noise.
+inline constexpr int64_t kGemvAheadBytes = 32768;
 
-template <int MR, int NR, int kStep, class W>
-SK_PREFETCH_INLINE void prefetch_block_ahead_short_rows(const W* w_tile, int64_t sw, int64_t k) {
+template <int MR, int NR, int kStep, int64_t kAhead = kGemvAheadBytes, class W>
+SK_PREFETCH_INLINE void prefetch_block_ahead(const W* w_tile, int64_t sw, int64_t k) {
   if constexpr (MR == 1) {
     constexpr int64_t kBytes = static_cast<int64_t>(sizeof(W));
-    if (sw * kBytes <= kShortRowBytes) {
-      const int64_t tile_bytes = NR * sw * kBytes;
-      const int64_t ahead = std::max<int64_t>(1, kShortRowAheadBytes / tile_bytes) * tile_bytes;
-      const char* p = reinterpret_cast<const char*>(w_tile) + ahead + k * kBytes * NR;
-      for (int64_t i = 0; i < NR * kStep * kBytes; i += 64) __builtin_prefetch(p + i, 0, 2);
-    }
+    const int64_t tile_bytes = NR * sw * kBytes;
+    const int64_t ahead = std::max<int64_t>(1, kAhead / tile_bytes) * tile_bytes;
+    const char* p = reinterpret_cast<const char*>(w_tile) + ahead + k * kBytes * NR;
+    for (int64_t i = 0; i < NR * kStep * kBytes; i += 64) __builtin_prefetch(p + i, 0, 2);
   }
 }
 

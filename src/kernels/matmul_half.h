@@ -163,7 +163,7 @@ SK_TARGET_AVX512_F16C void half_tile_avx512(const float* x, int64_t sx, const ui
   }
   int64_t k = 0;
   for (; k + 16 <= kn; k += 16) {
-    prefetch_block_ahead_short_rows<MR, NR, 16>(w, sw, k);
+    prefetch_block_ahead<MR, NR, 16>(w, sw, k);
     __m512 wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {

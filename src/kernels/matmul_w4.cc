@@ -400,11 +400,11 @@ SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const 
       const __m512i xo = _mm512_load_si512(xq + kc + 64);
       const int64_t bytes = std::min<int64_t>(64, (k - kc) / 2);
       const __mmask64 mask = bytes == 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1u;
-      // Short rows: the next tile's block, into L2 in address order; tiled: the stream ahead.
+      // The weights ahead, into L2 in address order (row-major: a later tile's block).
       if (w.tiled) {
         prefetch_tiled_ahead(tile + (kc / kTileStepK) * kTileStepBytes, kTileStepBytes);
       } else {
-        gemm::prefetch_block_ahead_short_rows<1, 16, 64>(tile, w.sw, kc / 2);
+        gemm::prefetch_block_ahead<1, 16, 64>(tile, w.sw, kc / 2);
       }
       const auto step = rows.step(kc / 2);
 #pragma GCC unroll 16

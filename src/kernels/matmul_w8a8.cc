@@ -149,7 +149,7 @@ SK_TARGET_AVX512 void tile_avx512(const int8_t* x, int64_t sx, const int8_t* w, 
     for (int j = 0; j < NR; ++j) acc[m][j] = _mm512_load_si512(st + (m * ld + j) * 16);
   }
   for (int64_t k = 0; k < kn; k += 64) {
-    gemm::prefetch_block_ahead_short_rows<MR, NR, 64>(w, sw, k);
+    gemm::prefetch_block_ahead<MR, NR, 64>(w, sw, k);
     // Zeroed bytes past K: |w| = 0 there, so those products vanish whatever x holds.
     const __mmask64 mask = kn - k >= 64 ? ~__mmask64{0} : (__mmask64{1} << (kn - k)) - 1u;
     __m512i aw[NR];
@@ -202,7 +202,7 @@ SK_TARGET_AVX512_VNNI void tile_avx512_vnni(const int8_t* x, int64_t sx, const i
   }
   int64_t k = 0;
   for (; k + 64 <= kn; k += 64) {
-    gemm::prefetch_block_ahead_short_rows<MR, NR, 64>(w, sw, k);
+    gemm::prefetch_block_ahead<MR, NR, 64>(w, sw, k);
     __m512i wv[NR];
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
