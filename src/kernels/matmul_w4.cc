@@ -468,6 +468,83 @@ SK_TARGET_AVX512_F16C void w4a8_tile_avx512_vnni(const int8_t* xq, const int32_t
   w4a8_tile_avx512_dispatch<GPC, kZeros, kF16, true>(xq, xsum, xs, w, n, nrows, k, y);
 }
 
+// Two rows of x over 8 weight rows of a 16-row block (blocks of several rows of x: prefill,
+// batched decode): each vector of weight bytes is loaded and split into its 4-bit values once
+// for both rows. The same integer sums and the same f32 steps per (row, group) as the 16-row
+// tile, 8 lanes wide (finish_group8), so the bits do not depend on which tile ran.
+using W4a8PairFn = void (*)(const int8_t* xq, int64_t ldx, const int32_t* xsum, int64_t lds, const float* xs,
+                            const W4Weights& w, int64_t n, int64_t k, float* y, int64_t sy);
+
+template <int GPC, bool kZeros, bool kF16, bool kVnni>
+SK_TARGET_AVX512_F16C void w4a8_pair_avx512(const int8_t* xq, int64_t ldx, const int32_t* xsum, int64_t lds,
+                                            const float* xs, const W4Weights& w, int64_t n, int64_t k, float* y,
+                                            int64_t sy) {
+  constexpr int64_t kStep = 128;
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const uint8_t* base = w.row_base(n);
+  const int64_t rs = w.row_stride();
+  const int64_t span = GPC > 1 ? kStep : std::max<int64_t>(w.group, kStep);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t k0 = 0, g = 0; k0 < k; k0 += span, g += GPC) {
+    __m512i raw[2][8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) raw[0][j] = raw[1][j] = _mm512_setzero_si512();
+    for (int64_t kc = k0; kc < k0 + span && kc < k; kc += kStep) {
+      const __m512i xe0 = _mm512_load_si512(xq + kc);
+      const __m512i xo0 = _mm512_load_si512(xq + kc + 64);
+      const __m512i xe1 = _mm512_load_si512(xq + ldx + kc);
+      const __m512i xo1 = _mm512_load_si512(xq + ldx + kc + 64);
+      const int64_t bytes = std::min<int64_t>(64, (k - kc) / 2);
+      const __mmask64 mask = bytes == 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1u;
+      const uint8_t* step = base + w.step_offset(kc / 2);
+      __asm__("" : "+r"(step));
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) {
+        const __m512i wv = simd::masked_load_epi8(mask, step + j * rs);
+        const __m512i lo = _mm512_and_si512(wv, low4);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(wv, 4), low4);
+        raw[0][j] = dot_step<kVnni>(raw[0][j], lo, hi, xe0, xo0);
+        raw[1][j] = dot_step<kVnni>(raw[1][j], lo, hi, xe1, xo1);
+      }
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; ++i) {
+      // 128-bit lane h of t0 / t1: the sums of k0 + [32h, 32h + 32) of rows 0-3 / 4-7.
+      const __m512i t0 = quad_sums512(raw[i][0], raw[i][1], raw[i][2], raw[i][3]);
+      const __m512i t1 = quad_sums512(raw[i][4], raw[i][5], raw[i][6], raw[i][7]);
+      // [t0.0, t1.0, t0.1, t1.1] and [t0.2, t1.2, t0.3, t1.3]: 256-bit half h of lo01 / hi23
+      // holds the 8 rows of the k range h / h + 2.
+      const __m512i a = _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(1, 0, 1, 0));
+      const __m512i b = _mm512_shuffle_i32x4(t0, t1, _MM_SHUFFLE(3, 2, 3, 2));
+      const __m512i lo01 = _mm512_shuffle_i32x4(a, a, _MM_SHUFFLE(3, 1, 2, 0));
+      const __m512i hi23 = _mm512_shuffle_i32x4(b, b, _MM_SHUFFLE(3, 1, 2, 0));
+      const __m256i quad[4] = {_mm512_castsi512_si256(lo01), _mm512_extracti64x4_epi64(lo01, 1),
+                               _mm512_castsi512_si256(hi23), _mm512_extracti64x4_epi64(hi23, 1)};
+      const int32_t* xsi = xsum + i * lds;
+      if constexpr (GPC == 4) {
+        for (int h = 0; h < 4 && g + h < w.groups; ++h)
+          acc[i] = finish_group8<kZeros, kF16>(quad[h], xsi[g + h], w, g + h, n, 8, acc[i]);
+      } else if constexpr (GPC == 2) {
+        for (int h = 0; h < 2 && g + h < w.groups; ++h) {
+          acc[i] = finish_group8<kZeros, kF16>(_mm256_add_epi32(quad[2 * h], quad[2 * h + 1]), xsi[g + h], w, g + h, n,
+                                               8, acc[i]);
+        }
+      } else {
+        const __m256i all = _mm256_add_epi32(_mm256_add_epi32(quad[0], quad[1]), _mm256_add_epi32(quad[2], quad[3]));
+        acc[i] = finish_group8<kZeros, kF16>(all, xsi[g], w, g, n, 8, acc[i]);
+      }
+    }
+  }
+  _mm256_storeu_ps(y, _mm256_mul_ps(acc[0], _mm256_set1_ps(xs[0])));
+  _mm256_storeu_ps(y + sy, _mm256_mul_ps(acc[1], _mm256_set1_ps(xs[1])));
+}
+
+template <int GPC, bool kVnni>
+W4a8PairFn w4a8_pair_for(bool zeros, bool f16) {
+  if (zeros) return f16 ? w4a8_pair_avx512<GPC, true, true, kVnni> : w4a8_pair_avx512<GPC, true, false, kVnni>;
+  return f16 ? w4a8_pair_avx512<GPC, false, true, kVnni> : w4a8_pair_avx512<GPC, false, false, kVnni>;
+}
+
 template <int GPC, bool kVnni>
 W4a8TileFn w4a8_avx512_for(bool zeros, bool f16) {
   if constexpr (kVnni) {
@@ -482,8 +559,9 @@ W4a8TileFn w4a8_avx512_for(bool zeros, bool f16) {
 
 struct W4a8Path {
   W4a8TileFn tile;
-  int64_t rows;   // weight rows per tile
-  int64_t chunk;  // the panel's chunk (0: k order)
+  int64_t rows;               // weight rows per tile
+  int64_t chunk;              // the panel's chunk (0: k order)
+  W4a8PairFn pair = nullptr;  // two rows of x over half a full tile (AVX-512), or none
 };
 
 W4a8Path select_w4a8(const W4Weights& w) {
@@ -503,7 +581,17 @@ W4a8Path select_w4a8(const W4Weights& w) {
           : gpc == 2 ? w4a8_avx512_for<2, false>(zeros, w.scale_f16)
                      : w4a8_avx512_for<1, false>(zeros, w.scale_f16);
     }
-    return {t, 16, 128};
+    W4a8PairFn pair = nullptr;
+    if (vnni) {
+      pair = gpc == 4   ? w4a8_pair_for<4, true>(zeros, w.scale_f16)
+             : gpc == 2 ? w4a8_pair_for<2, true>(zeros, w.scale_f16)
+                        : w4a8_pair_for<1, true>(zeros, w.scale_f16);
+    } else {
+      pair = gpc == 4   ? w4a8_pair_for<4, false>(zeros, w.scale_f16)
+             : gpc == 2 ? w4a8_pair_for<2, false>(zeros, w.scale_f16)
+                        : w4a8_pair_for<1, false>(zeros, w.scale_f16);
+    }
+    return {t, 16, 128, pair};
   }
   if (level == kIsaAvx2) {
     return {w.group == 32 ? w4a8_avx2_for<2>(zeros, w.scale_f16) : w4a8_avx2_for<1>(zeros, w.scale_f16), 8, 64};
@@ -531,10 +619,20 @@ void gemm_w4a8(const float* x, int64_t sx, const W4Weights& w, float* y, int64_t
     for (int64_t i = 0; i < mb; ++i) {
       pack_w4a8_row(x + (m0 + i) * sx, k, w.group, path.chunk, panel + i * ld, ld, xsum + i * w.groups, xs + i);
     }
-    // Each tile of weight rows takes every row of the block while its weights are in L1.
+    // Each tile of weight rows takes every row of the block while its weights are in L1: full
+    // tiles two rows of x at a time where the path has a pair tile.
     for (int64_t n0 = 0; n0 < n; n0 += path.rows) {
       const int64_t nr = std::min(path.rows, n - n0);
-      for (int64_t i = 0; i < mb; ++i) {
+      int64_t i = 0;
+      if (path.pair != nullptr && nr == path.rows && mb >= 2) {
+        for (int64_t half = 0; half < path.rows; half += 8) {
+          for (i = 0; i + 2 <= mb; i += 2) {
+            path.pair(panel + i * ld, ld, xsum + i * w.groups, w.groups, xs + i, w, n0 + half, k,
+                      y + (m0 + i) * sy + n0 + half, sy);
+          }
+        }
+      }
+      for (; i < mb; ++i) {
         path.tile(panel + i * ld, xsum + i * w.groups, xs[i], w, n0, nr, k, y + (m0 + i) * sy + n0);
       }
     }
