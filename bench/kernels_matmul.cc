@@ -54,6 +54,16 @@ SK_KERNEL_BENCH(matmul_family_cases) {
                        2.0 * n * k,
                        {},
                        {}});
+      // The same weights in the tiled layout (docs/kernels_matmul.md): one stream per core.
+      cases.push_back({"gemv_w4a8_dyn_8192" + gs + "_tiled",
+                       "matmul.w4a8_dyn",
+                       {Act({1, k}), Int8({n / 16, k / 128, 16, 64}, true), F16Scales({n / 16, k / g, 16})},
+                       {TensorSpec(DType::kF32, {1, n})},
+                       {},
+                       w4_bytes + 4.0 * (k + n),
+                       2.0 * n * k,
+                       {},
+                       {}});
       cases.push_back({"gemv_w4_8192" + gs,
                        "matmul.w4",
                        {Act({1, k}), Int8({n, k / 2}, true), F16Scales({k / g, n})},
@@ -61,6 +71,31 @@ SK_KERNEL_BENCH(matmul_family_cases) {
                        {},
                        w4_bytes + 4.0 * (k + n),
                        2.0 * n * k,
+                       {},
+                       {}});
+    }
+    // Short rows (K = 1024, 512 bytes of 4-bit values), beyond the LLC as well (32 MiB + 4 MiB
+    // of scales): the shape of a small model's decode, where the row layout's many short streams
+    // read slower than the tiled layout's one.
+    {
+      const int64_t ns = 65536, ks = 1024, g = 32;
+      const double bytes = 0.5 * ns * ks + 2.0 * ns * (ks / g) + 4.0 * (ks + ns);
+      cases.push_back({"gemv_w4a8_dyn_65536x1024_g32",
+                       "matmul.w4a8_dyn",
+                       {Act({1, ks}), Int8({ns, ks / 2}, true), F16Scales({ks / g, ns})},
+                       {TensorSpec(DType::kF32, {1, ns})},
+                       {},
+                       bytes,
+                       2.0 * ns * ks,
+                       {},
+                       {}});
+      cases.push_back({"gemv_w4a8_dyn_65536x1024_g32_tiled",
+                       "matmul.w4a8_dyn",
+                       {Act({1, ks}), Int8({ns / 16, ks / 128, 16, 64}, true), F16Scales({ns / 16, ks / g, 16})},
+                       {TensorSpec(DType::kF32, {1, ns})},
+                       {},
+                       bytes,
+                       2.0 * ns * ks,
                        {},
                        {}});
     }
