@@ -162,8 +162,8 @@ void run(const Op& op, const typename Op::W* w, int64_t sw, float* y, int64_t sy
 // lines are wanted two tiles later: into L1 when those tiles' 2 * NR rows of the tile's K range
 // (kn elements) fit well inside it, into L2 otherwise (one pass over all of K, M <= 4: 15-20%
 // faster than filling L1 with lines it evicts before use; f32 at M = 16, 8 KiB ahead: 12% slower
-// from L2). GEMV tiles (MR = 1) stream 8 rows and are left to the hardware prefetcher
-// (prefetching there was 10-20% slower). Prefetches past the slice or the tensor never fault.
+// from L2). GEMV tiles (MR = 1) have their own prefetches below. Prefetches past the slice or the
+// tensor never fault.
 template <int MR, int NR, class W>
 SK_PREFETCH_INLINE void prefetch_later_rows(const W* w_row_k, int64_t sw, int64_t kn) {
   if constexpr (MR > 1) {
@@ -198,14 +198,18 @@ SK_PREFETCH_INLINE void prefetch_next_tile_short_rows(const W* w_row_k, int64_t 
 // small model unchanged; 2 threads within the noise.
 inline constexpr int64_t kGemvAheadBytes = 32768;
 
+// Brings the `bytes` (a multiple of 64) from p on into L2.
+SK_PREFETCH_INLINE void prefetch_l2(const void* p, int64_t bytes) {
+  for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(static_cast<const char*>(p) + i, 0, 2);
+}
+
 template <int MR, int NR, int kStep, int64_t kAhead = kGemvAheadBytes, class W>
 SK_PREFETCH_INLINE void prefetch_block_ahead(const W* w_tile, int64_t sw, int64_t k) {
   if constexpr (MR == 1) {
     constexpr int64_t kBytes = static_cast<int64_t>(sizeof(W));
     const int64_t tile_bytes = NR * sw * kBytes;
     const int64_t ahead = std::max<int64_t>(1, kAhead / tile_bytes) * tile_bytes;
-    const char* p = reinterpret_cast<const char*>(w_tile) + ahead + k * kBytes * NR;
-    for (int64_t i = 0; i < NR * kStep * kBytes; i += 64) __builtin_prefetch(p + i, 0, 2);
+    prefetch_l2(reinterpret_cast<const char*>(w_tile) + ahead + k * kBytes * NR, NR * kStep * kBytes);
   }
 }
 

@@ -57,12 +57,6 @@ static_assert(kNSplitAlign % kTileRows == 0, "a core's rows must start at a tile
 // 353-450, 32 KiB 286-402. Prefetching the scales' stream as well measured within the noise.
 constexpr int64_t kTiledPrefetchBytes = 16384;
 
-// Prefetches into L2 the `bytes` (a multiple of 64) at kTiledPrefetchBytes past p.
-SK_PREFETCH_INLINE void prefetch_tiled_ahead(const uint8_t* p, int64_t bytes) {
-  const char* ahead = reinterpret_cast<const char*>(p) + kTiledPrefetchBytes;
-  for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(ahead + i, 0, 2);
-}
-
 // One core's view of the weights, in either layout (docs/kernels_matmul.md, "Packed layout"):
 //   rows: row n of w at w + n * sw; s[g][n] at scale + g * ss + n; z[g][n] at zero + g * sz + n.
 //   tiled: tile t = n / 16 at w + t * tile_bytes, its step s (k in [128s, 128s + 128)) at + s * 1024,
@@ -146,6 +140,11 @@ void pack_w4a8_row(const float* x, int64_t k, int64_t group, int64_t chunk, int8
 // y[j] for the weight rows n + j, j < nrows <= the tile's rows, of one packed row of x.
 using W4a8TileFn = void (*)(const int8_t* xq, const int32_t* xsum, float xs, const W4Weights& w, int64_t n,
                             int64_t nrows, int64_t k, float* y);
+
+// Rows i and i + 1 of the panel (stride ldx; xsum stride lds) over weight rows [n, n + 8) of a
+// 16-row block, into y and y + sy.
+using W4a8PairFn = void (*)(const int8_t* xq, int64_t ldx, const int32_t* xsum, int64_t lds, const float* xs,
+                            const W4Weights& w, int64_t n, int64_t k, float* y, int64_t sy);
 
 void w4a8_tile_scalar(const int8_t* xq, const int32_t* xsum, float xs, const W4Weights& w, int64_t n, int64_t nrows,
                       int64_t k, float* y) {
@@ -261,7 +260,7 @@ SK_TARGET_AVX2_F16C void w4a8_tile_avx2(const int8_t* xq, const int32_t* xsum, f
         if (!w.tiled) {
           for (int j = 0; j < 8; ++j) gemm::prefetch_next_tile_short_rows<1, 8>(rows[j] + kc / 2, w.sw, kc / 2);
         } else if (kc % kTileStepK == 0) {
-          prefetch_tiled_ahead(rows[0] + w.step_offset(kc / 2), 8 * kTileRowBytes);
+          gemm::prefetch_l2(rows[0] + w.step_offset(kc / 2) + kTiledPrefetchBytes, 8 * kTileRowBytes);
         }
         w4a8_step_avx2<false>(xq, rows, kc, w.step_offset(kc / 2), &t0, &t1);
       }
@@ -400,9 +399,10 @@ SK_TARGET_AVX512_F16C inline void w4a8_tile_avx512_body(const int8_t* xq, const 
       const __m512i xo = _mm512_load_si512(xq + kc + 64);
       const int64_t bytes = std::min<int64_t>(64, (k - kc) / 2);
       const __mmask64 mask = bytes == 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1u;
-      // The weights ahead, into L2 in address order (row-major: a later tile's block).
+      // The weights ahead, into L2 in address order: the block of a later tile (row layout), or
+      // the stream kTiledPrefetchBytes ahead (tiled: a "tile" of 16 rows of 64 bytes is one step).
       if (w.tiled) {
-        prefetch_tiled_ahead(tile + (kc / kTileStepK) * kTileStepBytes, kTileStepBytes);
+        gemm::prefetch_block_ahead<1, 16, 64, kTiledPrefetchBytes>(tile, kTileRowBytes, kc / 2);
       } else {
         gemm::prefetch_block_ahead<1, 16, 64>(tile, w.sw, kc / 2);
       }
@@ -472,8 +472,6 @@ SK_TARGET_AVX512_F16C void w4a8_tile_avx512_vnni(const int8_t* xq, const int32_t
 // batched decode): each vector of weight bytes is loaded and split into its 4-bit values once
 // for both rows. The same integer sums and the same f32 steps per (row, group) as the 16-row
 // tile, 8 lanes wide (finish_group8), so the bits do not depend on which tile ran.
-using W4a8PairFn = void (*)(const int8_t* xq, int64_t ldx, const int32_t* xsum, int64_t lds, const float* xs,
-                            const W4Weights& w, int64_t n, int64_t k, float* y, int64_t sy);
 
 template <int GPC, bool kZeros, bool kF16, bool kVnni>
 SK_TARGET_AVX512_F16C void w4a8_pair_avx512(const int8_t* xq, int64_t ldx, const int32_t* xsum, int64_t lds,
@@ -545,6 +543,11 @@ W4a8PairFn w4a8_pair_for(bool zeros, bool f16) {
   return f16 ? w4a8_pair_avx512<GPC, false, true, kVnni> : w4a8_pair_avx512<GPC, false, false, kVnni>;
 }
 
+struct W4a8Avx512Fns {
+  W4a8TileFn tile;
+  W4a8PairFn pair;
+};
+
 template <int GPC, bool kVnni>
 W4a8TileFn w4a8_avx512_for(bool zeros, bool f16) {
   if constexpr (kVnni) {
@@ -554,6 +557,19 @@ W4a8TileFn w4a8_avx512_for(bool zeros, bool f16) {
     if (zeros) return f16 ? w4a8_tile_avx512<GPC, true, true> : w4a8_tile_avx512<GPC, true, false>;
     return f16 ? w4a8_tile_avx512<GPC, false, true> : w4a8_tile_avx512<GPC, false, false>;
   }
+}
+
+template <int GPC, bool kVnni>
+W4a8Avx512Fns w4a8_avx512_fns(bool zeros, bool f16) {
+  return {w4a8_avx512_for<GPC, kVnni>(zeros, f16), w4a8_pair_for<GPC, kVnni>(zeros, f16)};
+}
+
+// GPC = 4 for G = 32, 2 for G = 64, else 1.
+template <bool kVnni>
+W4a8Avx512Fns w4a8_avx512_fns(int64_t group, bool zeros, bool f16) {
+  if (group == 32) return w4a8_avx512_fns<4, kVnni>(zeros, f16);
+  if (group == 64) return w4a8_avx512_fns<2, kVnni>(zeros, f16);
+  return w4a8_avx512_fns<1, kVnni>(zeros, f16);
 }
 #endif  // SK_KERNELS_X86
 
@@ -569,29 +585,9 @@ W4a8Path select_w4a8(const W4Weights& w) {
 #if SK_KERNELS_X86
   const int level = selected_isa_level();
   if (level >= kIsaAvx512) {
-    const bool vnni = level >= kIsaAvx512Vnni;
-    const int gpc = w.group == 32 ? 4 : w.group == 64 ? 2 : 1;
-    W4a8TileFn t = nullptr;
-    if (vnni) {
-      t = gpc == 4   ? w4a8_avx512_for<4, true>(zeros, w.scale_f16)
-          : gpc == 2 ? w4a8_avx512_for<2, true>(zeros, w.scale_f16)
-                     : w4a8_avx512_for<1, true>(zeros, w.scale_f16);
-    } else {
-      t = gpc == 4   ? w4a8_avx512_for<4, false>(zeros, w.scale_f16)
-          : gpc == 2 ? w4a8_avx512_for<2, false>(zeros, w.scale_f16)
-                     : w4a8_avx512_for<1, false>(zeros, w.scale_f16);
-    }
-    W4a8PairFn pair = nullptr;
-    if (vnni) {
-      pair = gpc == 4   ? w4a8_pair_for<4, true>(zeros, w.scale_f16)
-             : gpc == 2 ? w4a8_pair_for<2, true>(zeros, w.scale_f16)
-                        : w4a8_pair_for<1, true>(zeros, w.scale_f16);
-    } else {
-      pair = gpc == 4   ? w4a8_pair_for<4, false>(zeros, w.scale_f16)
-             : gpc == 2 ? w4a8_pair_for<2, false>(zeros, w.scale_f16)
-                        : w4a8_pair_for<1, false>(zeros, w.scale_f16);
-    }
-    return {t, 16, 128, pair};
+    const W4a8Avx512Fns f = level >= kIsaAvx512Vnni ? w4a8_avx512_fns<true>(w.group, zeros, w.scale_f16)
+                                                    : w4a8_avx512_fns<false>(w.group, zeros, w.scale_f16);
+    return {f.tile, 16, 128, f.pair};
   }
   if (level == kIsaAvx2) {
     return {w.group == 32 ? w4a8_avx2_for<2>(zeros, w.scale_f16) : w4a8_avx2_for<1>(zeros, w.scale_f16), 8, 64};

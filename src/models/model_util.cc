@@ -138,10 +138,10 @@ Expected<nn::Int4Weights> repack_int4(WeightSource& source, const std::string& m
 
 // The tiled layout when the rows make whole tiles (out % 16 == 0): the same products, read as one
 // stream per core (docs/kernels_matmul.md, "Tiled layout").
-Expected<WeightSource::Derived> tiled_if_possible(nn::Int4Weights w) {
+Expected<WeightSource::Derived> tiled_if_possible(nn::Int4Weights w, const std::string& name) {
   if (w.out % 16 == 0) {
     auto t = nn::tile_int4(w);
-    if (!t) return t.status();
+    if (!t) return t.status().with_context("weight '" + name + "'");
     w = std::move(*t);
   }
   return std::shared_ptr<const void>(std::make_shared<nn::Int4Weights>(std::move(w)));
@@ -177,7 +177,7 @@ Expected<nn::Linear> ModelWeights::int4_linear(const std::string& name, const Sh
     if (from_checkpoint) {
       auto w = repack_int4(source_, module, *packed_, out, in);
       if (!w) return w.status();
-      return tiled_if_possible(std::move(*w));
+      return tiled_if_possible(std::move(*w), name);
     }
     if (in % group != 0)
       return Status::invalid_argument("weight '" + name + "' " + shape_to_string(shape) +
@@ -193,7 +193,7 @@ Expected<nn::Linear> ModelWeights::int4_linear(const std::string& name, const Sh
     o.zero_points = !symmetric;
     auto w = nn::quantize_int4(values->get(), dtype, out, in, o);
     if (!w) return w.status().with_context("weight '" + name + "'");
-    return tiled_if_possible(std::move(*w));
+    return tiled_if_possible(std::move(*w), name);
   });
   if (!made) return made.status();
   auto w = std::static_pointer_cast<const nn::Int4Weights>(*made);

@@ -196,11 +196,14 @@ Expected<Int4Weights> tile_int4(const Int4Weights& q) {
   t.tiled = true;
   const int64_t steps = (q.in + 127) / 128;
   t.packed.assign(static_cast<size_t>(q.out / 16 * steps * 16 * 64), 0);
+  // Row n's bytes [64s, 64s + 64) go to tile n / 16, step s, row n % 16 (the last step short
+  // when in is not a multiple of 128; its rest stays zero).
+  const int64_t row_bytes = q.in / 2;
   for (int64_t n = 0; n < q.out; ++n) {
-    const uint8_t* row = q.packed.data() + n * (q.in / 2);
-    for (int64_t b = 0; b < q.in / 2; ++b) {
-      const int64_t at = ((n / 16 * steps + b / 64) * 16 + n % 16) * 64 + b % 64;
-      t.packed[static_cast<size_t>(at)] = row[b];
+    for (int64_t b = 0; b < row_bytes; b += 64) {
+      const int64_t at = ((n / 16 * steps + b / 64) * 16 + n % 16) * 64;
+      std::memcpy(t.packed.data() + at, q.packed.data() + n * row_bytes + b,
+                  static_cast<size_t>(std::min<int64_t>(64, row_bytes - b)));
     }
   }
   t.scale.resize(q.scale.size());
