@@ -99,6 +99,21 @@ SK_KERNEL_BENCH(matmul_family_cases) {
                        {},
                        {}});
     }
+    // 16-bit weights on short rows (K = 1024, 2 KiB a row; 128 MiB in all): a small model's
+    // decode, where a tile's rows are short streams.
+    for (const char* dt : {"bf16", "f16"}) {
+      const int64_t ns = 65536, ks = 1024;
+      const DType type = std::string(dt) == "bf16" ? DType::kBF16 : DType::kF16;
+      cases.push_back({std::string("gemv_") + dt + "_65536x1024",
+                       std::string("matmul.") + dt,
+                       {Act({1, ks}), Weight(type, {ns, ks})},
+                       {TensorSpec(DType::kF32, {1, ns})},
+                       {},
+                       2.0 * ns * ks + 4.0 * (ks + ns),
+                       2.0 * ns * ks,
+                       {1, ns, ks, dt},
+                       {}});
+    }
     cases.push_back({"gemv_bf16_8192",
                      "matmul.bf16",
                      {Act({1, k}), Weight(DType::kBF16, {n, k})},
