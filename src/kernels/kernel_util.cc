@@ -6,9 +6,8 @@
 #include <utility>
 
 namespace sk::kernels {
-namespace {
 
-const char* dtype_name(int32_t dtype) {
+const char* dtype_str(int32_t dtype) {
   switch (dtype) {
     case SK_DTYPE_F32:
       return "f32";
@@ -28,6 +27,8 @@ const char* dtype_name(int32_t dtype) {
       return "unknown";
   }
 }
+
+namespace {
 
 // Exact offset bounds of a contiguous range of row-major indices, by splitting the range into
 // a partial head block, whole middle blocks and a partial tail block at each dimension.
@@ -172,7 +173,7 @@ bool check_tensor(const sk_tensor_arg& t, const char* kernel, const char* what, 
     }
   }
   if (t.dtype != dtype) {
-    return invalid(err, "%s: %s has dtype %s, expected %s", kernel, what, dtype_name(t.dtype), dtype_name(dtype));
+    return invalid(err, "%s: %s has dtype %s, expected %s", kernel, what, dtype_str(t.dtype), dtype_str(dtype));
   }
   if (t.data == nullptr && sk_tensor_numel(&t) > 0 && !err.shapes_only) {
     return invalid(err, "%s: %s has no data", kernel, what);

@@ -77,6 +77,9 @@ inline void* core_slice(const sk_kernel_args* args, const sk_core_ctx* core) {
 // "[2, 3, 4]" into buf (always NUL-terminated).
 const char* format_shape(const sk_tensor_arg& t, char* buf, int capacity);
 
+// The short name of an SK_DTYPE_* value for messages ("f32", "bf16", ...; "unknown" otherwise).
+const char* dtype_str(int32_t dtype);
+
 // Operand count, non-null operand arrays and a sane core context.
 bool check_arity(const sk_kernel_args* args, const char* kernel, int32_t inputs, int32_t outputs, ErrorSink err);
 bool check_core(const sk_core_ctx* core, const char* kernel, ErrorSink err);

@@ -36,27 +36,6 @@ int64_t f32_to_i64(float v) {
 
 }  // namespace
 
-const char* dtype_str(int32_t d) {
-  switch (d) {
-    case SK_DTYPE_F32:
-      return "f32";
-    case SK_DTYPE_BF16:
-      return "bf16";
-    case SK_DTYPE_F16:
-      return "f16";
-    case SK_DTYPE_I8:
-      return "i8";
-    case SK_DTYPE_I32:
-      return "i32";
-    case SK_DTYPE_I64:
-      return "i64";
-    case SK_DTYPE_BOOL:
-      return "bool";
-    default:
-      return "unknown";
-  }
-}
-
 bool promote(int32_t a, int64_t a_numel, int32_t b, int64_t b_numel, int32_t* out) {
   if (a == b) {
     *out = a;

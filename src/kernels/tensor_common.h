@@ -26,7 +26,6 @@ inline bool is_float(int32_t d) { return d == SK_DTYPE_F32 || d == SK_DTYPE_BF16
 inline bool is_int(int32_t d) { return d == SK_DTYPE_I8 || d == SK_DTYPE_I32 || d == SK_DTYPE_I64; }
 inline bool is_index(int32_t d) { return d == SK_DTYPE_I32 || d == SK_DTYPE_I64; }
 inline bool is_known(int32_t d) { return sk_dtype_size(d) > 0; }
-const char* dtype_str(int32_t d);
 
 // torch's result_type of two operands where a one-element operand (0-d or [1]) counts as a
 // scalar: equal dtypes, or the other side's dtype unless the one-element side is of a higher
