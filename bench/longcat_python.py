@@ -12,7 +12,9 @@ then that one decode step is timed `runs` times, in interleaved rounds (each rou
 implementation once, so drift hits all alike; the KV caches are rolled back, so every run is the
 same step), first the sample's and the C++ model's, then transformers'. The table gives medians ±
 median absolute deviation and ratios: against transformers' best (eager or inductor), and
-sample / C++ in the same mode (the sample's goal is 1.0). Before timing, the sample's logits are
+sample / C++ in the same mode (the sample's goal is 1.0). "sample, frozen modules" is the sample
+compiled as `python -m superkernel` compiles it: dynamo no longer re-checks the model's modules on
+every call (longcat_flash.compile_options(frozen_modules=True)). Before timing, the sample's logits are
 checked bit-identical to the C++ model's in every mode and transformers' within 1e-3 of them.
 """
 
@@ -95,9 +97,9 @@ class HFStep:
 class SampleStep:
     """The PyTorch sample compiled in `mode`, at the timed decode step."""
 
-    def __init__(self, cfg, mode, prompts, ids=None):
+    def __init__(self, cfg, mode, prompts, ids=None, frozen_modules=False):
         self.model = lc.LongcatFlash.random(dict(cfg.model_keys), cfg.build_options(mode), cfg.seed)
-        self.session = lc.Session(self.model, cfg.backend_options(mode))
+        self.session = lc.Session(self.model, cfg.backend_options(mode, frozen_modules=frozen_modules))
         if ids is None:  # greedy ids: the prefill's, then new_tokens - 2 decode steps'
             ids = [self.session.prefill(prompts).argmax(-1).tolist()]
             for _ in range(cfg.new_tokens - 2):
@@ -170,6 +172,9 @@ def bench_config(path, args):
     steps[("sample", "eager")] = first
     for mode in MODES[1:]:
         steps[("sample", mode)] = SampleStep(cfg, mode, prompts, ids)
+    # What `python -m superkernel` runs: dynamo no longer re-checks the model's modules on every call
+    # (lc.compile_options(frozen_modules=True)).
+    steps[("sample, frozen modules", "superkernel")] = SampleStep(cfg, "superkernel", prompts, ids, frozen_modules=True)
     for mode in MODES:
         steps[("C++", mode)] = CppStep(cfg, mode, prompts, ids)
     ref = steps[("C++", "eager")].logits
@@ -203,7 +208,7 @@ def bench_config(path, args):
     print("| implementation | mode | step (ms) | vs transformers best | sample / C++ |")
     print("|---|---|---:|---:|---:|")
     for (impl, mode), m in med.items():
-        ratio = f"{m / med[('C++', mode)]:.3f}" if impl == "sample" else ""
+        ratio = f"{m / med[('C++', mode)]:.3f}" if impl.startswith("sample") else ""
         # Without transformers' rows (--skip-transformers) there is nothing to compare with.
         vs_hf = f"{best / m:.2f}x" if hf else "not run"
         print(f"| {impl} | {mode} | {m * 1e3:.3f} ± {mad[(impl, mode)] * 1e3:.3f} | {vs_hf} | {ratio} |")

@@ -167,7 +167,7 @@ def cmd_run(args, cfg) -> int:
     import torch
 
     if arch == "longcat_flash_afd":
-        step = lc.compile_step(model.forward, cfg.backend_options(mode))
+        step = lc.compile_step(model.forward, cfg.backend_options(mode, frozen_modules=True))
         x = _afd_inputs(cfg, model)
         times = []
         with torch.inference_mode():
@@ -180,7 +180,7 @@ def cmd_run(args, cfg) -> int:
         print(f"hidden_states_out checksum {float(x.double().sum()):.6f}")
         _print_latencies(times[1:] or times, cfg.batch)
         return EXIT_OK
-    session = lc.Session(model, cfg.backend_options(mode))
+    session = lc.Session(model, cfg.backend_options(mode, frozen_modules=True))
     prompts = [prompt] * cfg.batch if prompt is not None else default_prompts(cfg, model.config.vocab_size)
     sampler = Sampler(cfg.temperature, cfg.top_k, cfg.top_p, cfg.sampling_seed)
     _log(args, "prefill (compiles the prefill graph)")
@@ -217,7 +217,7 @@ def _timed_session(cfg, model, mode):
     returns (session, the logits of every step, the ids, the last step's inputs)."""
     from .models import longcat_flash as lc
 
-    session = lc.Session(model, cfg.backend_options(mode))
+    session = lc.Session(model, cfg.backend_options(mode, frozen_modules=True))
     prompts = default_prompts(cfg, model.config.vocab_size)
     sampler = Sampler(cfg.temperature, cfg.top_k, cfg.top_p, cfg.sampling_seed)
     logits = [session.prefill(prompts)]
@@ -245,7 +245,7 @@ def cmd_bench(args, cfg) -> int:
         _log(args, f"{mode}: building and compiling")
         _, model = build_model(cfg, mode, args.allow_unused_tensors)
         if arch == "longcat_flash_afd":
-            step = lc.compile_step(model.forward, cfg.backend_options(mode))
+            step = lc.compile_step(model.forward, cfg.backend_options(mode, frozen_modules=True))
             x = _afd_inputs(cfg, model)
             with torch.inference_mode():
                 out = step(x)
@@ -308,10 +308,10 @@ def cmd_explain(args, cfg) -> int:
     arch, model = build_model(cfg, mode, args.allow_unused_tensors)
     _report_skipped(args, model)
     if arch == "longcat_flash_afd":
-        fn = lc.compile_step(model.forward, cfg.backend_options(mode))
+        fn = lc.compile_step(model.forward, cfg.backend_options(mode, frozen_modules=True))
         inputs = (_afd_inputs(cfg, model),)
     else:
-        fn = lc.compile_step(model.decode, cfg.backend_options(mode))
+        fn = lc.compile_step(model.decode, cfg.backend_options(mode, frozen_modules=True))
         layout = lc.PagedCacheLayout(model.options)
         s = layout.decode([0] * cfg.batch)
         inputs = (s.input_ids, s.positions, s.slot_mapping, s.block_tables, s.context_lens)
@@ -401,7 +401,7 @@ def cmd_generate(args, cfg) -> int:
     if any(i >= vocab for i in prompt):
         raise CliError(f"prompt: token id {max(prompt)} is outside the vocabulary ({vocab} ids)", EXIT_USAGE)
     eos = _eos_ids(cfg, tokenizer)
-    session = lc.Session(model, cfg.backend_options(mode))
+    session = lc.Session(model, cfg.backend_options(mode, frozen_modules=True))
     sampler = Sampler(cfg.temperature, cfg.top_k, cfg.top_p, cfg.sampling_seed)
     out = sys.stdout
     ids: list[int] = []

@@ -137,6 +137,19 @@ def test_zero_experts_are_chosen(monkeypatch):
     assert (chosen < model.config.n_routed_experts).any()
 
 
+def test_frozen_modules_same_bits():
+    """compile_options(frozen_modules=True), as `python -m superkernel` compiles the sample: dynamo
+    skips the guards on the model's modules, which changes no bit of the 16 steps."""
+    case = Case("longcat_packed")
+    ref_ids, ref = superkernel_run(case.name)
+    opts = lc.compile_options("superkernel", frozen_modules=True)
+    assert opts["guard_filter_fn"] is torch.compiler.skip_guard_on_all_nn_modules_unsafe
+    model = lc.LongcatFlash.from_checkpoint(case.dir, options(case))
+    ids, logits = greedy(lc.Session(model, opts), case)
+    assert ids == ref_ids
+    assert torch.equal(logits.view(torch.int32), ref.view(torch.int32))
+
+
 def test_bf16_weights_and_cache_near_transformers():
     """bf16 weights and latent cache: the ids of the f32 run's first steps, logits within 3e-2."""
     case = Case("longcat_packed")

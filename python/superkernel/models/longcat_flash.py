@@ -586,11 +586,26 @@ MODES = {
 }
 
 
-def compile_options(mode: str, extra: dict | None = None) -> dict:
-    """Backend options for an execution mode (eager, graph, superkernel), parameters frozen."""
+def compile_options(mode: str, extra: dict | None = None, *, frozen_modules: bool = False) -> dict:
+    """torch.compile options for an execution mode (eager, graph, superkernel), parameters frozen.
+
+    ``frozen_modules``: dynamo no longer re-checks the model's modules and their attributes on
+    every call (torch's ``guard_filter_fn=torch.compiler.skip_guard_on_all_nn_modules_unsafe``;
+    the guards on the step's inputs stay). It takes most of dynamo's per-call Python off the step
+    (docs/PERFORMANCE.md, "The LongCat-Flash sample"); in exchange, a module attribute changed
+    after the first call (``model.options.enable_superkernel = False``) is not seen, so it suits a
+    model that is built, compiled and then only run, as ``python -m superkernel`` does."""
     if mode not in MODES:
         raise InvalidArgumentError(f"mode '{mode}': expected eager, graph or superkernel")
-    return dict(MODES[mode], frozen_parameter=True, **(extra or {}))
+    options = dict(MODES[mode], frozen_parameter=True, **(extra or {}))
+    if frozen_modules:
+        skip = getattr(torch.compiler, "skip_guard_on_all_nn_modules_unsafe", None)
+        if skip is None:
+            raise UnimplementedError(f"frozen_modules: torch {torch.__version__} has no "
+                                     "torch.compiler.skip_guard_on_all_nn_modules_unsafe (torch >= 2.7 has)")
+        # torch.compile takes this key out of `options` for dynamo; the backend never sees it.
+        options["guard_filter_fn"] = skip
+    return options
 
 
 def compile_step(method, options: dict):

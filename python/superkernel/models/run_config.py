@@ -95,12 +95,13 @@ class RunConfig:
             prefetch=self.enable_prefetch, prefetch_core_limit=self.core_limit("prefetch"),
             scope_options=self.scope_options_for)
 
-    def backend_options(self, mode: str | None = None) -> dict:
+    def backend_options(self, mode: str | None = None, *, frozen_modules: bool = False) -> dict:
         """torch.compile(backend="superkernel") options for `mode` (default: the configured one),
-        with model_config.compile_options applied."""
+        with model_config.compile_options applied (``frozen_modules``: see
+        longcat_flash.compile_options)."""
         from .longcat_flash import compile_options
 
-        return compile_options(mode or self.exe_mode, dict(self.compile_options))
+        return compile_options(mode or self.exe_mode, dict(self.compile_options), frozen_modules=frozen_modules)
 
 
 class _Reader:
