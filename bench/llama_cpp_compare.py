@@ -148,19 +148,25 @@ def compare(args: argparse.Namespace) -> tuple[list[dict], str]:
             for name, cmd in sides:
                 print(f"round {r + 1}/{args.rounds}: {dtype} {name}", file=sys.stderr, flush=True)
                 tables[name] = parse_table(run(cmd, f"{name} ({dtype})"), f"{name} ({dtype})")
+            # Both sides ran the same tests and thread counts: a row on one side only is an error.
+            for side, other in (("ours", "llama.cpp"), ("llama.cpp", "ours")):
+                for key in sorted(set(tables[side]) - set(tables[other])):
+                    raise CompareError(f"{other} ({dtype}): no {key[1]} row at {key[0]} threads in its table "
+                                       f"(the {side} table has one)")
             for key, ours in sorted(tables["ours"].items()):
-                theirs = tables["llama.cpp"].get(key)
-                if theirs is None or theirs <= 0:
-                    raise CompareError(f"llama.cpp ({dtype}): no {key[1]} row at {key[0]} threads in its table")
+                theirs = tables["llama.cpp"][key]
+                if theirs <= 0:
+                    raise CompareError(f"llama.cpp ({dtype}): {key[1]} at {key[0]} threads reports {theirs} t/s")
                 cell = cells.setdefault((dtype, key[0], key[1]), Cell())
                 cell.ours.append(ours)
                 cell.theirs.append(theirs)
                 cell.ratios.append(ours / theirs)
+    gguf_of = dict(ggufs)
     rows = []
     for (dtype, t, kind), c in cells.items():
         rows.append({
             "weights": dtype,
-            "gguf": os.path.basename(dict(ggufs)[dtype]),
+            "gguf": os.path.basename(gguf_of[dtype]),
             "threads": t,
             "test": kind,
             "ours_tps": c.ours,

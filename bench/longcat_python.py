@@ -14,8 +14,8 @@ same step), first the sample's and the C++ model's, then transformers'. The tabl
 median absolute deviation and ratios: against transformers' best (eager or inductor), and
 sample / C++ in the same mode (the sample's goal is 1.0). "sample, frozen modules" is the sample
 compiled as `python -m superkernel` compiles it: dynamo no longer re-checks the model's modules on
-every call (longcat_flash.compile_options(frozen_modules=True)). Before timing, the sample's logits are
-checked bit-identical to the C++ model's in every mode and transformers' within 1e-3 of them.
+every call (longcat_flash.compile_options(frozen_modules=True)). Before timing, the sample's
+logits are checked bit-identical to the C++ model's in every mode and transformers' within 1e-3 of them.
 """
 
 import argparse
@@ -174,7 +174,8 @@ def bench_config(path, args):
         steps[("sample", mode)] = SampleStep(cfg, mode, prompts, ids)
     # What `python -m superkernel` runs: dynamo no longer re-checks the model's modules on every call
     # (lc.compile_options(frozen_modules=True)).
-    steps[("sample, frozen modules", "superkernel")] = SampleStep(cfg, "superkernel", prompts, ids, frozen_modules=True)
+    steps[("sample, frozen modules", "superkernel")] = SampleStep(cfg, "superkernel", prompts, ids,
+                                                                 frozen_modules=True)
     for mode in MODES:
         steps[("C++", mode)] = CppStep(cfg, mode, prompts, ids)
     ref = steps[("C++", "eager")].logits

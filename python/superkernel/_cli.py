@@ -126,6 +126,12 @@ def _parse_ids(text: str, what: str = "--prompt") -> list[int]:
     return out
 
 
+def _step_options(cfg, mode: str) -> dict:
+    """torch.compile options for the sample's steps: the commands build the model from the config
+    and only run it, so dynamo need not re-check its modules on every call (frozen_modules)."""
+    return cfg.backend_options(mode, frozen_modules=True)
+
+
 def _log(args, text: str) -> None:
     if not getattr(args, "quiet", False):
         print(text, file=sys.stderr, flush=True)
@@ -167,7 +173,7 @@ def cmd_run(args, cfg) -> int:
     import torch
 
     if arch == "longcat_flash_afd":
-        step = lc.compile_step(model.forward, cfg.backend_options(mode, frozen_modules=True))
+        step = lc.compile_step(model.forward, _step_options(cfg, mode))
         x = _afd_inputs(cfg, model)
         times = []
         with torch.inference_mode():
@@ -180,7 +186,7 @@ def cmd_run(args, cfg) -> int:
         print(f"hidden_states_out checksum {float(x.double().sum()):.6f}")
         _print_latencies(times[1:] or times, cfg.batch)
         return EXIT_OK
-    session = lc.Session(model, cfg.backend_options(mode, frozen_modules=True))
+    session = lc.Session(model, _step_options(cfg, mode))
     prompts = [prompt] * cfg.batch if prompt is not None else default_prompts(cfg, model.config.vocab_size)
     sampler = Sampler(cfg.temperature, cfg.top_k, cfg.top_p, cfg.sampling_seed)
     _log(args, "prefill (compiles the prefill graph)")
@@ -217,7 +223,7 @@ def _timed_session(cfg, model, mode):
     returns (session, the logits of every step, the ids, the last step's inputs)."""
     from .models import longcat_flash as lc
 
-    session = lc.Session(model, cfg.backend_options(mode, frozen_modules=True))
+    session = lc.Session(model, _step_options(cfg, mode))
     prompts = default_prompts(cfg, model.config.vocab_size)
     sampler = Sampler(cfg.temperature, cfg.top_k, cfg.top_p, cfg.sampling_seed)
     logits = [session.prefill(prompts)]
@@ -245,7 +251,7 @@ def cmd_bench(args, cfg) -> int:
         _log(args, f"{mode}: building and compiling")
         _, model = build_model(cfg, mode, args.allow_unused_tensors)
         if arch == "longcat_flash_afd":
-            step = lc.compile_step(model.forward, cfg.backend_options(mode, frozen_modules=True))
+            step = lc.compile_step(model.forward, _step_options(cfg, mode))
             x = _afd_inputs(cfg, model)
             with torch.inference_mode():
                 out = step(x)
@@ -308,10 +314,10 @@ def cmd_explain(args, cfg) -> int:
     arch, model = build_model(cfg, mode, args.allow_unused_tensors)
     _report_skipped(args, model)
     if arch == "longcat_flash_afd":
-        fn = lc.compile_step(model.forward, cfg.backend_options(mode, frozen_modules=True))
+        fn = lc.compile_step(model.forward, _step_options(cfg, mode))
         inputs = (_afd_inputs(cfg, model),)
     else:
-        fn = lc.compile_step(model.decode, cfg.backend_options(mode, frozen_modules=True))
+        fn = lc.compile_step(model.decode, _step_options(cfg, mode))
         layout = lc.PagedCacheLayout(model.options)
         s = layout.decode([0] * cfg.batch)
         inputs = (s.input_ids, s.positions, s.slot_mapping, s.block_tables, s.context_lens)
@@ -401,7 +407,7 @@ def cmd_generate(args, cfg) -> int:
     if any(i >= vocab for i in prompt):
         raise CliError(f"prompt: token id {max(prompt)} is outside the vocabulary ({vocab} ids)", EXIT_USAGE)
     eos = _eos_ids(cfg, tokenizer)
-    session = lc.Session(model, cfg.backend_options(mode, frozen_modules=True))
+    session = lc.Session(model, _step_options(cfg, mode))
     sampler = Sampler(cfg.temperature, cfg.top_k, cfg.top_p, cfg.sampling_seed)
     out = sys.stdout
     ids: list[int] = []

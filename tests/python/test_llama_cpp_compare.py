@@ -146,4 +146,15 @@ def test_a_missing_row_on_their_side_is_an_error(setup, capsys):
                       "print('| model | threads | test | t/s |')\nprint('| --- | ---: | ---: | ---: |')\n"
                       "print('| m | 1 | tg64 | 40.00 ± 1.00 |')\n")
     assert lcc.main(base + ["--rounds", "1", "--threads", "1"]) == 2
-    assert "no pp512 row at 1 threads" in capsys.readouterr().err
+    assert "llama.cpp (w4a8): no pp512 row at 1 threads" in capsys.readouterr().err
+
+
+def test_a_missing_row_on_our_side_is_an_error(setup, capsys):
+    tmp_path, base = setup
+    # Our table without the 2-thread rows that llama-bench's has.
+    ours = tmp_path / "superkernel"
+    ours.write_text(f"#!{sys.executable}\n"
+                    "print('| model | threads | test | t/s |')\nprint('| --- | ---: | ---: | ---: |')\n"
+                    "print('| m | 1 | tg @ d64 | 50.00 ± 1.00 |')\nprint('| m | 1 | pp512 | 500.00 ± 1.00 |')\n")
+    assert lcc.main(base + ["--rounds", "1", "--threads", "1,2"]) == 2
+    assert "ours (w4a8): no pp512 row at 2 threads" in capsys.readouterr().err
