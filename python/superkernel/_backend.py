@@ -45,6 +45,11 @@ def _input_infos(gm: torch.fx.GraphModule, example_inputs: list) -> list[InputIn
             name = node.name
         static = getattr(x, "_dynamo_static_input_type", None) is not None or isinstance(x, torch.nn.Parameter)
         infos.append(InputInfo(name, static, x))
+    # Tensors dynamo installed on the graph module instead (its config install_free_tensors):
+    # aot_autograd passes them ahead of the inputs, parameters then buffers, from a list it built
+    # once.
+    installed = [*gm.named_parameters(remove_duplicate=False), *gm.named_buffers(remove_duplicate=False)]
+    infos = [InputInfo(source_name(n), True, t) for n, t in installed] + infos
     # Names must be unique in the graph.
     seen: dict[str, int] = {}
     for info in infos:

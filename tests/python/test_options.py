@@ -102,3 +102,25 @@ def test_training_graphs_are_refused():
     m = Small()
     with pytest.raises(Exception, match="inference"):
         compile_fn(m, MODES["graph"])(torch.randn(2, 16))
+
+
+@pytest.mark.parametrize("frozen", [True, False])
+def test_tensors_dynamo_installs_on_the_graph_module(frozen):
+    # With dynamo's install_free_tensors the parameters are attributes of the graph module, not
+    # inputs, and aot_autograd passes them ahead of the inputs: the backend names and binds them
+    # like the lifted ones.
+    m = Small()
+    x = torch.randn(2, 16)
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(install_free_tensors=True), torch.no_grad():
+        compiled = torch.compile(m, backend=sk.backend({**MODES["superkernel"], "frozen_parameter": frozen}),
+                                 fullgraph=True, dynamic=False)
+        out, ran = run_recorded(compiled, x)
+        torch.testing.assert_close(out, m(x))
+        graph = ran[0][0].graph
+        kinds = {graph.tensor_info(i).name: graph.tensor_info(i).kind for i in range(graph.num_tensors)}
+        weight = [name for name in kinds if name.endswith("lin.weight") or name.endswith("lin_weight")]
+        assert len(weight) == 1, sorted(kinds)
+        assert kinds[weight[0]] == (sk.TensorKind.constant if frozen else sk.TensorKind.input)
+        m.lin.weight.mul_(-1.0)
+        torch.testing.assert_close(compiled(x), m(x))
