@@ -114,6 +114,19 @@ SK_KERNEL_BENCH(matmul_family_cases) {
                        {1, ns, ks, dt},
                        {}});
     }
+    // int8 weights on short rows (K = 1024, 1 KiB a row; 128 MiB): a small model's W8A8 decode.
+    {
+      const int64_t ns = 131072, ks = 1024;
+      cases.push_back({"gemv_w8a8_dyn_131072x1024",
+                       "matmul.w8a8_dyn",
+                       {Act({1, ks}), Int8({ns, ks}, true), Scales({ns}, true)},
+                       {TensorSpec(DType::kF32, {1, ns})},
+                       {},
+                       1.0 * ns * ks + 4.0 * ks + 8.0 * ns,
+                       2.0 * ns * ks,
+                       {1, ns, ks, "s8"},
+                       {}});
+    }
     cases.push_back({"gemv_bf16_8192",
                      "matmul.bf16",
                      {Act({1, k}), Weight(DType::kBF16, {n, k})},
