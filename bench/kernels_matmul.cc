@@ -114,10 +114,11 @@ SK_KERNEL_BENCH(matmul_family_cases) {
                        {1, ns, ks, dt},
                        {}});
     }
-    // int8 weights on short rows (K = 1024, 1 KiB a row; 128 MiB): a small model's W8A8 decode.
-    {
-      const int64_t ns = 131072, ks = 1024;
-      cases.push_back({"gemv_w8a8_dyn_131072x1024",
+    // int8 weights on short rows (128 MiB): K = 1024 (1 KiB a row) is a small model's W8A8
+    // decode, K = 2048 a medium one's.
+    for (const int64_t ks : {int64_t{1024}, int64_t{2048}}) {
+      const int64_t ns = 131072 * 1024 / ks;
+      cases.push_back({"gemv_w8a8_dyn_" + std::to_string(ns) + "x" + std::to_string(ks),
                        "matmul.w8a8_dyn",
                        {Act({1, ks}), Int8({ns, ks}, true), Scales({ns}, true)},
                        {TensorSpec(DType::kF32, {1, ns})},

@@ -126,6 +126,9 @@ SK_KERNEL_CASES(matmul_family_cases) {
       {"m4_k70", {4, 70}, 24},           {"m16_k300_n40", {16, 300}, 40}, {"m17_n70", {17, 24}, 70},
       {"k100_n33", {2, 100}, 33},        {"rank3_x", {2, 3, 64}, 9},      {"gemv_k2000_n20", {1, 2000}, 20},
       {"m16_k4100_n20", {16, 4100}, 20},  // K steps of the multi-row blocks and a ragged end
+      {"gemv_k1000_n37", {1, 1000}, 37},  // short rows read one at a time, a masked tail
+      {"gemv_k1024_n19", {1, 1024}, 19},  // the longest such rows, no tail
+      {"gemv_k1025_n9", {1, 1025}, 9},    // one byte longer: rows side by side
   };
   for (const Shape3& s : w8) {
     const int64_t k = s.x.back();
