@@ -813,6 +813,83 @@ TEST(MatmulFamily, RowsAreIndependentOfMAndOfThePanel) {
   }
 }
 
+// At avx512_bf16 a GEMV on short rows spells VDPBF16PS out as two FMAs per pair with denormals
+// read as zero and flushed (matmul_bf16.cc), while blocks of several rows run VDPBF16PS itself:
+// the rows must still be the same bits on the values where those details show: denormal weights
+// (read as zero), products and sums below the normal range (flushed, with their sign), sums that
+// overflow to infinity, signed zeros and infinities, and the order of the pair's two products
+// (magnitudes 2^-12 to 2^12 apart, so that adding them the other way round rounds differently).
+// K = 1000 (short rows, with a tail of 8 for the masked VDPBF16PS step), 1024 (no tail) and 1030
+// (rows side by side).
+TEST(MatmulFamily, Bf16GemvKeepsTheBlocksBitsOnEdgeValues) {
+  const sk_kernel_desc* kb = kernel("matmul.bf16");
+  ASSERT_NE(kb, nullptr);
+  constexpr int64_t kM = 4;
+  constexpr int64_t kN = 37;
+  std::mt19937 rng(31);
+  std::uniform_int_distribution<int> pick(0, 15);
+  std::uniform_int_distribution<int> exponent(-12, 12);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  for (const int64_t k : {int64_t{1000}, int64_t{1024}, int64_t{1030}}) {
+    SCOPED_TRACE("K = " + std::to_string(k));
+    Tensor x = dense(SK_DTYPE_F32, {kM, k});
+    Tensor w = dense(SK_DTYPE_BF16, {kN, k});
+    for (int64_t i = 0; i < kM * k; ++i) {
+      const int c = pick(rng);
+      float v = std::ldexp(mantissa(rng), exponent(rng)) * (c % 2 == 0 ? 1.0f : -1.0f);
+      if (c == 0) v = 0.0f;
+      if (c == 1) v = -0.0f;
+      if (c == 2) v = std::ldexp(1.5f, -70);  // products with the tiny weights below: subnormal
+      if (c == 3) v = -std::ldexp(1.25f, -75);
+      if (c == 4 && i % 97 == 0) v = std::ldexp(1.0f, 100);  // sums past the f32 range
+      x.data<float>()[i] = v;
+    }
+    for (int64_t i = 0; i < kN * k; ++i) {
+      const int c = pick(rng);
+      float v = std::ldexp(mantissa(rng), exponent(rng)) * (c % 2 == 0 ? 1.0f : -1.0f);
+      if (c == 0) v = -0.0f;
+      if (c == 2) v = std::ldexp(1.0f, -60);
+      if (c == 3) v = -std::ldexp(1.5f, -66);
+      if (c == 4 && i % 89 == 0) v = std::ldexp(1.0f, 120);
+      uint16_t h = sk::f32_to_bf16(v);
+      if (c == 5) h = static_cast<uint16_t>(0x0001 + i % 0x7f);                             // subnormal weights
+      if (c == 6) h = static_cast<uint16_t>(0x8040);                                        // -subnormal
+      if (c == 7 && i % 211 == 0) h = static_cast<uint16_t>(i % 2 == 0 ? 0x7f80 : 0xff80);  // +-inf
+      w.data<uint16_t>()[i] = h;
+    }
+    // Dot products that stay below the normal range, so that reading denormals as zero and
+    // flushing denormal results decide the bits: x row 3 against w rows [0, 10). Even k: a large
+    // x times a subnormal weight (2^-121 or so when the weight is not read as zero); odd k, and
+    // every k of the last 32: two small normal numbers whose product is subnormal (2^-130;
+    // flushed, or summed when not; with K = 1024 the last of them ends the FMA chain).
+    for (int64_t l = 0; l < k; ++l) {
+      const bool tiny = l % 2 == 1 || l >= k - 32;
+      x.data<float>()[3 * k + l] = tiny ? -std::ldexp(mantissa(rng), -70) : std::ldexp(mantissa(rng), 10);
+      for (int64_t j = 0; j < 10; ++j) {
+        w.data<uint16_t>()[j * k + l] =
+            tiny ? sk::f32_to_bf16(std::ldexp(mantissa(rng), -60)) : static_cast<uint16_t>(0x0001 + (j * 7 + l) % 0x7f);
+      }
+    }
+    for (int level : levels()) {
+      SCOPED_TRACE("isa level " + std::to_string(level));
+      IsaForced forced(level);
+      Tensor y = dense(SK_DTYPE_F32, {kM, kN});
+      ASSERT_EQ(Call({&x, &w}, {&y}).run(*kb, 2), SK_OK);
+      int special = 0;  // the edge values must reach the outputs for the comparison to mean anything
+      for (int64_t i = 0; i < kM * kN; ++i) special += !std::isfinite(y.data<float>()[i]);
+      EXPECT_GT(special, 0);
+      EXPECT_LT(special, kM * kN);
+      for (int64_t i = 0; i < kM; ++i) {
+        Tensor xi = dense(SK_DTYPE_F32, {1, k});
+        Tensor yi = dense(SK_DTYPE_F32, {1, kN});
+        std::memcpy(xi.data<float>(), x.data<float>() + i * k, sizeof(float) * k);
+        ASSERT_EQ(Call({&xi, &w}, {&yi}).run(*kb, 2), SK_OK);
+        EXPECT_EQ(0, std::memcmp(yi.data<float>(), y.data<float>() + i * kN, sizeof(float) * kN)) << "row " << i;
+      }
+    }
+  }
+}
+
 // A grouped matmul row is the plain matmul of that row with its expert's weights, bit for bit.
 TEST(MatmulFamily, GroupedRowsArePlainMatmulsOfTheirExpert) {
   struct Pair {
