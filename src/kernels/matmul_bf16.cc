@@ -11,9 +11,9 @@
 //   avx512_bf16: x is rounded to bf16 (nearest even, denormals to zero) once per call and
 //     VDPBF16PS accumulates pairs: lane l of 16 takes k = 2l + 1, then 2l (mod 32), each an FMA
 //     with denormal inputs read as zero and denormal results flushed, in increasing k, then
-//     hsum_lanes (the GEMV on short rows runs those FMAs itself, with the same bits). Rounding x to bf16 costs up to
-//     2^-8 relative per product, an error that grows as sqrt(K): the reference tolerance of this level (reference.h) is
-//     wider than matmul.f32's.
+//     hsum_lanes (the GEMV on short rows runs those FMAs itself, with the same bits). Rounding x
+//     to bf16 costs up to 2^-8 relative per product, an error that grows as sqrt(K): the
+//     reference tolerance of this level (reference.h) is wider than matmul.f32's.
 // Tiles and K blocks only change which dot products advance together, never the operations
 // inside one, so results do not depend on M, N, the core split or alignment.
 #include <algorithm>
@@ -92,23 +92,16 @@ SK_TARGET_AVX512_BF16 void tile_avx512_bf16(const uint16_t* x, int64_t sx, const
     const unsigned csr = _mm_getcsr();
     _mm_setcsr(csr | kMxcsrDazFtz);
     const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
-    const int64_t k32 = kn / 32 * 32;
-    for (int j = 0; j < NR; ++j) {
-      const uint16_t* row = w + j * sw;
-      __m512 a = acc[0][j];
-      for (int64_t kk = 0; kk < k32; kk += 32) {
-        gemm::prefetch_l2(reinterpret_cast<const char*>(row + kk) + gemm::kGemvAheadBytes, 64);
-        const __m512i wr = _mm512_loadu_si512(row + kk);
-        const __m512i xr = _mm512_loadu_si512(x + kk);
-        a = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(xr, high)),
-                            _mm512_castsi512_ps(_mm512_and_si512(wr, high)), a);
-        a = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(xr, 16)),
-                            _mm512_castsi512_ps(_mm512_slli_epi32(wr, 16)), a);
-      }
-      acc[0][j] = a;
-    }
-    _mm_setcsr(csr);
-    k = k32;  // the rest of K (under 32) goes through the masked VDPBF16PS step below
+    k = gemm::gemv_rows_one_at_a_time<NR, 32>(w, sw, kn, acc[0],
+                                              [&](__m512& a, const uint16_t* wk, int64_t kk) SK_TARGET_AVX512_BF16 {
+                                                const __m512i wr = _mm512_loadu_si512(wk);
+                                                const __m512i xr = _mm512_loadu_si512(x + kk);
+                                                a = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(xr, high)),
+                                                                    _mm512_castsi512_ps(_mm512_and_si512(wr, high)), a);
+                                                a = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(xr, 16)),
+                                                                    _mm512_castsi512_ps(_mm512_slli_epi32(wr, 16)), a);
+                                              });
+    _mm_setcsr(csr);  // the rest of K (under 32) goes through the masked VDPBF16PS step below
   }
   for (; k + 32 <= kn; k += 32) {
     gemm::prefetch_block_ahead<MR, NR, 32>(w, sw, k);

@@ -213,6 +213,30 @@ SK_PREFETCH_INLINE void prefetch_block_ahead(const W* w_tile, int64_t sw, int64_
   }
 }
 
+// GEMV tiles that read their NR rows one after another instead of side by side (the form of the
+// f16 tiles, the int8 ones on short rows and the bf16 one on short rows at avx512_bf16;
+// docs/kernels_matmul.md): each row is one stream of 64-byte steps of kStep elements, each step's
+// line brought into L2 kGemvAheadBytes ahead, and step(a, row + k, k) advances the row's
+// accumulator a (acc[j], taken by reference: a vector return would cross the ISA boundary of this
+// untargeted helper) for the whole steps of kn, in increasing k. The step is a lambda with the
+// tile's target attribute. Each row's operations keep their order, so a tile gives the bits
+// of the same steps side by side. Returns the K covered; the tile finishes the rest.
+template <int NR, int kStep, class W, class V, class Step>
+SK_PREFETCH_INLINE int64_t gemv_rows_one_at_a_time(const W* w, int64_t sw, int64_t kn, V* acc, Step step) {
+  static_assert(kStep * sizeof(W) == 64, "one step is one 64-byte line of a row");
+  const int64_t end = kn / kStep * kStep;
+  for (int j = 0; j < NR; ++j) {
+    const W* row = w + j * sw;
+    V a = acc[j];
+    for (int64_t k = 0; k < end; k += kStep) {
+      prefetch_l2(reinterpret_cast<const char*>(row + k) + kGemvAheadBytes, 64);
+      step(a, row + k, k);
+    }
+    acc[j] = a;
+  }
+  return end;
+}
+
 // GEMV tiles: touches the first lines of the next tile's NR rows, so their streams do not start on
 // cold misses when this tile ends.
 template <int MR, int NR, class W>

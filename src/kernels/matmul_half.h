@@ -119,22 +119,15 @@ SK_TARGET_AVX2_F16C void half_tile_avx2(const float* x, int64_t sx, const uint16
     // (SK_ISA=avx2), f16 Llama decode, small model, alternated rounds, tokens/s medians: 1 thread
     // 50.3 -> 57.1 and 49.6 -> 53.7, 2 threads 79.8 -> 106.9; bf16 no faster (47.5 -> 46.2), so
     // bf16 keeps the side-by-side tile. Same per-row FMA order, same bits.
-    const int64_t k32 = kn / 32 * 32;
-    for (int j = 0; j < NR; ++j) {
-      const uint16_t* row = w + j * sw;
-      __m256 a = acc[0][j];
-      for (int64_t kk = 0; kk < k32; kk += 32) {
-        prefetch_l2(reinterpret_cast<const char*>(row + kk) + kGemvAheadBytes, 64);
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + kk));
-        const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + kk + 16));
-        a = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk), F::widen8(_mm256_castsi256_si128(v)), a);
-        a = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 8), F::widen8(_mm256_extracti128_si256(v, 1)), a);
-        a = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 16), F::widen8(_mm256_castsi256_si128(u)), a);
-        a = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 24), F::widen8(_mm256_extracti128_si256(u, 1)), a);
-      }
-      acc[0][j] = a;
-    }
-    k = k32;
+    k = gemv_rows_one_at_a_time<NR, 32>(
+        w, sw, kn, acc[0], [&](__m256& a, const uint16_t* wk, int64_t kk) SK_TARGET_AVX2_F16C {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk));
+          const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + 16));
+          a = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk), F::widen8(_mm256_castsi256_si128(v)), a);
+          a = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 8), F::widen8(_mm256_extracti128_si256(v, 1)), a);
+          a = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 16), F::widen8(_mm256_castsi256_si128(u)), a);
+          a = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 24), F::widen8(_mm256_extracti128_si256(u, 1)), a);
+        });
   }
   for (; k + 8 <= kn; k += 8) {
     __m256 wv[NR];
@@ -199,19 +192,12 @@ SK_TARGET_AVX512_F16C void half_tile_avx512(const float* x, int64_t sx, const ui
     // row at a time 97, 15.2 (two at a time 89, four 87; the prefetch 16 KiB ahead 83, 64 KiB 93,
     // none 63); 2 threads within the noise. Each row's FMAs are in the same order as before, so
     // the same bits; the rest of K (under 32) goes through the steps below with all rows.
-    const int64_t k32 = kn / 32 * 32;
-    for (int j = 0; j < NR; ++j) {
-      const uint16_t* row = w + j * sw;
-      __m512 a = acc[0][j];
-      for (int64_t kk = 0; kk < k32; kk += 32) {
-        prefetch_l2(reinterpret_cast<const char*>(row + kk) + kGemvAheadBytes, 64);
-        const __m512i v = _mm512_loadu_si512(row + kk);
-        a = _mm512_fmadd_ps(_mm512_loadu_ps(x + kk), F::widen16(_mm512_castsi512_si256(v)), a);
-        a = _mm512_fmadd_ps(_mm512_loadu_ps(x + kk + 16), F::widen16(_mm512_extracti64x4_epi64(v, 1)), a);
-      }
-      acc[0][j] = a;
-    }
-    k = k32;
+    k = gemv_rows_one_at_a_time<NR, 32>(
+        w, sw, kn, acc[0], [&](__m512& a, const uint16_t* wk, int64_t kk) SK_TARGET_AVX512_F16C {
+          const __m512i v = _mm512_loadu_si512(wk);
+          a = _mm512_fmadd_ps(_mm512_loadu_ps(x + kk), F::widen16(_mm512_castsi512_si256(v)), a);
+          a = _mm512_fmadd_ps(_mm512_loadu_ps(x + kk + 16), F::widen16(_mm512_extracti64x4_epi64(v, 1)), a);
+        });
   }
   for (; k + 16 <= kn; k += 16) {
     prefetch_block_ahead<MR, NR, 16>(w, sw, k);

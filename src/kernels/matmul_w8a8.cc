@@ -109,24 +109,18 @@ SK_TARGET_AVX2 void tile_avx2(const int8_t* x, int64_t sx, const int8_t* w, int6
     // 18.2-21.7, 2 KiB rows 10.7-13.5 -> 20.9-21.9, 8 KiB rows 17.9-20.5 -> 17.3-23.2. Llama
     // W8A8 decode, tokens/s medians: small model 1 thread 68 -> 121, 2 threads 119 -> 220;
     // medium 1 thread 14.6 -> 25.4. The sums are exact: same bits.
-    const int64_t k64 = kn / 64 * 64;
-    for (int j = 0; j < NR; ++j) {
-      const int8_t* row = w + j * sw;
-      __m256i a = acc[0][j];
-      for (int64_t kk = 0; kk < k64; kk += 64) {
-        gemm::prefetch_l2(row + kk + gemm::kGemvAheadBytes, 64);
-        const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + kk));
-        const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + kk + 32));
-        const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + kk));
-        const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + kk + 32));
-        const __m256i p0 = _mm256_maddubs_epi16(_mm256_abs_epi8(w0), _mm256_sign_epi8(x0, w0));
-        const __m256i p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(w1), _mm256_sign_epi8(x1, w1));
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(p0, ones));
-        a = _mm256_add_epi32(a, _mm256_madd_epi16(p1, ones));
-      }
-      acc[0][j] = a;
-    }
-    k = k64;  // the rest of K (under 64) goes through the steps below with all rows
+    // The rest of K (under 64) goes through the steps below with all rows.
+    k = gemm::gemv_rows_one_at_a_time<NR, 64>(
+        w, sw, kn, acc[0], [&](__m256i& a, const int8_t* wk, int64_t kk) SK_TARGET_AVX2 {
+          const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk));
+          const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + 32));
+          const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + kk));
+          const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + kk + 32));
+          const __m256i p0 = _mm256_maddubs_epi16(_mm256_abs_epi8(w0), _mm256_sign_epi8(x0, w0));
+          const __m256i p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(w1), _mm256_sign_epi8(x1, w1));
+          a = _mm256_add_epi32(a, _mm256_madd_epi16(p0, ones));
+          a = _mm256_add_epi32(a, _mm256_madd_epi16(p1, ones));
+        });
   }
   for (; k + 32 <= kn; k += 32) {
     __m256i wv[NR];
@@ -238,17 +232,11 @@ SK_TARGET_AVX512_VNNI void tile_avx512_vnni(const int8_t* x, int64_t sx, const i
     // GEMV on short rows: the tile's rows one after another, each one stream of 64-byte loads
     // with an L2 prefetch kGemvAheadBytes ahead of each line (the f16 tile's form), instead of
     // the rows side by side, which on rows of 1 KiB are many short streams.
-    const int64_t k64 = kn / 64 * 64;
-    for (int j = 0; j < NR; ++j) {
-      const int8_t* row = w + j * sw;
-      __m512i a = acc[0][j];
-      for (int64_t kk = 0; kk < k64; kk += 64) {
-        gemm::prefetch_l2(row + kk + gemm::kGemvAheadBytes, 64);
-        a = _mm512_dpbusd_epi32(a, _mm512_xor_si512(_mm512_loadu_si512(row + kk), bias), _mm512_loadu_si512(x + kk));
-      }
-      acc[0][j] = a;
-    }
-    k = k64;  // the rest of K (under 64) goes through the masked step below with all rows
+    // The rest of K (under 64) goes through the masked step below with all rows.
+    k = gemm::gemv_rows_one_at_a_time<NR, 64>(
+        w, sw, kn, acc[0], [&](__m512i& a, const int8_t* wk, int64_t kk) SK_TARGET_AVX512_VNNI {
+          a = _mm512_dpbusd_epi32(a, _mm512_xor_si512(_mm512_loadu_si512(wk), bias), _mm512_loadu_si512(x + kk));
+        });
   }
   for (; k + 64 <= kn; k += 64) {
     gemm::prefetch_block_ahead<MR, NR, 64>(w, sw, k);
