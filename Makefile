@@ -44,6 +44,9 @@ PHASE_LOG ?= $(BUILD)/test-phases.txt
 FUZZ_SECONDS ?= 20
 # $(call timed,<phase>,<command>): runs the command; on success appends its wall-clock and CPU
 # times to PHASE_LOG (a build's CPU time tells what it costs even on a busy machine).
+# A phase run on its own (`make test-asan`, ...) starts PHASE_LOG afresh, so that the file always
+# holds one run: `make test` starts it once and passes PHASE_LOG_KEEP=1 to its phases.
+fresh_log = $(if $(PHASE_LOG_KEEP),:,rm -f $(PHASE_LOG))
 timed = mkdir -p $(dir $(PHASE_LOG)); exec 3>&1 4>&2; TIMEFORMAT='%0R %0U %0S'; t=$$( { time { ( $(2) ) 1>&3 2>&4; }; } 2>&1 ) || exit $$?; \
 	set -- $$t; echo "make test: $(1): $$1 s wall, $$(( $$2 + $$3 )) s CPU" | tee -a $(PHASE_LOG)
 
@@ -55,15 +58,17 @@ test: deps
 	@rm -f $(PHASE_LOG); mkdir -p $(BUILD)
 	@( $(call timed,python environment (beside the sanitizer phases),$(MAKE) --no-print-directory $(VENV)/.requirements-stamp) ) \
 	    > $(BUILD)/venv-install.log 2>&1 & venv=$$!; \
-	  if ! { $(MAKE) --no-print-directory test-asan && $(MAKE) --no-print-directory test-tsan; }; then \
+	  if ! { $(MAKE) --no-print-directory test-asan PHASE_LOG_KEEP=1 && \
+	         $(MAKE) --no-print-directory test-tsan PHASE_LOG_KEEP=1; }; then \
 	    wait $$venv; exit 1; fi; \
 	  echo "make test: waiting for the python environment"; \
 	  if ! wait $$venv; then cat $(BUILD)/venv-install.log; exit 1; fi
-	@$(MAKE) --no-print-directory test-release
-	@$(MAKE) --no-print-directory test-fuzz
+	@$(MAKE) --no-print-directory test-release PHASE_LOG_KEEP=1
+	@$(MAKE) --no-print-directory test-fuzz PHASE_LOG_KEEP=1
 	@echo "make test: all phases passed"; cat $(PHASE_LOG)
 
 test-release: deps venv
+	@$(fresh_log)
 	@$(call timed,release build,cmake --preset release $(CMAKE_PY) >/dev/null && cmake --build $(BUILD) -j $(JOBS))
 	@$(call timed,release tests,ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600)
 
@@ -81,14 +86,17 @@ ASAN_SKIP = $(OUT_OF_TREE)
 TSAN_SKIP = ^kernels\.cases\.|^SamplingStatistics\.|^SamplingIdentity\.|$(OUT_OF_TREE)
 
 test-asan: deps
+	@$(fresh_log)
 	@$(call timed,asan build,cmake --preset asan -DSK_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null && cmake --build build-asan -j $(JOBS))
 	@$(call timed,asan tests,ctest --preset asan -j $(JOBS) --timeout 900 -E '$(ASAN_SKIP)' -LE fuzz-run)
 
 test-tsan: deps
+	@$(fresh_log)
 	@$(call timed,tsan build,cmake --preset tsan >/dev/null && cmake --build build-tsan -j $(JOBS))
 	@$(call timed,tsan tests,ctest --preset tsan -j $(JOBS) --timeout 900 -E '$(TSAN_SKIP)')
 
 test-fuzz: deps
+	@$(fresh_log)
 	@$(call timed,fuzz build (nothing left after test-asan),cmake --preset asan -DSK_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null && \
 	  cmake --build --preset fuzz -j $(JOBS))
 	@$(call timed,fuzz runs,ctest --preset fuzz -L fuzz-run -j $(JOBS) -V > build-asan/fuzz-runs.log 2>&1 || \
