@@ -130,6 +130,7 @@ if torch is not None:
     from ._markers import Event, limit_core_num, prefetch, scope, scope_begin, scope_end, stream, superkernel_scope
     from ._kernel_ops import KernelSignature, call_kernel, register_kernel_op
     from ._backend import backend, compiled_graphs, superkernel_backend
+    from ._capture import CapturedStep, capture
     from . import _backend
 
     _backend.register()
@@ -145,5 +146,5 @@ if torch is not None:
     __all__ += [
         "backend", "superkernel_backend", "compiled_graphs", "scope", "scope_begin", "scope_end",
         "superkernel_scope", "limit_core_num", "stream", "Event", "prefetch", "KernelSignature",
-        "register_kernel_op", "call_kernel", "load_kernel_package",
+        "register_kernel_op", "call_kernel", "load_kernel_package", "capture", "CapturedStep",
     ]

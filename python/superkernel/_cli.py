@@ -172,21 +172,32 @@ def cmd_run(args, cfg) -> int:
     print(f"model: {arch} ({model.source}), mode {mode}, Python sample under torch.compile(backend='superkernel')")
     import torch
 
+    import superkernel
+
     if arch == "longcat_flash_afd":
         step = lc.compile_step(model.forward, _step_options(cfg, mode))
         x = _afd_inputs(cfg, model)
         times = []
+        replayed = static = None
         with torch.inference_mode():
             for i in range(cfg.new_tokens):
                 _log(args, f"FFN step {i + 1}/{cfg.new_tokens}")
                 t0 = time.perf_counter()
-                x = step(x)
+                if args.no_replay:
+                    x = step(x)
+                elif replayed is None:  # the first step is captured, the others replay it
+                    static = x.clone()
+                    replayed = superkernel.capture(step, static)
+                    x = replayed.result
+                else:
+                    static.copy_(x)
+                    x = replayed()
                 times.append(time.perf_counter() - t0)
         print(f"FFN-only model: {cfg.new_tokens} steps over hidden states (no tokens)")
         print(f"hidden_states_out checksum {float(x.double().sum()):.6f}")
         _print_latencies(times[1:] or times, cfg.batch)
         return EXIT_OK
-    session = lc.Session(model, _step_options(cfg, mode))
+    session = lc.Session(model, _step_options(cfg, mode), replay=not args.no_replay)
     prompts = [prompt] * cfg.batch if prompt is not None else default_prompts(cfg, model.config.vocab_size)
     sampler = Sampler(cfg.temperature, cfg.top_k, cfg.top_p, cfg.sampling_seed)
     _log(args, "prefill (compiles the prefill graph)")
@@ -218,24 +229,26 @@ def _print_latencies(times, batch) -> None:
           f"{batch / med:.1f} tokens/s")
 
 
-def _timed_session(cfg, model, mode):
-    """A compiled session at the state `bench` times: prefill, then all but the last decode step;
-    returns (session, the logits of every step, the ids, the last step's inputs)."""
+def _timed_session(cfg, model, mode, replay):
+    """A compiled session at the state `bench` times: prefill, then every decode step; returns
+    (session, the logits of every step, the ids)."""
     from .models import longcat_flash as lc
 
-    session = lc.Session(model, _step_options(cfg, mode))
+    session = lc.Session(model, _step_options(cfg, mode), replay=replay)
     prompts = default_prompts(cfg, model.config.vocab_size)
     sampler = Sampler(cfg.temperature, cfg.top_k, cfg.top_p, cfg.sampling_seed)
     logits = [session.prefill(prompts)]
     ids = [sampler(logits[-1])]
     for _ in range(cfg.new_tokens - 1):
-        logits.append(session.decode(ids[-1]))
+        logits.append(session.decode(ids[-1]).clone())  # a replayed step overwrites its logits
         ids.append(sampler(logits[-1]))
     return session, logits, ids
 
 
 def cmd_bench(args, cfg) -> int:
     import torch
+
+    import superkernel
 
     from .models import longcat_flash as lc
 
@@ -254,18 +267,20 @@ def cmd_bench(args, cfg) -> int:
             step = lc.compile_step(model.forward, _step_options(cfg, mode))
             x = _afd_inputs(cfg, model)
             with torch.inference_mode():
-                out = step(x)
+                if args.no_replay:
+                    out = step(x)
+                    steps[mode] = (lambda step=step, x=x: step(x))
+                else:
+                    steps[mode] = superkernel.capture(step, x)
+                    out = steps[mode].result.clone()
             outputs[mode] = ([out], [])
-            steps[mode] = (lambda step=step, x=x: step(x))
         else:
-            session, logits, ids = _timed_session(cfg, model, mode)
+            session, logits, ids = _timed_session(cfg, model, mode, not args.no_replay)
             outputs[mode] = (logits, ids)
             # Time the last decode step again and again: the same inputs, the same cache slots.
             s = session.layout
             s.lens = [n - 1 for n in s.lens]
-            inputs = s.decode(ids[-2])
-            steps[mode] = (lambda session=session, i=inputs: session._decode(
-                i.input_ids, i.positions, i.slot_mapping, i.block_tables, i.context_lens))
+            steps[mode] = session.timed_decode(s.decode(ids[-2]))
     ref = outputs["eager"]
     for mode in MODES[1:]:
         got = outputs[mode]
@@ -288,7 +303,9 @@ def cmd_bench(args, cfg) -> int:
         med = statistics.median(samples[m])
         mad = statistics.median(abs(t - med) for t in samples[m])
         results[m] = (med, mad)
-    print(f"Python sample ({arch}), {cfg.runs} timed decode steps per mode, outputs bit-identical across modes\n")
+    how = "compiled calls" if args.no_replay else "the captured step replayed"
+    print(f"Python sample ({arch}), {cfg.runs} timed decode steps per mode ({how}), outputs bit-identical across "
+          "modes\n")
     print("| mode | step (ms) | tokens/s | vs eager | vs graph |")
     print("|---|---:|---:|---:|---:|")
     for m in MODES:
@@ -407,7 +424,7 @@ def cmd_generate(args, cfg) -> int:
     if any(i >= vocab for i in prompt):
         raise CliError(f"prompt: token id {max(prompt)} is outside the vocabulary ({vocab} ids)", EXIT_USAGE)
     eos = _eos_ids(cfg, tokenizer)
-    session = lc.Session(model, _step_options(cfg, mode))
+    session = lc.Session(model, _step_options(cfg, mode), replay=not args.no_replay)
     sampler = Sampler(cfg.temperature, cfg.top_k, cfg.top_p, cfg.sampling_seed)
     out = sys.stdout
     ids: list[int] = []
@@ -465,15 +482,22 @@ def parser() -> argparse.ArgumentParser:
     def mode(sp):
         sp.add_argument("--mode", choices=MODES, help="execution mode (default: the config's exe_mode)")
 
+    def replay(sp):
+        sp.add_argument("--no-replay", action="store_true",
+                        help="call the compiled decode step through torch.compile at every step instead of "
+                             "replaying the first one captured (superkernel.capture)")
+
     run = sub.add_parser("run", help="prefill, then decode steps; prints the ids and step latencies")
     common(run)
     mode(run)
     run.add_argument("--prompt", help="comma-separated prompt token ids (default: the config's seeded prompt)")
     run.add_argument("--tokens", type=int, help="new ids per sequence (overrides decode.new_tokens)")
+    replay(run)
     bench = sub.add_parser("bench", help="every mode side by side: outputs bit-identical, median decode step")
     common(bench)
     bench.add_argument("--runs", type=int, help="timed decode steps per mode")
     bench.add_argument("--json", help="write the results as JSON")
+    replay(bench)
     explain = sub.add_parser("explain", help="what the compiler makes of the decode step (scopes, segments)")
     common(explain)
     mode(explain)
@@ -488,6 +512,7 @@ def parser() -> argparse.ArgumentParser:
     gen.add_argument("--top-k", type=int, help="keep the k best tokens (0: all)")
     gen.add_argument("--top-p", type=float, help="keep the shortest prefix reaching this probability")
     gen.add_argument("--seed", type=int, help="sampling seed")
+    replay(gen)
     return p
 
 

@@ -38,6 +38,9 @@ _sk = _superkernel
 COPY_INPUT_BYTES = 64 * 1024
 
 _recorders: list[list] = []
+# Open superkernel.capture() blocks, innermost last: each a list that every graph run appends
+# (graph, argument tensors, input pointers, output tensors) to.
+_captures: list[list] = []
 
 
 def source_name(text: str) -> str:
@@ -66,6 +69,7 @@ class Binding:
     nbytes: int
     bind: bool
     contiguous: bool
+    written: bool = False  # the graph writes it in place (a cache, a counter): state the caller keeps
 
 
 @dataclass
@@ -219,7 +223,7 @@ class Lowerer(Ctx):
                         "torch's memory as a graph variable"
                     )
                 self.env[ph] = self.g.variable(info.name, dt, shp)
-                bindings.append(Binding(i, info.name, nbytes, True, True))
+                bindings.append(Binding(i, info.name, nbytes, True, True, written=True))
                 continue
             real = info.real
             if (
@@ -590,7 +594,16 @@ class CompiledGraph:
             keep = [args[i] if b.contiguous else args[i].contiguous() for i, b in zip(index, self.bindings)]
             ptrs = [t.data_ptr() for t in keep]
         outs = [torch.empty(s, dtype=d) for s, d in self._out_specs]
-        self.runner.step(ptrs, [o.data_ptr() for o in outs])
+        out_ptrs = [o.data_ptr() for o in outs]
+        self.runner.step(ptrs, out_ptrs)
+        if _captures:
+            if keep is not None:
+                bad = next(b.sk_name for b in self.bindings if not b.contiguous)
+                raise InvalidArgumentError(
+                    f"capture: graph input '{bad}' is not contiguous, so each call runs on a fresh copy of it that a "
+                    "replay could not refresh: make it contiguous before the compiled call"
+                )
+            _captures[-1].append((self, args, ptrs, outs, out_ptrs))
         del keep
         if self._only_sk_outputs:
             return outs

@@ -121,6 +121,12 @@ def test_run_explain_bench_on_a_config(checkpoint, capsys, tmp_path):
     code, out, err = run_main(capsys, "run", cfg, "--prompt", ",".join(map(str, case.prompt)), "--tokens", "4", "-q")
     assert code == 0, err
     assert f"ids {' '.join(map(str, case.ids['f32'][:4]))}" in out
+    # Every decode step after the first replays the captured one; --no-replay calls the compiled
+    # step through torch.compile instead: the same ids either way.
+    code, out, err = run_main(capsys, "run", cfg, "--prompt", ",".join(map(str, case.prompt)), "--tokens", "4", "-q",
+                              "--no-replay")
+    assert code == 0, err
+    assert f"ids {' '.join(map(str, case.ids['f32'][:4]))}" in out
     code, out, err = run_main(capsys, "explain", cfg, "-q")
     assert code == 0, err
     for layer in range(2):
@@ -132,8 +138,11 @@ def test_run_explain_bench_on_a_config(checkpoint, capsys, tmp_path):
                    .replace("new_tokens: 16", "new_tokens: 2") + "bench:\n  warmup: 1\n  runs: 2\n")
     code, out, err = run_main(capsys, "bench", str(afd), "-q", "--json", str(tmp_path / "b.json"))
     assert code == 0, err
-    assert "| superkernel |" in out and "bit-identical" in out
+    assert "| superkernel |" in out and "bit-identical" in out and "(the captured step replayed)" in out
     assert set(json.loads((tmp_path / "b.json").read_text())["modes"]) == {"eager", "graph", "superkernel"}
+    code, out, err = run_main(capsys, "bench", str(afd), "-q", "--no-replay")
+    assert code == 0, err
+    assert "(compiled calls)" in out
 
 
 def test_original_keys_map_onto_the_project_ones(tmp_path):

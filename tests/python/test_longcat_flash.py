@@ -34,10 +34,10 @@ def greedy(session, case, prefill=False):
     """Greedy ids and logits [steps, vocab]: the prompt (through the prefill graph, or token by
     token through the decode graph), then steps - 1 decode steps."""
     first = session.prefill([case.prompt]) if prefill else session.prompt_by_decode([case.prompt])
-    rows = [first[0]]
+    rows = [first[0].clone()]  # a replaying session overwrites its logits at the next step
     ids = [int(rows[-1].argmax())]
     for _ in range(case.steps - 1):
-        rows.append(session.decode([ids[-1]])[0])
+        rows.append(session.decode([ids[-1]])[0].clone())
         ids.append(int(rows[-1].argmax()))
     return ids, torch.stack(rows)
 
@@ -148,6 +148,27 @@ def test_frozen_modules_same_bits():
     ids, logits = greedy(lc.Session(model, opts), case)
     assert ids == ref_ids
     assert torch.equal(logits.view(torch.int32), ref.view(torch.int32))
+
+
+@pytest.mark.parametrize("prefill", [False, True])
+def test_replayed_decode_same_bits(prefill):
+    """Session(replay=True), as `python -m superkernel` runs the sample: the first decode step is
+    captured (superkernel.capture) and the others replay it; ids and logits are the compiled
+    calls' bits, whether the prompt went through the prefill graph or the decode graph."""
+    case = Case("longcat_packed")
+    model = lc.LongcatFlash.from_checkpoint(case.dir, options(case))
+    if prefill:
+        ref_ids, ref = greedy(lc.Session(model, lc.compile_options("superkernel")), case, prefill=True)
+        model.clear_caches()
+    else:
+        ref_ids, ref = superkernel_run(case.name)
+    session = lc.Session(model, lc.compile_options("superkernel"), replay=True)
+    ids, logits = greedy(session, case, prefill=prefill)
+    assert session._captured is not None
+    assert ids == ref_ids
+    assert torch.equal(logits.view(torch.int32), ref.view(torch.int32))
+    with pytest.raises(sk.InvalidArgumentError, match="replay needs a compiled session"):
+        lc.Session(model, None, replay=True)
 
 
 def test_bf16_weights_and_cache_near_transformers():

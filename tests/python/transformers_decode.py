@@ -59,3 +59,30 @@ def check_model(model, config, tol, prompt_at_once=True):
     for mode in ("eager", "graph"):
         assert all(torch.equal(a, b) for a, b in zip(outs[mode], outs["superkernel"])), mode
     return graphs
+
+
+def check_replay(model, config):
+    """The decode step captured once (superkernel.capture) and replayed with each greedy token
+    written into the captured input: the compiled calls' ids and logits, bit for bit."""
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="superkernel", options=OPTIONS, fullgraph=True, dynamic=False)
+    want_ids, want_logits, _ = greedy(compiled, config)
+    cache = StaticCache(config=config, max_cache_len=CACHE_LEN)
+    ids, logits_seen = [], []
+    with torch.no_grad():
+        logits = compiled(torch.tensor(PROMPT), cache=cache, use_cache=True).logits
+        token = logits[:, -1].argmax(-1, keepdim=True)
+        step = None
+        for _ in range(STEPS):
+            ids.append(int(token))
+            logits_seen.append(logits[:, -1].clone())
+            if step is None:
+                step = sk.capture(lambda t: compiled(t, cache=cache, use_cache=True), token)
+            else:
+                step.inputs[0].copy_(token)
+                step()
+            logits = step.result.logits
+            token = logits[:, -1].argmax(-1, keepdim=True)
+    assert ids == want_ids
+    for got, want in zip(logits_seen, want_logits):
+        assert torch.equal(bits(got), bits(want))

@@ -630,11 +630,20 @@ class Session:
     """Prefill then decode on a LongcatFlash with its paged-cache bookkeeping. ``compile`` is None
     (plain torch: every kernel op runs on its own) or backend options (``compile_options(mode)``):
     decode and prefill are then each compiled with torch.compile(backend="superkernel",
-    fullgraph=True, dynamic=False)."""
+    fullgraph=True, dynamic=False).
 
-    def __init__(self, model: LongcatFlash, compile: dict | None = None):  # noqa: A002
+    ``replay`` (compiled sessions only): the first decode step is captured
+    (``superkernel.capture``) and every later one replays it after writing its inputs into the
+    captured ones, without torch's per-call Python in between; ``decode`` then returns the same
+    logits tensor each step, overwritten by the next (clone it to keep it)."""
+
+    def __init__(self, model: LongcatFlash, compile: dict | None = None, *, replay: bool = False):  # noqa: A002
         self.model = model
         self.layout = PagedCacheLayout(model.options)
+        if replay and compile is None:
+            raise InvalidArgumentError("Session(replay=True): replay needs a compiled session (compile=options)")
+        self.replay = replay
+        self._captured = None
         if compile is None:
             self._decode, self._prefill = model.decode, model.prefill
         else:
@@ -666,8 +675,32 @@ class Session:
     def decode(self, ids: list[int]) -> torch.Tensor:
         """Logits [batch, vocab] of one token per sequence."""
         s = self.layout.decode(ids)
-        with torch.inference_mode():
-            return self._decode(s.input_ids, s.positions, s.slot_mapping, s.block_tables, s.context_lens)
+        inputs = (s.input_ids, s.positions, s.slot_mapping, s.block_tables, s.context_lens)
+        if not self.replay:
+            with torch.inference_mode():
+                return self._decode(*inputs)
+        if self._captured is None:
+            from .._capture import capture
+
+            static = [t.clone() for t in inputs]  # outside inference mode: later steps write them
+            with torch.inference_mode():
+                self._captured = capture(self._decode, *static)
+            return self._captured.result
+        for static, new in zip(self._captured.inputs, inputs):
+            static.copy_(new)
+        return self._captured()
 
     def decode_inputs(self, ids: list[int]) -> StepInputs:
         return self.layout.decode(ids)
+
+    def timed_decode(self, s: StepInputs) -> Callable[[], torch.Tensor]:
+        """A call running the decode step on `s` again and again (a benchmark's timed step): the
+        captured step's replay with `s` written into its inputs, or the compiled call on `s`."""
+        inputs = (s.input_ids, s.positions, s.slot_mapping, s.block_tables, s.context_lens)
+        if not self.replay:
+            return lambda: self._decode(*inputs)
+        if self._captured is None:
+            raise InvalidArgumentError("timed_decode: no decode step was captured yet (decode once first)")
+        for static, new in zip(self._captured.inputs, inputs):
+            static.copy_(new)
+        return self._captured
