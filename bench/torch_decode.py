@@ -3,7 +3,8 @@
 cache), side by side in one run: torch eager, torch.compile with inductor, torch.compile with
 backend="superkernel" in each execution mode (and, after each, the compiled graph that step ran,
 called directly: the share of the step that is the backend's, without dynamo's guards,
-aot_autograd's wrappers and the model's own Python), and the same model built by the C++ API
+aot_autograd's wrappers and the model's own Python; and the step captured once with
+superkernel.capture and replayed), and the same model built by the C++ API
 (superkernel.cpp_models.build_llama, paged cache) in graph and superkernel mode. Prints a
 Markdown table of median step times and ratios (and --json in the project's bench format).
 
@@ -92,9 +93,22 @@ def torch_configs(size: dict, args):
         compiled, inputs = ran[0]
         return lambda: compiled(*inputs)
 
+    def replayed(opts):
+        """A decode step captured once (superkernel.capture) and replayed: the compiled graph
+        called on the memory it was captured on, as a deployment replays a CUDA graph; each replay
+        is one more decode step (the graph reads the cache's length from the cache)."""
+        compiled = torch.compile(model, backend="superkernel", options={**opts, "frozen_parameter": True},
+                                 fullgraph=True, dynamic=False, isolate_recompiles=True)
+        cache = StaticCache(config=config, max_cache_len=CACHE_LEN)
+        token = torch.tensor([[1]])
+        with torch.no_grad():
+            compiled(torch.arange(1, PROMPT + 1)[None], cache=cache, use_cache=True)
+            return sk.capture(lambda t: compiled(t, cache=cache, use_cache=True), token)
+
     for mode, opts in modes.items():
         configs.append((f"backend superkernel {mode}", lambda mode=mode, opts=opts: superkernel_stepper(mode, opts)))
         configs.append((f"superkernel {mode}: compiled graph alone", lambda mode=mode: graph_alone(mode)))
+        configs.append((f"superkernel {mode}: captured step replayed", lambda opts=opts: replayed(opts)))
     # What a deployment with frozen weights may add: dynamo no longer re-checks the model's modules
     # and parameters on every call (torch's own guard filter; the backend already treats the
     # parameters as constants), leaving the guards on the step's inputs.
@@ -106,7 +120,7 @@ def torch_configs(size: dict, args):
 
 
 def cpp_configs(size: dict):
-    """The same Llama built by the C++ API: one Executable.run() per step."""
+    """The same Llama built by the C++ API: one Executable.run() and a copy of the logits per step."""
     import numpy as np
 
     import superkernel as sk
@@ -123,7 +137,16 @@ def cpp_configs(size: dict):
         exe.set_input("slot_mapping", np.array([pos], np.int32))
         exe.set_input("block_tables", np.arange(CACHE_LEN // block, dtype=np.int32)[None])
         exe.set_input("context_lens", np.array([pos + 1], np.int32))
-        return exe.run
+        # The step is the run and one copy of the logits out, as the torch rows return them (into a
+        # NumPy array kept from step to step: nanobind reads it through the buffer protocol).
+        name = exe.output_names()[0]
+        out = np.empty(exe.tensor(name).shape, np.float32)
+
+        def step():
+            exe.run()
+            exe.read_into(name, out)
+
+        return step
 
     return [
         ("C++ model graph", lambda: stepper({"static_kernel_compile": True})),
