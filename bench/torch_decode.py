@@ -10,6 +10,7 @@ Markdown table of median step times and ratios (and --json in the project's benc
 
     PYTHONPATH=build/python build/venv/bin/python bench/torch_decode.py
     PYTHONPATH=build/python build/venv/bin/python bench/torch_decode.py --sizes llama-mini --runs 20
+    ... --kernel-time 20    # also: each step's core time by kernel, the backend's graph against the C++ model's
 
 Sizes: llama-mini (configs/llama-mini.yaml: hidden 128, 4 layers, vocab 512) and llama-8l-1024
 (hidden 1024, intermediate 2816, 8 layers, 16 heads / 4 KV heads, vocab 32000).
@@ -154,6 +155,66 @@ def cpp_configs(size: dict):
     ]
 
 
+def kernel_time(size: dict, steps: int) -> None:
+    """Where each step's core time goes, by kernel, for the backend's superkernel-mode step
+    (captured and replayed) and the C++ model's: both compiled with tracing, run `steps` times
+    alternately; the median over the steps of each kernel's time summed over the cores."""
+    import collections
+    import re
+    import tempfile
+
+    import numpy as np
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
+
+    import superkernel as sk
+
+    def by_kernel(path):
+        with open(path) as f:
+            data = json.load(f)
+        out = collections.defaultdict(float)
+        for e in data["traceEvents"] if isinstance(data, dict) else data:
+            if e.get("ph") == "X":
+                m = re.search(r"\(([^)]*)\)", e.get("name", ""))
+                out[m.group(1) if m else e.get("name", "").split(" ")[0]] += e.get("dur", 0)
+        return out
+
+    mode = {"static_kernel_compile": True, "super_kernel_optimize": True}
+    tmp = tempfile.mkdtemp(prefix="torch_decode_trace")
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    config = LlamaConfig(**size, max_position_embeddings=CACHE_LEN * 2)
+    model = LlamaForCausalLM(config).eval()
+    compiled = torch.compile(model, backend="superkernel", fullgraph=True, dynamic=False,
+                             options={**mode, "frozen_parameter": True, "trace": f"{tmp}/torch.json"})
+    cache = StaticCache(config=config, max_cache_len=CACHE_LEN)
+    with torch.no_grad():
+        compiled(torch.arange(1, PROMPT + 1)[None], cache=cache, use_cache=True)
+        step = sk.capture(lambda t: compiled(t, cache=cache, use_cache=True), torch.tensor([[1]]))
+    graph = sk.cpp_models.build_llama(dict(size, rms_norm_eps=1e-6, rope_theta=10000.0), phase="decode", batch=1,
+                                      block_size=16, max_context=CACHE_LEN)
+    exe = sk.compile(graph, {**mode, "trace": f"{tmp}/cpp.json"})
+    for name, value in (("input_ids", [1]), ("positions", [PROMPT]), ("slot_mapping", [PROMPT]),
+                        ("context_lens", [PROMPT + 1])):
+        exe.set_input(name, np.array(value, np.int32))
+    exe.set_input("block_tables", np.arange(CACHE_LEN // 16, dtype=np.int32)[None])
+    seen = {"torch graph": collections.defaultdict(list), "C++ model": collections.defaultdict(list)}
+    for _ in range(steps):
+        step()
+        for k, v in by_kernel(f"{tmp}/torch.json").items():
+            seen["torch graph"][k].append(v)
+        exe.run()
+        for k, v in by_kernel(f"{tmp}/cpp.json").items():
+            seen["C++ model"][k].append(v)
+    print(f"\ncore time per step by kernel, superkernel mode, µs summed over the cores (median of {steps} steps)\n")
+    for side, kernels in seen.items():
+        total = sum(statistics.median(v) for v in kernels.values())
+        rows = ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in
+                         sorted(kernels.items(), key=lambda kv: -statistics.median(kv[1])) if statistics.median(v) >= 1)
+        print(f"- {side} ({graph.num_ops if side == 'C++ model' else step.graphs[0].graph.num_ops} ops): "
+              f"total {total:.0f}: {rows}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="llama-mini,llama-8l-1024")
@@ -164,6 +225,9 @@ def main() -> int:
     p.add_argument("--no-huge-pages", action="store_true",
                    help="leave torch's tensors on 4 KiB pages (default: THP_MEM_ALLOC_ENABLE=1, as the C++ model)")
     p.add_argument("--json", help="write the results here")
+    p.add_argument("--kernel-time", type=int, default=0, metavar="STEPS",
+                   help="also trace STEPS steps of the backend's superkernel-mode step and the C++ model's and "
+                        "print each one's core time by kernel")
     args = p.parse_args()
     # Each superkernel configuration decodes prefill + 1 + 2 * (warmup + runs) positions into one
     # static cache: its own steps and its compiled graph's alone, which advances the same cache.
@@ -229,6 +293,8 @@ def main() -> int:
                             "min": lo, "max": hi, "runs": args.runs, "unit": "ms",
                             "ratios": {k: v for k, v in ratios.items() if v}})
         sys.stdout.flush()
+        if args.kernel_time:
+            kernel_time(size, args.kernel_time)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": {"cores": cores, "isa": isa}, "results": results}, f, indent=1)
