@@ -5,7 +5,8 @@
 //
 // Per query row (one core each; cores split the rows (b, h, i) in order):
 //   s[j]  = dot(q_i, k_j) * scale (+ mask), the dot product of tensor_dot.h; -inf where a bool
-//           mask is false or, with is_causal, for j > i (those keys are not computed at all)
+//           mask is false, a float mask is -inf (whatever the score) or, with is_causal, for
+//           j > i; keys after the last one the row lets in are not computed at all
 //   m     = max_j s[j]; a row with m = -inf (every key masked) gives zeros, as torch since 2.5
 //   p[j]  = exp(s[j] - m)  (simd::exp8 with masked tails at avx2, the C library's at scalar)
 //   sum   = the eight-partial-sum tree over p (as tensor.reduce's sum)
@@ -221,7 +222,17 @@ void attend_row(const SdpaPlan& p, const sk_kernel_args* args, const Scratch& s,
   const sk_tensor_arg& v = args->inputs[kOpV];
   const sk_tensor_arg& out = args->outputs[0];
   const int64_t kvh = h / p.group;
-  const int64_t keys = p.causal ? std::min(p.lk, i + 1) : p.lk;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  int64_t keys = p.causal ? std::min(p.lk, i + 1) : p.lk;
+  if (p.has_mask) {
+    const sk_tensor_arg& mask = args->inputs[kOpMask];
+    load_f32(mask.dtype, elem_ptr(mask, offset4(mask, b, h, i)), mask.stride[3], keys, s.mask);
+    // Keys after the last one the mask lets in are not computed: a decode step's static cache
+    // masks the positions not yet written. Their p would be 0, which adds nothing to the lanes of
+    // the sum and is skipped by the weighted sum, so the row's bits are the same.
+    const float excluded = p.bool_mask ? 0.0f : neg_inf;
+    while (keys > 0 && s.mask[keys - 1] == excluded) --keys;
+  }
   const bool avx2 = use_avx2();
   // q row as contiguous f32.
   const float* qr = s.q;
@@ -259,15 +270,12 @@ void attend_row(const SdpaPlan& p, const sk_kernel_args* args, const Scratch& s,
       s.scores[j] = dot_scalar(qr, s.k, 1, p.d);
     }
   }
-  const float neg_inf = -std::numeric_limits<float>::infinity();
-  if (p.has_mask) {
-    const sk_tensor_arg& mask = args->inputs[kOpMask];
-    load_f32(mask.dtype, elem_ptr(mask, offset4(mask, b, h, i)), mask.stride[3], keys, s.mask);
-  }
   float m = neg_inf;
   for (int64_t j = 0; j < keys; ++j) {
     float sj = s.scores[j] * p.scale;
-    if (p.has_mask) sj = p.bool_mask ? (s.mask[j] != 0.0f ? sj : neg_inf) : sj + s.mask[j];
+    // A false bool entry and a -inf float entry exclude the key, whatever its score.
+    if (p.has_mask)
+      sj = p.bool_mask ? (s.mask[j] != 0.0f ? sj : neg_inf) : (s.mask[j] == neg_inf ? neg_inf : sj + s.mask[j]);
     s.scores[j] = sj;
     m = sj > m ? sj : m;
   }

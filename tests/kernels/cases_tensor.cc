@@ -489,6 +489,17 @@ SK_KERNEL_CASES(tensor_sdpa_cases) {
                     {f32({1, 2, 4, 8}), f32({1, 2, 5, 8}), f32({1, 2, 5, 8}),
                      f32({1, 2, 4, 5}).with_values({0, -1, -kInf, 0.5, 0, -kInf, -kInf, -kInf, -kInf, -kInf})},
                     f32({1, 2, 4, 8}), 0.3f, 0));
+  {
+    // A decode step over a static cache of 128 positions, 11 written: the float mask (0, then
+    // -inf, broadcast over the heads) ends the keys the kernel reads.
+    std::vector<double> allowed(128, -kInf);
+    std::fill(allowed.begin(), allowed.begin() + 11, 0.0);
+    TensorDesc mask = f32({1, 1, 1, 128}).expanded(1).with_values(allowed);
+    mask.shape = {1, 8, 1, 128};
+    cs.push_back(sdpa("sdpa_static_cache_float_mask",
+                      {f32({1, 8, 1, 64}), f32({1, 2, 128, 64}), f32({1, 2, 128, 64}), mask}, f32({1, 8, 1, 64}),
+                      0.125f, 0));
+  }
   cs.push_back(sdpa("sdpa_bf16", {bf16({1, 2, 3, 24}), bf16({1, 2, 10, 24}), bf16({1, 2, 10, 24})}, bf16({1, 2, 3, 24}),
                     0.2f, 0));
   cs.push_back(sdpa(

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -568,6 +569,63 @@ TEST(TensorOpsGraph, StaticCacheAttentionAcrossRuns) {
   for (int j = 0; j < 3; ++j) EXPECT_EQ(joined[kHeads * kDim + j], joined[idx[j]]);
   EXPECT_GE(joined[idx[0]], joined[idx[1]]);
   EXPECT_GE(joined[idx[1]], joined[idx[2]]);
+}
+
+// A decode step over a static cache: the float mask (0 for the written positions, -inf for the
+// rest, as transformers builds it) excludes the unwritten positions whatever they hold, so the
+// kernel need not read them. The same bits with NaN there as with zeros (a -inf entry used to be
+// added to the score, and NaN + -inf made the row NaN), and the same as the written keys alone.
+TEST(TensorOpsGraph, SdpaMaskedStaticCacheIgnoresUnwrittenPositions) {
+  constexpr int64_t kSlots = 40;
+  constexpr int64_t kWritten = 11;
+  constexpr int64_t kDim = 16;
+  const auto build = [](Graph& g, int64_t slots) {
+    Tensor q = g.input("q", DType::kF32, {1, 4, 1, kDim});
+    Tensor k = g.input("k", DType::kF32, {1, 2, slots, kDim});
+    Tensor v = g.input("v", DType::kF32, {1, 2, slots, kDim});
+    Tensor mask = g.input("mask", DType::kF32, {1, 4, 1, slots});
+    g.output(sdpa(g, q, k, v, mask, false, 0.0, "attn"), "out");
+    ASSERT_TRUE(g.verify().is_ok()) << g.verify().to_string();
+  };
+  const std::vector<float> qv = testing::random_floats(4 * kDim, 3);
+  const std::vector<float> kw = testing::random_floats(2 * kWritten * kDim, 4);
+  const std::vector<float> vw = testing::random_floats(2 * kWritten * kDim, 5);
+  // [1, 2, slots, D] caches holding the written rows, `fill` elsewhere.
+  const auto cache = [](const std::vector<float>& rows, int64_t slots, float fill) {
+    std::vector<float> c(static_cast<size_t>(2 * slots * kDim), fill);
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t j = 0; j < kWritten; ++j)
+        for (int64_t d = 0; d < kDim; ++d) c[(h * slots + j) * kDim + d] = rows[(h * kWritten + j) * kDim + d];
+    return c;
+  };
+  const auto mask_of = [](int64_t slots) {
+    std::vector<float> m(static_cast<size_t>(4 * slots), -std::numeric_limits<float>::infinity());
+    for (int64_t h = 0; h < 4; ++h)
+      for (int64_t j = 0; j < kWritten; ++j) m[h * slots + j] = 0.0f;
+    return m;
+  };
+  const auto run = [&](int64_t slots, float fill) {
+    Graph g("decode_attention");
+    build(g, slots);
+    const RunResult r = run_everywhere(g, [&](Executable& e) {
+      ASSERT_TRUE(e.set_input("q", qv).is_ok());
+      ASSERT_TRUE(e.set_input("k", cache(kw, slots, fill)).is_ok());
+      ASSERT_TRUE(e.set_input("v", cache(vw, slots, fill)).is_ok());
+      ASSERT_TRUE(e.set_input("mask", mask_of(slots)).is_ok());
+      const Status s = e.run();
+      ASSERT_TRUE(s.is_ok()) << s.to_string();
+    });
+    return floats_of(r, "out");
+  };
+  const std::vector<float> with_nan = run(kSlots, std::numeric_limits<float>::quiet_NaN());
+  const std::vector<float> with_zeros = run(kSlots, 0.0f);
+  const std::vector<float> written_only = run(kWritten, 0.0f);
+  ASSERT_EQ(with_nan.size(), static_cast<size_t>(4 * kDim));
+  for (size_t i = 0; i < with_nan.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(with_nan[i])) << i;
+    EXPECT_EQ(std::memcmp(&with_nan[i], &with_zeros[i], sizeof(float)), 0) << i;
+    EXPECT_EQ(std::memcmp(&with_nan[i], &written_only[i], sizeof(float)), 0) << i;
+  }
 }
 
 // The access callbacks let the scheduler sync point to point: in a chain of element-wise ops and

@@ -84,9 +84,10 @@ int32_t tensor_sdpa(const sk_kernel_args* args) {
         const sk_tensor_arg& mask = args->inputs[3];
         const int64_t mi[4] = {b, h, i, j};
         const double mv = read_f64(mask.dtype, ref_ptr(mask, mi));
-        if (mask.dtype == SK_DTYPE_BOOL) {
-          if (mv == 0.0) allowed[static_cast<size_t>(j)] = false;
-        } else {
+        // A false bool entry and a -inf float entry both exclude the key, whatever its score.
+        if (mask.dtype == SK_DTYPE_BOOL ? mv == 0.0 : mv == -std::numeric_limits<double>::infinity()) {
+          allowed[static_cast<size_t>(j)] = false;
+        } else if (mask.dtype != SK_DTYPE_BOOL) {
           sj += mv;
         }
       }
