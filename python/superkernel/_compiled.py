@@ -473,6 +473,9 @@ class Lowerer(Ctx):
     def build(self) -> "CompiledGraph":
         self.fold_constants()
         self.rewrites = rewrite(self.gm, self.caps, self.dense_weights())
+        for node in self.gm.graph.nodes:  # constants the rewrites added (rope's positions)
+            if node.op == "get_attr" and node not in self.folded:
+                self.folded[node] = getattr(self.gm, node.target)
         self.copy_back = {n.args[0]: n for n in self.gm.graph.nodes if _is_copy_back(n)}
         # Folding may have left dead nodes after the rewrites: drop them from the fold map.
         live = set(self.gm.graph.nodes)

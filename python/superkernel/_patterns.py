@@ -8,6 +8,11 @@ a call of that kernel's op (``torch.ops.superkernel.*``), which then lowers like
   ``silu_mul(g, up)``.
 - GQA: ``view(clone(expand(unsqueeze(k, 2))))`` feeding attention (transformers' repeat_kv)
   -> k itself, as the sdpa kernel reads each kv head for its group of query heads.
+- RoPE: ``x * cos + cat([-x[..., D/2:], x[..., :D/2]], -1) * sin`` (transformers'
+  apply_rotary_pos_emb with rotate_half; x [B, H, T, D] laid out as the projection's
+  [B, T, H, D]; cos and sin the cos and sin of ``cat([f, f], -1)``, so both halves of a row
+  hold the same values) -> ``rope`` (neox style) over x viewed as [B*T, H, D], its table the
+  first halves of cos and sin side by side and positions 0..B*T-1: one op instead of about six.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import torch
 import torch.fx as fx
 
-from ._lowering import Capabilities, dtype, shape
+from ._lowering import Capabilities, dtype, shape, val
 
 aten = torch.ops.aten
 sk_ops = torch.ops.superkernel
@@ -143,13 +148,122 @@ def _match_repeat_kv(node) -> fx.Node | None:
     return k
 
 
+def _last_dim(node, dim) -> bool:
+    return isinstance(dim, int) and dim in (-1, len(shape(node)) - 1)
+
+
+def _is_slice_of(node, x, start: int, stop: int) -> bool:
+    """slice(x, last dim, start, >= stop) with step 1, of [.., stop - start] elements."""
+    if not _is(node, aten.slice.Tensor) or node.args[0] is not x:
+        return False
+    args = list(node.args) + [None] * (5 - len(node.args))
+    dim, lo, hi, step = args[1], args[2] or 0, args[3], args[4] or 1
+    return (_last_dim(x, dim) and lo == start and step == 1 and hi is not None and hi >= stop
+            and shape(node)[-1] == stop - start)
+
+
+def _doubled_trig(node, fn):
+    """node = fn(cat([f, f], -1)), through unsqueeze, views, dtype copies and products with
+    numbers (transformers' attention scaling): both halves of each row are equal. The cat node."""
+    while True:
+        if _is(node, aten.unsqueeze.default) or _is(node, aten._to_copy.default) or _is(node, aten.view.default):
+            node = node.args[0]
+        elif _is(node, aten.mul.Tensor) and isinstance(node.args[1], (int, float)):
+            node = node.args[0]
+        else:
+            break
+    if not _is(node, fn):
+        return None
+    cat = node.args[0]
+    if not _is(cat, aten.cat.default) or len(cat.args[0]) != 2 or cat.args[0][0] is not cat.args[0][1]:
+        return None
+    if not _last_dim(cat, cat.args[1] if len(cat.args) > 1 else 0):
+        return None
+    return cat
+
+
+def _match_rope(node: fx.Node):
+    """x * C + cat([neg(x[..., h:]), x[..., :h]], -1) * S -> (x, C, S), as the module docstring says."""
+    if not _is(node, aten.add.Tensor) or len(node.args) != 2 or node.kwargs:
+        return None
+    for m1, m2 in (node.args, node.args[::-1]):
+        if not (_is(m1, aten.mul.Tensor) and _is(m2, aten.mul.Tensor)):
+            continue
+        for x, c in (m1.args, m1.args[::-1]):
+            for rot, s in (m2.args, m2.args[::-1]):
+                if not (isinstance(x, fx.Node) and isinstance(c, fx.Node) and isinstance(s, fx.Node)):
+                    continue
+                if not _is(rot, aten.cat.default) or len(rot.args[0]) != 2:
+                    continue
+                if not _last_dim(rot, rot.args[1] if len(rot.args) > 1 else 0):
+                    continue
+                neg, x1 = rot.args[0]
+                if len(shape(x)) != 4 or dtype(x) != torch.float32 or shape(node) != shape(x):
+                    continue
+                b, h, t, d = shape(x)
+                if d % 2 or not _is(neg, aten.neg.default):
+                    continue
+                if not (_is_slice_of(neg.args[0], x, d // 2, d) and _is_slice_of(x1, x, 0, d // 2)):
+                    continue
+                cos_cat, sin_cat = _doubled_trig(c, aten.cos.default), _doubled_trig(s, aten.sin.default)
+                if cos_cat is None or cos_cat is not sin_cat:
+                    continue
+                if shape(c) != [b, 1, t, d] or shape(s) != [b, 1, t, d]:
+                    continue
+                if dtype(c) != torch.float32 or dtype(s) != torch.float32:
+                    continue
+                # x viewed as [B*T, H, D] without a copy: the projection's [B, T, H, D] permuted.
+                xv = val(x)
+                if xv.stride() != (t * h * d, d, h * d, 1):
+                    continue
+                return x, c, s
+    return None
+
+
+def _add(graph: fx.Graph, before: fx.Node, target, args: tuple) -> fx.Node:
+    """A node computing target(*args) inserted before `before`, its meta value from the inputs'."""
+    with graph.inserting_before(before):
+        new = graph.call_function(target, args)
+    new.meta["val"] = target(*torch.fx.node.map_arg(args, lambda n: n.meta["val"]))
+    return new
+
+
+def _rewrite_rope(gm: fx.GraphModule, node: fx.Node, x: fx.Node, c: fx.Node, s: fx.Node, tables: dict) -> None:
+    graph = gm.graph
+    b, h, t, d = shape(x)
+    # Every layer unsqueezes the same cos and sin: one table for all of them.
+    key = tuple(n.args[0] if _is(n, aten.unsqueeze.default) else n for n in (c, s))
+    if key not in tables:
+        # The table [B*T, D]: each row's cos(f) then sin(f); positions 0..B*T-1 (a constant).
+        # Built right after the later of cos and sin, so that every layer's rope can read it.
+        order = {n: i for i, n in enumerate(graph.nodes)}
+        anchor = max((c, s), key=order.__getitem__).next
+        halves = [_add(graph, anchor, aten.slice.Tensor, (n, 3, 0, d // 2)) for n in (c, s)]
+        table = _add(graph, anchor, aten.cat.default, (halves, -1))
+        table = _add(graph, anchor, aten.view.default, (table, [b * t, d]))
+        name = f"_sk_rope_positions_{len(tables)}"
+        gm.register_buffer(name, torch.arange(b * t, dtype=torch.int32))
+        with graph.inserting_before(anchor):
+            positions = graph.get_attr(name)
+        positions.meta["val"] = table.meta["val"].new_empty((b * t,), dtype=torch.int32)
+        tables[key] = (table, positions)
+    table, positions = tables[key]
+    rows = _add(graph, node, aten.permute.default, (x, [0, 2, 1, 3]))
+    rows = _add(graph, node, aten.view.default, (rows, [b * t, h, d]))
+    out = _add(graph, node, sk_ops.rope.default, (rows, positions, table, d, d, True))
+    out = _add(graph, node, aten.view.default, (out, [b, t, h, d]))
+    out = _add(graph, node, aten.permute.default, (out, [0, 2, 1, 3]))
+    node.replace_all_uses_with(out)
+
+
 SDPA_TARGETS = (aten._scaled_dot_product_flash_attention_for_cpu.default, aten.scaled_dot_product_attention.default)
 
 
 def rewrite(gm: fx.GraphModule, caps: Capabilities, dense_weights: set) -> list[str]:
     """Applies the rewrites in place; returns one line per rewrite kind with its count."""
     graph = gm.graph
-    counts = {"matmul": 0, "rms_norm": 0, "silu_mul": 0, "gqa": 0}
+    counts = {"matmul": 0, "rms_norm": 0, "silu_mul": 0, "gqa": 0, "rope": 0}
+    rope_tables: dict = {}
     for node in list(graph.nodes):
         if node.op != "call_function":
             continue
@@ -178,6 +292,12 @@ def rewrite(gm: fx.GraphModule, caps: Capabilities, dense_weights: set) -> list[
             if m:
                 _replace(graph, node, sk_ops.silu_mul.default, m)
                 counts["silu_mul"] += 1
+                continue
+        if caps.kernel("rope.f32"):
+            m = _match_rope(node)
+            if m:
+                _rewrite_rope(gm, node, *m, rope_tables)
+                counts["rope"] += 1
                 continue
         if node.target in SDPA_TARGETS and caps.tensor("sdpa"):
             args = list(node.args)
