@@ -521,8 +521,8 @@ class PagedCacheLayout:
         self.batch, self.block_size = options.batch, options.block_size
         self.max_blocks, self.max_context, self.prefill_tokens = options.max_blocks, options.max_context, \
             options.prefill_tokens
-        self.block_tables = torch.tensor([[j * self.batch + b for j in range(self.max_blocks)]
-                                          for b in range(self.batch)], dtype=torch.int32)
+        self._tables = [[j * self.batch + b for j in range(self.max_blocks)] for b in range(self.batch)]
+        self.block_tables = torch.tensor(self._tables, dtype=torch.int32)
         self.reset()
 
     def reset(self) -> None:
@@ -530,7 +530,7 @@ class PagedCacheLayout:
         self.last_rows = [-1] * self.batch
 
     def slot(self, b: int, position: int) -> int:
-        block = int(self.block_tables[b, position // self.block_size])
+        block = self._tables[b][position // self.block_size]  # a list: indexing the tensor costs microseconds
         return block * self.block_size + position % self.block_size
 
     def prefill(self, prompts: list[list[int]]) -> StepInputs:
@@ -562,7 +562,8 @@ class PagedCacheLayout:
         return StepInputs(torch.tensor(ids, dtype=i32), torch.tensor(pos, dtype=i32), torch.tensor(slots, dtype=i32),
                           self.block_tables, seq_ids=torch.tensor(seq, dtype=i32))
 
-    def decode(self, ids: list[int]) -> StepInputs:
+    def decode_values(self, ids: list[int]) -> tuple[list[int], list[int], list[int]]:
+        """Advances every sequence by one token: (positions, slots, context lengths) as lists."""
         if len(ids) != self.batch:
             raise InvalidArgumentError(f"decode: {len(ids)} token ids for a batch of {self.batch} sequences")
         for b in range(self.batch):
@@ -574,6 +575,10 @@ class PagedCacheLayout:
             slots.append(self.slot(b, self.lens[b]))
             self.lens[b] += 1
             lens.append(self.lens[b])
+        return pos, slots, lens
+
+    def decode(self, ids: list[int]) -> StepInputs:
+        pos, slots, lens = self.decode_values(ids)
         i32 = torch.int32
         return StepInputs(torch.tensor(ids, dtype=i32), torch.tensor(pos, dtype=i32), torch.tensor(slots, dtype=i32),
                           self.block_tables, context_lens=torch.tensor(lens, dtype=i32))
@@ -674,21 +679,26 @@ class Session:
 
     def decode(self, ids: list[int]) -> torch.Tensor:
         """Logits [batch, vocab] of one token per sequence."""
+        if self.replay and self._captured is not None:
+            # The step's values go straight into the captured inputs (NumPy views of them: a
+            # torch.tensor and a copy_ per input cost more than the rest of the Python here).
+            pos, slots, lens = self.layout.decode_values(ids)
+            for view, values in zip(self._static_views, (ids, pos, slots, lens)):
+                view[:] = values
+            return self._captured()
         s = self.layout.decode(ids)
         inputs = (s.input_ids, s.positions, s.slot_mapping, s.block_tables, s.context_lens)
         if not self.replay:
             with torch.inference_mode():
                 return self._decode(*inputs)
-        if self._captured is None:
-            from .._capture import capture
+        from .._capture import capture
 
-            static = [t.clone() for t in inputs]  # outside inference mode: later steps write them
-            with torch.inference_mode():
-                self._captured = capture(self._decode, *static)
-            return self._captured.result
-        for static, new in zip(self._captured.inputs, inputs):
-            static.copy_(new)
-        return self._captured()
+        static = [t.clone() for t in inputs]  # outside inference mode: later steps write them
+        with torch.inference_mode():
+            self._captured = capture(self._decode, *static)
+        ids_, pos_, slots_, _, lens_ = self._captured.inputs
+        self._static_views = [t.numpy() for t in (ids_, pos_, slots_, lens_)]
+        return self._captured.result
 
     def decode_inputs(self, ids: list[int]) -> StepInputs:
         return self.layout.decode(ids)
