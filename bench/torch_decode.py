@@ -37,6 +37,42 @@ PROMPT = 8
 CACHE_LEN = 128
 
 
+def captured_decode(model, config, options: dict):
+    """`model` compiled with the backend (`options`, parameters frozen), the prompt prefilled into a
+    fresh static cache, and the next decode step captured once with superkernel.capture: the
+    compiled graph replayed on the memory it was captured on, as a deployment replays a CUDA graph.
+    Each replay is one more decode step (the graph reads the cache's length from the cache)."""
+    import torch
+    from transformers import StaticCache
+
+    import superkernel as sk
+
+    compiled = torch.compile(model, backend="superkernel", options={**options, "frozen_parameter": True},
+                             fullgraph=True, dynamic=False, isolate_recompiles=True)
+    cache = StaticCache(config=config, max_cache_len=CACHE_LEN)
+    with torch.no_grad():
+        compiled(torch.arange(1, PROMPT + 1)[None], cache=cache, use_cache=True)
+        return sk.capture(lambda t: compiled(t, cache=cache, use_cache=True), torch.tensor([[1]]))
+
+
+def cpp_decode(size: dict, options: dict):
+    """The same Llama built by the C++ API (paged cache) and compiled with `options`, its inputs set
+    for the decode step after the prompt: (executable, graph)."""
+    import numpy as np
+
+    import superkernel as sk
+
+    block = 16
+    graph = sk.cpp_models.build_llama(dict(size, rms_norm_eps=1e-6, rope_theta=10000.0), phase="decode", batch=1,
+                                      block_size=block, max_context=CACHE_LEN)
+    exe = sk.compile(graph, options)
+    for name, value in (("input_ids", [1]), ("positions", [PROMPT]), ("slot_mapping", [PROMPT]),
+                        ("context_lens", [PROMPT + 1])):
+        exe.set_input(name, np.array(value, np.int32))
+    exe.set_input("block_tables", np.arange(CACHE_LEN // block, dtype=np.int32)[None])
+    return exe, graph
+
+
 def torch_configs(size: dict, args):
     """(name, step function factory) for the torch model in each configuration."""
     import torch
@@ -94,22 +130,11 @@ def torch_configs(size: dict, args):
         compiled, inputs = ran[0]
         return lambda: compiled(*inputs)
 
-    def replayed(opts):
-        """A decode step captured once (superkernel.capture) and replayed: the compiled graph
-        called on the memory it was captured on, as a deployment replays a CUDA graph; each replay
-        is one more decode step (the graph reads the cache's length from the cache)."""
-        compiled = torch.compile(model, backend="superkernel", options={**opts, "frozen_parameter": True},
-                                 fullgraph=True, dynamic=False, isolate_recompiles=True)
-        cache = StaticCache(config=config, max_cache_len=CACHE_LEN)
-        token = torch.tensor([[1]])
-        with torch.no_grad():
-            compiled(torch.arange(1, PROMPT + 1)[None], cache=cache, use_cache=True)
-            return sk.capture(lambda t: compiled(t, cache=cache, use_cache=True), token)
-
     for mode, opts in modes.items():
         configs.append((f"backend superkernel {mode}", lambda mode=mode, opts=opts: superkernel_stepper(mode, opts)))
         configs.append((f"superkernel {mode}: compiled graph alone", lambda mode=mode: graph_alone(mode)))
-        configs.append((f"superkernel {mode}: captured step replayed", lambda opts=opts: replayed(opts)))
+        configs.append((f"superkernel {mode}: captured step replayed",
+                        lambda opts=opts: captured_decode(model, config, opts)))
     # What a deployment with frozen weights may add: dynamo no longer re-checks the model's modules
     # and parameters on every call (torch's own guard filter; the backend already treats the
     # parameters as constants), leaving the guards on the step's inputs.
@@ -124,20 +149,8 @@ def cpp_configs(size: dict):
     """The same Llama built by the C++ API: one Executable.run() and a copy of the logits per step."""
     import numpy as np
 
-    import superkernel as sk
-
-    config = dict(size, rms_norm_eps=1e-6, rope_theta=10000.0)
-    block = 16
-    graph = sk.cpp_models.build_llama(config, phase="decode", batch=1, block_size=block, max_context=CACHE_LEN)
-
     def stepper(mode_opts):
-        exe = sk.compile(graph, mode_opts)
-        pos = PROMPT
-        exe.set_input("input_ids", np.array([1], np.int32))
-        exe.set_input("positions", np.array([pos], np.int32))
-        exe.set_input("slot_mapping", np.array([pos], np.int32))
-        exe.set_input("block_tables", np.arange(CACHE_LEN // block, dtype=np.int32)[None])
-        exe.set_input("context_lens", np.array([pos + 1], np.int32))
+        exe, _ = cpp_decode(size, mode_opts)
         # The step is the run and one copy of the logits out, as the torch rows return them (into a
         # NumPy array kept from step to step: nanobind reads it through the buffer protocol).
         name = exe.output_names()[0]
@@ -163,11 +176,8 @@ def kernel_time(size: dict, steps: int) -> None:
     import re
     import tempfile
 
-    import numpy as np
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
-
-    import superkernel as sk
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     def by_kernel(path):
         with open(path) as f:
@@ -184,20 +194,8 @@ def kernel_time(size: dict, steps: int) -> None:
     torch._dynamo.reset()
     torch.manual_seed(0)
     config = LlamaConfig(**size, max_position_embeddings=CACHE_LEN * 2)
-    model = LlamaForCausalLM(config).eval()
-    compiled = torch.compile(model, backend="superkernel", fullgraph=True, dynamic=False,
-                             options={**mode, "frozen_parameter": True, "trace": f"{tmp}/torch.json"})
-    cache = StaticCache(config=config, max_cache_len=CACHE_LEN)
-    with torch.no_grad():
-        compiled(torch.arange(1, PROMPT + 1)[None], cache=cache, use_cache=True)
-        step = sk.capture(lambda t: compiled(t, cache=cache, use_cache=True), torch.tensor([[1]]))
-    graph = sk.cpp_models.build_llama(dict(size, rms_norm_eps=1e-6, rope_theta=10000.0), phase="decode", batch=1,
-                                      block_size=16, max_context=CACHE_LEN)
-    exe = sk.compile(graph, {**mode, "trace": f"{tmp}/cpp.json"})
-    for name, value in (("input_ids", [1]), ("positions", [PROMPT]), ("slot_mapping", [PROMPT]),
-                        ("context_lens", [PROMPT + 1])):
-        exe.set_input(name, np.array(value, np.int32))
-    exe.set_input("block_tables", np.arange(CACHE_LEN // 16, dtype=np.int32)[None])
+    step = captured_decode(LlamaForCausalLM(config).eval(), config, {**mode, "trace": f"{tmp}/torch.json"})
+    exe, graph = cpp_decode(size, {**mode, "trace": f"{tmp}/cpp.json"})
     seen = {"torch graph": collections.defaultdict(list), "C++ model": collections.defaultdict(list)}
     for _ in range(steps):
         step()

@@ -589,6 +589,12 @@ class CompiledGraph:
                                for i, a in enumerate(args)] if snapshot else args))
         if self._frozen_index and [args[i].data_ptr() for i in self._frozen_index] != self._frozen_ptrs:
             self._frozen_moved(args)
+        if _captures and not self._contiguous:  # refused before the run writes anything
+            bad = next(b.sk_name for b in self.bindings if not b.contiguous)
+            raise InvalidArgumentError(
+                f"capture: graph input '{bad}' is not contiguous, so each call runs on a fresh copy of it that a "
+                "replay could not refresh: make it contiguous before the compiled call"
+            )
         index = self._index
         if self._contiguous:
             ptrs = [args[i].data_ptr() for i in index]
@@ -600,12 +606,6 @@ class CompiledGraph:
         out_ptrs = [o.data_ptr() for o in outs]
         self.runner.step(ptrs, out_ptrs)
         if _captures:
-            if keep is not None:
-                bad = next(b.sk_name for b in self.bindings if not b.contiguous)
-                raise InvalidArgumentError(
-                    f"capture: graph input '{bad}' is not contiguous, so each call runs on a fresh copy of it that a "
-                    "replay could not refresh: make it contiguous before the compiled call"
-                )
             _captures[-1].append((self, args, ptrs, outs, out_ptrs))
         del keep
         if self._only_sk_outputs:

@@ -680,11 +680,8 @@ class Session:
     def decode(self, ids: list[int]) -> torch.Tensor:
         """Logits [batch, vocab] of one token per sequence."""
         if self.replay and self._captured is not None:
-            # The step's values go straight into the captured inputs (NumPy views of them: a
-            # torch.tensor and a copy_ per input cost more than the rest of the Python here).
-            pos, slots, lens = self.layout.decode_values(ids)
-            for view, values in zip(self._static_views, (ids, pos, slots, lens)):
-                view[:] = values
+            pos, slots, lens = self.layout.decode_values(ids)  # the block tables never change
+            self._write_captured({"input_ids": ids, "positions": pos, "slot_mapping": slots, "context_lens": lens})
             return self._captured()
         s = self.layout.decode(ids)
         inputs = (s.input_ids, s.positions, s.slot_mapping, s.block_tables, s.context_lens)
@@ -696,9 +693,15 @@ class Session:
         static = [t.clone() for t in inputs]  # outside inference mode: later steps write them
         with torch.inference_mode():
             self._captured = capture(self._decode, *static)
-        ids_, pos_, slots_, _, lens_ = self._captured.inputs
-        self._static_views = [t.numpy() for t in (ids_, pos_, slots_, lens_)]
+        # NumPy views of the captured inputs: writing a step's values through them costs less than
+        # a torch.tensor and a copy_ per input, which were more than the rest of the Python here.
+        names = ("input_ids", "positions", "slot_mapping", "block_tables", "context_lens")
+        self._captured_views = {n: t.numpy() for n, t in zip(names, self._captured.inputs)}
         return self._captured.result
+
+    def _write_captured(self, values: dict) -> None:
+        for name, v in values.items():
+            self._captured_views[name][...] = v
 
     def decode_inputs(self, ids: list[int]) -> StepInputs:
         return self.layout.decode(ids)
@@ -711,6 +714,7 @@ class Session:
             return lambda: self._decode(*inputs)
         if self._captured is None:
             raise InvalidArgumentError("timed_decode: no decode step was captured yet (decode once first)")
-        for static, new in zip(self._captured.inputs, inputs):
-            static.copy_(new)
+        self._write_captured({"input_ids": s.input_ids.numpy(), "positions": s.positions.numpy(),
+                              "slot_mapping": s.slot_mapping.numpy(), "block_tables": s.block_tables.numpy(),
+                              "context_lens": s.context_lens.numpy()})
         return self._captured
