@@ -169,7 +169,9 @@ def cmd_run(args, cfg) -> int:
         cfg.prompt_tokens = len(prompt)
     arch, model = build_model(cfg, mode, args.allow_unused_tensors)
     _report_skipped(args, model)
-    print(f"model: {arch} ({model.source}), mode {mode}, Python sample under torch.compile(backend='superkernel')")
+    how = "called through torch.compile" if args.no_replay else "the first captured, the others replayed"
+    print(f"model: {arch} ({model.source}), mode {mode}, Python sample under torch.compile(backend='superkernel'); "
+          f"steps: {how}")
     import torch
 
     import superkernel

@@ -121,12 +121,14 @@ def test_run_explain_bench_on_a_config(checkpoint, capsys, tmp_path):
     code, out, err = run_main(capsys, "run", cfg, "--prompt", ",".join(map(str, case.prompt)), "--tokens", "4", "-q")
     assert code == 0, err
     assert f"ids {' '.join(map(str, case.ids['f32'][:4]))}" in out
+    assert "steps: the first captured, the others replayed" in out
     # Every decode step after the first replays the captured one; --no-replay calls the compiled
     # step through torch.compile instead: the same ids either way.
     code, out, err = run_main(capsys, "run", cfg, "--prompt", ",".join(map(str, case.prompt)), "--tokens", "4", "-q",
                               "--no-replay")
     assert code == 0, err
     assert f"ids {' '.join(map(str, case.ids['f32'][:4]))}" in out
+    assert "steps: called through torch.compile" in out
     code, out, err = run_main(capsys, "explain", cfg, "-q")
     assert code == 0, err
     for layer in range(2):
