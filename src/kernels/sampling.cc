@@ -1,23 +1,26 @@
 // argmax.f32 and sample.f32: token selection from logits [B, V], one row per core at a time.
 //
-// sample.f32 must give the same token on every ISA and in the reference, and a token depends on
-// where a uniform number falls in a cumulative sum of up to V = 128k probabilities, so every
-// operation on the way is specified exactly (docs/kernels_moe.md, "sample.f32 arithmetic"):
-// weights are computed in double with exp_spec() below (a fixed Cody-Waite reduction and
-// degree-11 Taylor polynomial, no fused multiply-add), summed in a fixed order, and compared
-// against a uniform number from Philox4x32-10 keyed by (seed, step, row). The scalar, AVX2 and
-// AVX-512 paths perform the identical IEEE operations, so they agree bit for bit; the SIMD
-// paths exist for the pass over all V logits (max, weights, block sums).
+// sample.f32 gives the same token on every ISA and in the reference, so every operation on the
+// way is specified (docs/kernels_moe.md, "sample.f32 arithmetic"): a weight is an integer,
+// round(2^30 * 2^t) with 2^t from fixed f32 operations (one rounding each, FMAs in the
+// polynomial), and every sum of weights is an exact integer sum. No result depends on the order
+// of additions, so the SIMD paths sum in any order and sum a block, a bucket or a set in bulk.
+// The uniform number is Philox4x32-10 keyed by (seed, step, row).
 //
 // Selection (top-k, nucleus) ranks logits by value, ties to the lower index, NaN last (see
-// moe_topk.h); top-k is a partial selection (a k-heap behind a SIMD threshold filter) and the
-// nucleus sorts only the key-order prefix it needs.
+// moe_topk.h). The nucleus is the shortest prefix of that ranking whose weight reaches
+// top_p * S; the draw walks its members in index order. Over the whole vocabulary that needs no
+// sort: one pass over V computes S, the weight of every 1024-logit block above a threshold and
+// gathers the band of tokens between two thresholds (from a sampled profile) in which the
+// nucleus ends; only the band's bucket where the sum reaches tau is sorted.
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/cpu_isa.h"
 #include "kernels/kernel_util.h"
@@ -35,303 +38,30 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // The specified arithmetic
 
-constexpr double kLog2e = 1.4426950408889634;
-constexpr double kMagic = 6755399441055744.0;          // 1.5 * 2^52: adding it rounds to an integer
-constexpr double kLn2Hi = 6.93147180369123816490e-01;  // 21 significant bits: n * kLn2Hi is exact
-constexpr double kLn2Lo = 1.90821492927058770002e-10;
-constexpr double kMinX = -708.0;  // exp_spec(x) = 0 below (2^n stays a normal number above)
-constexpr double kC[12] = {1.0,         1.0,          1.0 / 2.0,     1.0 / 6.0,      1.0 / 24.0,      1.0 / 120.0,
-                           1.0 / 720.0, 1.0 / 5040.0, 1.0 / 40320.0, 1.0 / 362880.0, 1.0 / 3628800.0, 1.0 / 39916800.0};
-constexpr int kBlock = 8;  // weights are summed in blocks of 8 indices (dense path)
+constexpr int kWeightBits = 30;
+constexpr uint32_t kWeightOne = 1u << kWeightBits;  // the weight of the largest logit
+constexpr float kMinT = -64.0f;                     // t is clamped here: weight 0
+constexpr int64_t kBlock = 1024;                    // logits per block of the block maxima and block weight sums
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Hides a product from the optimiser so it cannot be fused with the following addition: GCC
-// contracts a * b + c into an FMA by default in C++ wherever the target has FMA, which would
-// change the bits of the AVX2/AVX-512 paths (and of the scalar path in -march=native builds).
-inline double opaque(double v) {
-#if SK_KERNELS_X86
-  __asm__("" : "+x"(v));
-  return v;
-#else
-  volatile double t = v;
-  return t;
-#endif
+// a = log2(e) / temperature, rounded to float: t = (l - lmax) * a.
+float weight_scale(float temperature) {
+  return static_cast<float>(1.4426950408889634 / static_cast<double>(temperature));
 }
 
-inline int64_t bits_of(double v) {
-  int64_t b;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
-}
-
-double exp_spec(double x) {
-  if (!(x >= kMinX)) return 0.0;
-  const double t = opaque(x * kLog2e) + kMagic;
-  const double n = t - kMagic;
-  const int64_t ni = bits_of(t) - bits_of(kMagic);
-  const double r = (x - opaque(n * kLn2Hi)) - opaque(n * kLn2Lo);
-  double p = kC[11];
-  for (int i = 10; i >= 0; --i) p = opaque(p * r) + kC[i];
-  const uint64_t sb = static_cast<uint64_t>(ni + 1023) << 52;
-  double s;
-  std::memcpy(&s, &sb, sizeof s);
-  // Opaque too: the weight is summed next, and that sum must not absorb this product.
-  return opaque(p * s);
-}
-
-// Unnormalised probability of logit l when the largest logit is lmax (> -inf).
-double weight(float l, float lmax, double inv_t) {
-  if (l != l) return 0.0;
-  if (l == lmax) return 1.0;
-  return exp_spec((static_cast<double>(l) - static_cast<double>(lmax)) * inv_t);
-}
-
-// Weights of l[0, count) (count <= 8; missing ones are 0) summed as
-// ((w0 + w4) + (w2 + w6)) + ((w1 + w5) + (w3 + w7)), the order a 4-lane fold gives. The weights
-// also go to w_out[0, count) when it is not null.
-double block_scalar(const float* l, int64_t count, float lmax, double inv_t, double* w_out) {
-  double w[kBlock] = {};
-  for (int64_t e = 0; e < count; ++e) w[e] = weight(l[e], lmax, inv_t);
-  if (w_out != nullptr) std::copy(w, w + count, w_out);
-  const double v0 = w[0] + w[4];
-  const double v1 = w[1] + w[5];
-  const double v2 = w[2] + w[6];
-  const double v3 = w[3] + w[7];
-  return (v0 + v2) + (v1 + v3);
-}
-
-// beta[j] = block sum of indices [8j, 8j + 8); w (when not null) receives every weight. Returns
-// the sum of the betas, added one after the other from 0.
-using BlocksFn = double (*)(const float* l, int64_t v, float lmax, double inv_t, double* beta, double* w);
-
-double blocks_scalar(const float* l, int64_t v, float lmax, double inv_t, double* beta, double* w) {
-  double s = 0.0;
-  for (int64_t j = 0; j * kBlock < v; ++j) {
-    beta[j] = block_scalar(l + j * kBlock, std::min<int64_t>(kBlock, v - j * kBlock), lmax, inv_t,
-                           w != nullptr ? w + j * kBlock : nullptr);
-    s += beta[j];
-  }
-  return s;
-}
-
-#if SK_KERNELS_X86
-// The SIMD paths evaluate kLanes vectors side by side: each lane performs exactly the scalar
-// operations, and interleaving independent lanes hides the polynomial's latency.
-constexpr int kLanes = 4;
-
-SK_TARGET_AVX2 inline __m256d opaque4(__m256d v) {
-  __asm__("" : "+x"(v));
-  return v;
-}
-
-// weight() of 4 x 4 consecutive logits l[0, 16) into w[0..3] (lanes of 4 doubles).
-SK_TARGET_AVX2 inline void weights_avx2(const float* l, __m256d lm, __m256d inv_t, __m256d* w) {
-  const __m256d min_x = _mm256_set1_pd(kMinX);
-  const __m256d magic = _mm256_set1_pd(kMagic);
-  __m256d lv[kLanes], xc[kLanes], n[kLanes], r[kLanes], p[kLanes];
-  __m256i ni[kLanes];
-  for (int v = 0; v < kLanes; ++v) {
-    lv[v] = _mm256_cvtps_pd(_mm_loadu_ps(l + 4 * v));
-    // Equal to x in every lane where x >= kMinX; keeps the others in range (zeroed below).
-    xc[v] = _mm256_max_pd(_mm256_mul_pd(_mm256_sub_pd(lv[v], lm), inv_t), min_x);
-  }
-  for (int v = 0; v < kLanes; ++v) {
-    const __m256d t = _mm256_add_pd(opaque4(_mm256_mul_pd(xc[v], _mm256_set1_pd(kLog2e))), magic);
-    n[v] = _mm256_sub_pd(t, magic);
-    ni[v] = _mm256_sub_epi64(_mm256_castpd_si256(t), _mm256_castpd_si256(magic));
-  }
-  for (int v = 0; v < kLanes; ++v) {
-    r[v] = _mm256_sub_pd(_mm256_sub_pd(xc[v], opaque4(_mm256_mul_pd(n[v], _mm256_set1_pd(kLn2Hi)))),
-                         opaque4(_mm256_mul_pd(n[v], _mm256_set1_pd(kLn2Lo))));
-    p[v] = _mm256_set1_pd(kC[11]);
-  }
-  for (int i = 10; i >= 0; --i) {
-    for (int v = 0; v < kLanes; ++v) p[v] = _mm256_add_pd(opaque4(_mm256_mul_pd(p[v], r[v])), _mm256_set1_pd(kC[i]));
-  }
-  for (int v = 0; v < kLanes; ++v) {
-    const __m256d x = _mm256_mul_pd(_mm256_sub_pd(lv[v], lm), inv_t);
-    const __m256d s = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(ni[v], _mm256_set1_epi64x(1023)), 52));
-    const __m256d e = _mm256_and_pd(_mm256_mul_pd(p[v], s), _mm256_cmp_pd(x, min_x, _CMP_GE_OQ));
-    const __m256d one = _mm256_blendv_pd(e, _mm256_set1_pd(1.0), _mm256_cmp_pd(lv[v], lm, _CMP_EQ_OQ));
-    // Opaque like exp_spec's result: the fold adds these next.
-    w[v] = opaque4(_mm256_andnot_pd(_mm256_cmp_pd(lv[v], lv[v], _CMP_UNORD_Q), one));
-  }
-}
-
-// ((w0 + w4) + (w2 + w6)) + ((w1 + w5) + (w3 + w7)) of lo = w0..w3, hi = w4..w7.
-SK_TARGET_AVX2 inline double fold_avx2(__m256d lo, __m256d hi) {
-  const __m256d q = _mm256_add_pd(lo, hi);
-  const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(q), _mm256_extractf128_pd(q, 1));
-  return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
-}
-
-SK_TARGET_AVX2 double blocks_avx2(const float* l, int64_t v, float lmax, double inv_t, double* beta, double* w) {
-  constexpr int64_t kStep = 4 * kLanes;  // two blocks
-  const __m256d lm = _mm256_set1_pd(lmax);
-  const __m256d it = _mm256_set1_pd(inv_t);
-  double s = 0.0;
-  int64_t i = 0;
-  for (; i + kStep <= v; i += kStep) {
-    __m256d wv[kLanes];
-    weights_avx2(l + i, lm, it, wv);
-    if (w != nullptr) {
-      for (int q = 0; q < kLanes; ++q) _mm256_storeu_pd(w + i + 4 * q, wv[q]);
-    }
-    beta[i / kBlock] = fold_avx2(wv[0], wv[1]);
-    s += beta[i / kBlock];
-    beta[i / kBlock + 1] = fold_avx2(wv[2], wv[3]);
-    s += beta[i / kBlock + 1];
-  }
-  for (; i < v; i += kBlock) {
-    beta[i / kBlock] =
-        block_scalar(l + i, std::min<int64_t>(kBlock, v - i), lmax, inv_t, w != nullptr ? w + i : nullptr);
-    s += beta[i / kBlock];
-  }
-  return s;
-}
-
-SK_TARGET_AVX512 inline __m512d opaque8(__m512d v) {
-  __asm__("" : "+v"(v));
-  return v;
-}
-
-// weight() of 4 x 8 consecutive logits l[0, 32) into w[0..3] (one block of 8 each).
-SK_TARGET_AVX512 inline void weights_avx512(const float* l, __m512d lm, __m512d inv_t, __m512d* w) {
-  const __m512d min_x = _mm512_set1_pd(kMinX);
-  const __m512d magic = _mm512_set1_pd(kMagic);
-  __m512d lv[kLanes], xc[kLanes], n[kLanes], r[kLanes], p[kLanes];
-  __m512i ni[kLanes];
-  for (int v = 0; v < kLanes; ++v) {
-    lv[v] = _mm512_cvtps_pd(_mm256_loadu_ps(l + 8 * v));
-    xc[v] = _mm512_max_pd(_mm512_mul_pd(_mm512_sub_pd(lv[v], lm), inv_t), min_x);
-  }
-  for (int v = 0; v < kLanes; ++v) {
-    const __m512d t = _mm512_add_pd(opaque8(_mm512_mul_pd(xc[v], _mm512_set1_pd(kLog2e))), magic);
-    n[v] = _mm512_sub_pd(t, magic);
-    ni[v] = _mm512_sub_epi64(_mm512_castpd_si512(t), _mm512_castpd_si512(magic));
-  }
-  for (int v = 0; v < kLanes; ++v) {
-    r[v] = _mm512_sub_pd(_mm512_sub_pd(xc[v], opaque8(_mm512_mul_pd(n[v], _mm512_set1_pd(kLn2Hi)))),
-                         opaque8(_mm512_mul_pd(n[v], _mm512_set1_pd(kLn2Lo))));
-    p[v] = _mm512_set1_pd(kC[11]);
-  }
-  for (int i = 10; i >= 0; --i) {
-    for (int v = 0; v < kLanes; ++v) p[v] = _mm512_add_pd(opaque8(_mm512_mul_pd(p[v], r[v])), _mm512_set1_pd(kC[i]));
-  }
-  for (int v = 0; v < kLanes; ++v) {
-    const __m512d x = _mm512_mul_pd(_mm512_sub_pd(lv[v], lm), inv_t);
-    const __m512d s = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_add_epi64(ni[v], _mm512_set1_epi64(1023)), 52));
-    const __m512d e = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(x, min_x, _CMP_GE_OQ), _mm512_mul_pd(p[v], s));
-    const __m512d one = _mm512_mask_mov_pd(e, _mm512_cmp_pd_mask(lv[v], lm, _CMP_EQ_OQ), _mm512_set1_pd(1.0));
-    w[v] = opaque8(_mm512_maskz_mov_pd(_mm512_cmp_pd_mask(lv[v], lv[v], _CMP_ORD_Q), one));
-  }
-}
-
-SK_TARGET_AVX512 double blocks_avx512(const float* l, int64_t v, float lmax, double inv_t, double* beta, double* w) {
-  constexpr int64_t kStep = 8 * kLanes;  // four blocks
-  const __m512d lm = _mm512_set1_pd(lmax);
-  const __m512d it = _mm512_set1_pd(inv_t);
-  double s = 0.0;
-  int64_t i = 0;
-  for (; i + kStep <= v; i += kStep) {
-    __m512d wv[kLanes];
-    weights_avx512(l + i, lm, it, wv);
-    for (int q = 0; q < kLanes; ++q) {
-      if (w != nullptr) _mm512_storeu_pd(w + i + 8 * q, wv[q]);
-      // Folded as in fold_avx2: (w0..w3) + (w4..w7), then the two 128-bit halves.
-      const __m256d h4 = _mm256_add_pd(_mm512_castpd512_pd256(wv[q]), _mm512_extractf64x4_pd(wv[q], 1));
-      const __m128d h2 = _mm_add_pd(_mm256_castpd256_pd128(h4), _mm256_extractf128_pd(h4, 1));
-      beta[i / kBlock + q] = _mm_cvtsd_f64(_mm_add_sd(h2, _mm_unpackhi_pd(h2, h2)));
-      s += beta[i / kBlock + q];
-    }
-  }
-  for (; i < v; i += kBlock) {
-    beta[i / kBlock] =
-        block_scalar(l + i, std::min<int64_t>(kBlock, v - i), lmax, inv_t, w != nullptr ? w + i : nullptr);
-    s += beta[i / kBlock];
-  }
-  return s;
-}
-#endif
-
-BlocksFn select_blocks() {
-#if SK_KERNELS_X86
-  switch (current_isa_level()) {
-    case kIsaAvx512:
-      return blocks_avx512;
-    case kIsaAvx2:
-      return blocks_avx2;
-    default:
-      break;
-  }
-#endif
-  return blocks_scalar;
-}
-
-// Writes to idx every i in [0, n) with l[i] >= lambda (never NaN), in increasing order; returns
-// their count. idx needs room for n. Branch-free: about half the elements pass in a flat
-// distribution, and a branch per element would mispredict.
-using GatherFn = int64_t (*)(const float* l, int64_t n, float lambda, uint32_t* idx);
-
-// Indices [begin, end) into idx[0, ...).
-int64_t gather_range(const float* l, int64_t begin, int64_t end, float lambda, uint32_t* idx) {
-  int64_t count = 0;
-  for (int64_t i = begin; i < end; ++i) {
-    idx[count] = static_cast<uint32_t>(i);
-    count += l[i] >= lambda ? 1 : 0;
-  }
-  return count;
-}
-
-int64_t gather_scalar(const float* l, int64_t n, float lambda, uint32_t* idx) {
-  return gather_range(l, 0, n, lambda, idx);
-}
-
-#if SK_KERNELS_X86
-SK_TARGET_AVX2 int64_t gather_avx2(const float* l, int64_t n, float lambda, uint32_t* idx) {
-  const __m256 lam = _mm256_set1_ps(lambda);
-  int64_t count = 0;
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const auto bits = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(l + i), lam, _CMP_GE_OQ)));
-    if (bits == 0) continue;
-    for (int b = 0; b < 8; ++b) {
-      idx[count] = static_cast<uint32_t>(i + b);
-      count += (bits >> b) & 1u;
-    }
-  }
-  return count + gather_range(l, i, n, lambda, idx + count);
-}
-
-SK_TARGET_AVX512 int64_t gather_avx512(const float* l, int64_t n, float lambda, uint32_t* idx) {
-  const __m512 lam = _mm512_set1_ps(lambda);
-  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  int64_t count = 0;
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(l + i), lam, _CMP_GE_OQ);
-    if (m == 0) continue;
-    const __m512i ids = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(i)));
-    // Compress in a register and store all 16 lanes (count <= i, so they fit in idx): a
-    // compressing store to memory is microcoded and slow on some cores.
-    _mm512_storeu_si512(idx + count, _mm512_maskz_compress_epi32(m, ids));
-    count += __builtin_popcount(static_cast<unsigned>(m));
-  }
-  return count + gather_range(l, i, n, lambda, idx + count);
-}
-#endif
-
-GatherFn select_gather() {
-#if SK_KERNELS_X86
-  switch (current_isa_level()) {
-    case kIsaAvx512:
-      return gather_avx512;
-    case kIsaAvx2:
-      return gather_avx2;
-    default:
-      break;
-  }
-#endif
-  return gather_scalar;
+// The weight of logit l when the largest logit is lmax (> -inf): 0 for NaN, 2^30 for lmax,
+// else round(p(t - k) * 2^(k + 30)) with t = max((l - lmax) * a, -64) and k = t rounded to the
+// nearest integer (ties to even), p the polynomial of sampling_exp2.h. Every operation is one
+// IEEE f32 operation (the scaling by 2^(k + 30) is exact), so the SIMD forms below, which do the
+// same lane by lane, give the same integer.
+uint32_t weight_of(float l, float lmax, float a) {
+  if (l != l) return 0;
+  if (l == lmax) return kWeightOne;
+  const float t = std::max((l - lmax) * a, kMinT);
+  const float k = std::nearbyint(t);
+  const float w = std::ldexp(approx_exp2_poly(t - k), static_cast<int>(k) + kWeightBits);
+  return static_cast<uint32_t>(std::nearbyint(w));
 }
 
 // Philox4x32-10 (Salmon et al., SC'11): counter (c0..c3), key (k0, k1).
@@ -352,404 +82,162 @@ void philox4x32_10(uint32_t c[4], uint32_t k0, uint32_t k1) {
   }
 }
 
-// Uniform in [0, 1) with 53 random bits, a pure function of (seed, step, row).
-double uniform(uint64_t seed, int64_t step, int64_t row) {
+// 53 random bits, a pure function of (seed, step, row): u = u53 / 2^53 is uniform in [0, 1).
+uint64_t uniform53(uint64_t seed, int64_t step, int64_t row) {
   const auto st = static_cast<uint64_t>(step);
   uint32_t c[4] = {static_cast<uint32_t>(st), static_cast<uint32_t>(st >> 32), static_cast<uint32_t>(row), 0u};
   philox4x32_10(c, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
-  const uint64_t u53 = (static_cast<uint64_t>(c[0]) << 21) | (c[1] >> 11);
-  return static_cast<double>(u53) * 0x1.0p-53;
+  return (static_cast<uint64_t>(c[0]) << 21) | (c[1] >> 11);
 }
+
+__extension__ typedef unsigned __int128 Uint128;  // GCC and Clang; -Wpedantic needs the marker
+
+// floor(u53 * total / 2^53): the draw's point in [0, total), exact.
+uint64_t draw_point(uint64_t u53, uint64_t total) {
+  return static_cast<uint64_t>((static_cast<Uint128>(u53) * total) >> 53);
+}
+
+// tau = top_p * S in double; a running sum c reaches it when (double)c >= tau.
+double nucleus_target(float top_p, uint64_t total) { return static_cast<double>(top_p) * static_cast<double>(total); }
+bool reaches(uint64_t c, double tau) { return static_cast<double>(c) >= tau; }
 
 // ---------------------------------------------------------------------------------------------
-// Sampling from a ranked sequence c_0, c_1, ... (best first)
+// The passes over a row, at each register width
 
-// A fixed-capacity array in the core's workspace slice, with the few vector operations the
-// sampler uses. Capacities come from the vocabulary size, which bounds every length here.
-template <class T>
-class Bounded {
- public:
-  Bounded() = default;
-  Bounded(T* data, int64_t capacity) : data_(data), capacity_(static_cast<size_t>(capacity)) {}
-  void resize(size_t n) {
-    if (n > capacity_) __builtin_trap();  // a sizing bug in sample_workspace, never input-driven
-    size_ = n;
-  }
-  void assign(size_t n, T value) {
-    resize(n);
-    std::fill(data_, data_ + n, value);
-  }
-  void swap(Bounded& other) { std::swap(*this, other); }
-  T* data() { return data_; }
-  size_t size() const { return size_; }
-  T& operator[](int64_t i) { return data_[i]; }
-  const T& operator[](int64_t i) const { return data_[i]; }
-
- private:
-  T* data_ = nullptr;
-  size_t capacity_ = 0;
-  size_t size_ = 0;
+// What the pass over all V computes besides the total (see pass_scalar).
+struct PassSpec {
+  float lam_hi;            // the hi set: l >= lam_hi (NaN: empty)
+  float lam_lo;            // the band: lam_lo <= l, outside the hi set, weight > 0 (NaN: empty)
+  uint64_t* block_all;     // per kBlock block, the sum of all weights
+  uint64_t* block_hi;      // per block, the sum of the hi set's weights
+  uint32_t* band_idx;      // the band's indices in increasing order (room for V + 16)
+  int64_t* band_start;     // per block, the band's size before it (and the whole size at the end)
+  const float* block_max;  // per block, its largest logit (block_maxima)
 };
 
-struct Sequence {
-  Bounded<uint32_t> idx;
-  Bounded<double> w;
-  Bounded<double> cum;
+// A set of tokens in index order: logits, indices, weights.
+struct Tokens {
+  float* val;
+  uint32_t* idx;
+  uint32_t* w;
+  int64_t n;
 };
 
-// Weights (from `table` when given, else computed) and running sums of the first n entries.
-void cumulate(const float* l, const double* table, Sequence& s, int64_t n, float lmax, double inv_t) {
-  s.w.resize(static_cast<size_t>(n));
-  s.cum.resize(static_cast<size_t>(n));
-  double c = 0.0;
-  for (int64_t j = 0; j < n; ++j) {
-    const uint32_t i = s.idx[j];
-    s.w[j] = table != nullptr ? table[i] : weight(l[i], lmax, inv_t);
-    c += s.w[j];
-    s.cum[j] = c;
-  }
-}
+constexpr int kSplits = 8;  // thresholds per step of the boundary search
 
-// 1 + the first j with cum_j >= tau, or 0 when none.
-int64_t nucleus_size(const Sequence& s, int64_t n, double tau) {
-  for (int64_t j = 0; j < n; ++j) {
-    if (s.cum[j] >= tau) return j + 1;
-  }
-  return 0;
-}
-
-// The first j < m with cum_j > u * cum_{m-1}, else the last j < m with a positive weight.
-int64_t pick(const Sequence& s, int64_t m, double u) {
-  const double r = u * s.cum[m - 1];
-  for (int64_t j = 0; j < m; ++j) {
-    if (s.cum[j] > r) return s.idx[j];
-  }
-  for (int64_t j = m; j-- > 0;) {
-    if (s.w[j] > 0.0) return s.idx[j];
-  }
-  return s.idx[0];
-}
-
-// Orders idx[0, n) (increasing on entry) by logit, largest first: a stable LSD radix sort on
-// the order-preserving bits (3 digits of 11 bits), so equal logits keep the lower index first,
-// exactly the ranking of moe_topk.h. Digits in which every key agrees are skipped.
-constexpr int kDigits = 3;
-constexpr int kBits = 11;
-constexpr int kRadix = 1 << kBits;
-
-void rank_indices(const float* l, Bounded<uint32_t>& idx, int64_t n, Bounded<uint64_t>& a, Bounded<uint64_t>& b,
-                  Bounded<int64_t>& count) {
-  if (n <= 1) return;
-  a.resize(static_cast<size_t>(n));
-  b.resize(static_cast<size_t>(n));
-  count.assign(static_cast<size_t>(kDigits * (kRadix + 1)), 0);
-  const auto digit = [](uint64_t v, int d) { return static_cast<int64_t>((v >> (32 + kBits * d)) & (kRadix - 1)); };
-  for (int64_t j = 0; j < n; ++j) {
-    a[j] = (static_cast<uint64_t>(~topk::order_bits(l[idx[j]])) << 32) | idx[j];
-    for (int d = 0; d < kDigits; ++d) ++count[d * (kRadix + 1) + digit(a[j], d) + 1];
-  }
-  for (int d = 0; d < kDigits; ++d) {
-    int64_t* c = &count[static_cast<size_t>(d * (kRadix + 1))];
-    if (c[digit(a[0], d) + 1] == n) continue;
-    for (int q = 0; q < kRadix; ++q) c[q + 1] += c[q];
-    for (int64_t j = 0; j < n; ++j) b[c[digit(a[j], d)]++] = a[j];
-    a.swap(b);
-  }
-  for (int64_t j = 0; j < n; ++j) idx[j] = static_cast<uint32_t>(a[j]);
-}
-
-// A smaller c for the gather than the worst-case bound: the weights of the n gathered tokens
-// (index order, from the table) binned by quarter octave; the first bin edge above which they
-// hold tau (with a margin for this sum's rounding) gives c = -ln(edge), plus a margin for
-// exp_spec's deviation from exp. Only a guess: the exact sums still decide.
-double refine_c(const double* table, const uint32_t* idx, int64_t n, double tau) {
-  constexpr int kBins = 256;
-  double mass[kBins] = {};
-  for (int64_t j = 0; j < n; ++j) {
-    const double w = table[idx[j]];
-    if (!(w > 0.0)) continue;
-    // Exponent and the top two mantissa bits: 4 bins per octave, bin 3 holds w = 1.
-    const int64_t q = 4095 - (bits_of(w) >> 50);
-    mass[std::clamp<int64_t>(q, 0, kBins - 1)] += w;
-  }
-  double acc = 0.0;
-  for (int q = 0; q < kBins - 1; ++q) {
-    acc += mass[q];
-    if (acc >= tau * (1.0 + 1e-9)) {
-      const uint64_t edge_bits = static_cast<uint64_t>(4095 - q) << 50;
-      double edge;
-      std::memcpy(&edge, &edge_bits, sizeof edge);
-      return -std::log(edge) + 0.01;
-    }
-  }
-  return std::numeric_limits<double>::infinity();
-}
-
-constexpr int64_t kFastChunk = 32;  // weights per step of the fast nucleus path (4 AVX-512 vectors)
-// Logits per block of the fast nucleus path's maximum pass, which records each block's largest
-// logit so that a gather skips the blocks that hold no candidate (most of a peaked row's).
-constexpr int64_t kGatherBlock = 1024;
-
-// One core's scratch for sampling a row of V logits, carved from its workspace slice.
-struct SampleScratch {
-  Sequence seq;
-  Bounded<float> vals;       // gathered logits (fast nucleus path)
-  Bounded<float> block_max;  // the largest logit of each gather block (fast nucleus path)
-  Bounded<uint64_t> keys;
-  Bounded<double> beta;
-  Bounded<double> w;
-  Bounded<uint64_t> sort_a;
-  Bounded<uint64_t> sort_b;
-  Bounded<int64_t> sort_count;
-  uint64_t bytes = 0;  // of the slice it occupies
+struct Isa {
+  // The largest non-NaN logit of l[0, n) (-inf when there is none) and each block's in block_max.
+  float (*block_maxima)(const float* l, int64_t n, float* block_max);
+  // Fills the PassSpec outputs; returns the band's size.
+  int64_t (*pass)(const float* l, int64_t n, float lmax, float a, const PassSpec& spec);
+  // w[i] = weight_of(x[i]) for i < n.
+  void (*weights)(const float* x, int64_t n, float lmax, float a, uint32_t* w);
+  // out[j] = the sum of the weights of the tokens with val >= thr[j], for j < kSplits.
+  void (*masses_above)(const Tokens& t, const float* thr, uint64_t* out);
+  // The tokens with lo <= val < hi, in order, into out (room for t.n + 16); returns their count.
+  int64_t (*select_range)(const Tokens& t, float lo, float hi, Tokens& out);
+  // The weight of the tokens (an index range [begin, end) of t) ranking at or before (lb, ib).
+  uint64_t (*member_mass)(const Tokens& t, int64_t begin, int64_t end, float lb, uint32_t ib);
 };
 
-// Sized for the one path sample_row takes with these attributes: nothing for temperature 0
-// (argmax), k entries for top-k, the block sums for the dense walk, and V-long ranking, weight
-// and radix-sort buffers only for top-p over the whole vocabulary.
-SampleScratch carve_sample_scratch(int64_t v, const sk_sample_attrs& a, void* base) {
-  const bool argmax = a.temperature == 0.0f;
-  const bool top_k = !argmax && a.top_k > 0 && a.top_k < v;
-  const bool nucleus_all = !argmax && !top_k && a.top_p < 1.0f;
-  const int64_t k = top_k ? a.top_k : 0;
-  const int64_t seq = top_k ? k : nucleus_all ? v : 0;
-  const int64_t blocks = argmax || top_k ? 0 : (v + kBlock - 1) / kBlock;
-  const int64_t full = nucleus_all ? v : 0;
-  const int64_t bins = nucleus_all ? kDigits * (kRadix + 1) : 0;
-  ScratchCarver c(base);
-  SampleScratch s;
-  // The fast nucleus path evaluates weights 32 at a time past the end of the gathered tokens.
-  const int64_t padded = nucleus_all ? v + kFastChunk : seq;
-  s.seq.idx = Bounded<uint32_t>(c.take<uint32_t>(seq), seq);
-  s.seq.w = Bounded<double>(c.take<double>(padded), padded);
-  s.vals = Bounded<float>(c.take<float>(nucleus_all ? padded : 0), nucleus_all ? padded : 0);
-  const int64_t gather_blocks = nucleus_all ? (v + kGatherBlock - 1) / kGatherBlock : 0;
-  s.block_max = Bounded<float>(c.take<float>(gather_blocks), gather_blocks);
-  s.seq.cum = Bounded<double>(c.take<double>(seq), seq);
-  s.keys = Bounded<uint64_t>(c.take<uint64_t>(k), k);
-  s.beta = Bounded<double>(c.take<double>(blocks), blocks);
-  s.w = Bounded<double>(c.take<double>(full), full);
-  s.sort_a = Bounded<uint64_t>(c.take<uint64_t>(full), full);
-  s.sort_b = Bounded<uint64_t>(c.take<uint64_t>(full), full);
-  s.sort_count = Bounded<int64_t>(c.take<int64_t>(bins), bins);
-  s.bytes = c.bytes();
-  return s;
+float block_maxima_scalar(const float* l, int64_t n, float* block_max) {
+  float best = -kInf;
+  for (int64_t b = 0; b * kBlock < n; ++b) {
+    float m = -kInf;
+    for (int64_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) m = l[i] > m ? l[i] : m;
+    block_max[b] = m;
+    best = std::max(best, m);
+  }
+  return best;
 }
 
-// Every index [0, V) is a candidate and there is no nucleus: walk the block sums.
-int64_t sample_dense(const float* l, int64_t v, float lmax, double inv_t, double u, SampleScratch& sc) {
-  const int64_t blocks = (v + kBlock - 1) / kBlock;
-  sc.beta.resize(static_cast<size_t>(blocks));
-  const double total = select_blocks()(l, v, lmax, inv_t, sc.beta.data(), nullptr);
-  const double r = u * total;
-  double run = 0.0;
-  for (int64_t j = 0; j < blocks; ++j) {
-    const double next = run + sc.beta[j];
-    if (next > r) {
-      double acc = run;
-      int64_t last = -1;
-      for (int64_t i = j * kBlock; i < std::min(v, (j + 1) * kBlock); ++i) {
-        const double w = weight(l[i], lmax, inv_t);
-        if (w > 0.0) last = i;
-        acc += w;
-        if (acc > r) return i;
-      }
-      return last;
-    }
-    run = next;
-  }
-  // u * total rounded up to total: the last index with a positive weight.
-  for (int64_t j = blocks; j-- > 0;) {
-    if (sc.beta[j] > 0.0) {
-      for (int64_t i = std::min(v, (j + 1) * kBlock); i-- > j * kBlock;) {
-        if (weight(l[i], lmax, inv_t) > 0.0) return i;
+int64_t pass_scalar(const float* l, int64_t n, float lmax, float a, const PassSpec& s) {
+  int64_t count = 0;
+  for (int64_t b = 0; b * kBlock < n; ++b) {
+    s.band_start[b] = count;
+    uint64_t all = 0;
+    uint64_t hi = 0;
+    for (int64_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) {
+      const uint32_t w = weight_of(l[i], lmax, a);
+      all += w;
+      if (l[i] >= s.lam_hi) {
+        hi += w;
+      } else if (l[i] >= s.lam_lo && w != 0) {
+        s.band_idx[count++] = static_cast<uint32_t>(i);
       }
     }
+    s.block_all[b] = all;
+    s.block_hi[b] = hi;
   }
-  return 0;  // unreachable: the maximum has weight 1
+  s.band_start[(n + kBlock - 1) / kBlock] = count;
+  return count;
 }
 
-// Every index is a candidate, with a nucleus: tau = top_p * (the dense block total). The
-// nucleus is a prefix of the ranking, so only a prefix needs ranking: {l >= lambda} for a
-// threshold lambda = lmax - c * temperature. c0 comes from the bound "each of the V tokens left
-// out weighs below e^-c" (V e^-c0 <= the slack (1 - top_p) * total); when that gathers many
-// tokens, refine_c() guesses a tighter c from their weights. The exact running sums then decide;
-// when they fall short, c grows (c0, then doubling), and past c = 708 every token is gathered.
-int64_t sample_nucleus_all(const float* l, int64_t v, float lmax, double inv_t, double top_p, double u,
-                           SampleScratch& sc) {
-  constexpr int64_t kRefineAbove = 2048;
-  const int64_t blocks = (v + kBlock - 1) / kBlock;
-  sc.beta.resize(static_cast<size_t>(blocks));
-  sc.w.resize(static_cast<size_t>(v));
-  const double total = select_blocks()(l, v, lmax, inv_t, sc.beta.data(), sc.w.data());
-  const double tau = top_p * total;
-  const double c0 = std::max(0.5, std::log(static_cast<double>(v) / ((1.0 - top_p) * total)) + 0.01);
-  sc.seq.idx.resize(static_cast<size_t>(v));
-  uint32_t* idx = sc.seq.idx.data();
-  const GatherFn gather = select_gather();
-  const auto threshold = [&](double c) {
-    // Any threshold gathers a prefix of the ranking; with lmax = +inf the +inf tokens hold all
-    // the mass.
-    if (c >= -kMinX) return -std::numeric_limits<float>::infinity();
-    return std::isinf(lmax) ? lmax : static_cast<float>(static_cast<double>(lmax) - c / inv_t);
-  };
-  double c = c0;
-  int64_t n = gather(l, v, threshold(c), idx);
-  if (n > kRefineAbove && !std::isinf(lmax)) {
-    const double c1 = refine_c(sc.w.data(), idx, n, tau);
-    if (c1 < c0) {
-      // Keeps index order, which the ranking's tie-break relies on.
-      const float lambda = threshold(c1);
-      int64_t kept = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        const uint32_t i = idx[j];
-        idx[kept] = i;
-        kept += l[i] >= lambda ? 1 : 0;
-      }
-      n = kept;
-      c = c1;
-    }
-  }
-  for (;;) {
-    rank_indices(l, sc.seq.idx, n, sc.sort_a, sc.sort_b, sc.sort_count);
-    cumulate(l, sc.w.data(), sc.seq, n, lmax, inv_t);
-    int64_t m = nucleus_size(sc.seq, n, tau);
-    // Every token with a weight is in: no prefix reaches tau, so all of them take part.
-    if (m == 0 && c >= -kMinX) m = n;
-    if (m > 0) return pick(sc.seq, m, u);
-    c = std::isinf(lmax) ? -kMinX : c < c0 ? c0 : 2.0 * c;
-    n = gather(l, v, threshold(c), idx);
+void weights_scalar(const float* x, int64_t n, float lmax, float a, uint32_t* w) {
+  for (int64_t i = 0; i < n; ++i) w[i] = weight_of(x[i], lmax, a);
+}
+
+void masses_above_scalar(const Tokens& t, const float* thr, uint64_t* out) {
+  std::fill(out, out + kSplits, uint64_t{0});
+  for (int64_t i = 0; i < t.n; ++i) {
+    for (int j = 0; j < kSplits; ++j) out[j] += t.val[i] >= thr[j] ? t.w[i] : 0;
   }
 }
+
+int64_t select_range_scalar(const Tokens& t, float lo, float hi, Tokens& out) {
+  int64_t m = 0;
+  for (int64_t i = 0; i < t.n; ++i) {
+    if (t.val[i] >= lo && t.val[i] < hi) {
+      out.val[m] = t.val[i];
+      out.idx[m] = t.idx[i];
+      out.w[m++] = t.w[i];
+    }
+  }
+  return out.n = m;
+}
+
+uint64_t member_mass_scalar(const Tokens& t, int64_t begin, int64_t end, float lb, uint32_t ib) {
+  uint64_t m = 0;
+  for (int64_t i = begin; i < end; ++i) m += t.val[i] > lb || (t.val[i] == lb && t.idx[i] <= ib) ? t.w[i] : 0;
+  return m;
+}
+
+constexpr Isa kScalar = {block_maxima_scalar, pass_scalar,         weights_scalar,
+                         masses_above_scalar, select_range_scalar, member_mass_scalar};
 
 #if SK_KERNELS_X86
-// ---------------------------------------------------------------------------------------------
-// The nucleus over the whole vocabulary without the exact pass over all V weights (AVX2, AVX-512).
-//
-// The exact total S decides only through tau = top_p * S, and the nucleus size only through
-// which running sum first reaches tau. So: an f32 pass gives approximate weights with a rigorous
-// error bound; a prefix of the ranking {l >= lambda} (heavy tokens first, else lambda from a
-// sampled mass profile) is weighed exactly, which bounds S by that exact sum plus the
-// approximate rest, and its running sums are formed exactly where they matter (bucket_prefix); when the first running
-// sums reaching the lowest and the highest possible tau are the same entry, that is the nucleus, with the identical
-// running sums and hence the identical token. Otherwise (rare: tau falls within the bound of a running sum) the exact S
-// decides; a prefix too short, or lmax = +inf, goes to the exact path above.
+// The polynomial's coefficients times 2^30 (exact): Horner's steps on them give exactly 2^30 times
+// the steps on kExp2C, so p * 2^k below is weight_of()'s p * 2^(k + 30).
+struct ScaledExp2 {
+  float c[kExp2Degree + 1];
+};
+constexpr ScaledExp2 scaled_exp2() {
+  ScaledExp2 s{};
+  for (int i = 0; i <= kExp2Degree; ++i) s.c[i] = kExp2C[i] * static_cast<float>(kWeightOne);
+  return s;
+}
+constexpr ScaledExp2 kExp2C30 = scaled_exp2();
 
-// The thresholds of the sampled mass profile, in log2 units below the largest weight.
-// Quarter steps up to 7: a coarser step makes the guess overshoot by a large factor of tokens
-// whenever the sampled mass falls just short of a step (measured on flat rows: c = 8 instead of
-// about 4.5, twice the tokens).
-constexpr float kProfile[] = {0.25f, 0.5f,  0.75f, 1.0f,  1.25f, 1.5f,  1.75f, 2.0f,  2.25f, 2.5f,  2.75f,
-                              3.0f,  3.25f, 3.5f,  3.75f, 4.0f,  4.25f, 4.5f,  4.75f, 5.0f,  5.25f, 5.5f,
-                              5.75f, 6.0f,  6.25f, 6.5f,  6.75f, 7.0f,  8.0f,  10.0f, 13.0f, 16.0f, 24.0f};
-constexpr int kProfileSize = sizeof kProfile / sizeof kProfile[0];
-constexpr int kProfileStride = 16;  // the profile samples every 16th vector of 16 logits
-constexpr double kHeavy = 1024.0;   // heavy tokens weigh at least S~ / kHeavy
-
-// Approximate weights of 16 logits: 2^t with t = (l - lmax) * a, a = log2(e) / temperature,
-// clamped below at -150 (NaN included: max() returns its second operand), so NaN and -inf give
-// a weight below 2^-149. t_out receives t.
-SK_TARGET_AVX512 inline __m512 approx_weights16(__m512 l, __m512 lm, __m512 a, __m512* t_out) {
-  const __m512 t = _mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(l, lm), a), _mm512_set1_ps(-150.0f));
+// weight_of() of 16 logits, lane by lane: the same f32 operations, for a finite lmax (the largest
+// logit then weighs p(0) 2^30 = 2^30 without a special case). NaN lanes need no mask: max(NaN,
+// -64) returns its second operand, and t = -64 weighs round(p(0) * 2^-34) = 0.
+SK_TARGET_AVX512 inline __m512i weights16(__m512 x, __m512 lm, __m512 a) {
+  const __m512 t = _mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(x, lm), a), _mm512_set1_ps(kMinT));
   const __m512 k = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 f = _mm512_sub_ps(t, k);
-  __m512 p = _mm512_set1_ps(kExp2C[kExp2Degree]);
-  for (int i = kExp2Degree - 1; i >= 0; --i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2C[i]));
-  *t_out = t;
-  return _mm512_scalef_ps(p, k);
+  __m512 p = _mm512_set1_ps(kExp2C30.c[kExp2Degree]);
+  for (int i = kExp2Degree - 1; i >= 0; --i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2C30.c[i]));
+  return _mm512_cvt_roundps_epi32(_mm512_scalef_ps(p, k), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-// Lanes 8..15 (AVX-512F has no 256-bit float extract).
-SK_TARGET_AVX512 inline __m256 high_half(__m512 v) {
-  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-}
-
-struct ApproxTotal {
-  double sum = 0.0;                   // S~
-  double tsum = 0.0;                  // sum of w~ |t| (the part of the error that grows with |t|)
-  double profile[kProfileSize] = {};  // sampled mass with t >= -kProfile[j]
-  double sampled = 0.0;               // sampled mass in all
-};
-
-SK_TARGET_AVX512 ApproxTotal approx_total_avx512(const float* l, int64_t v, float lmax, double inv_t) {
-  const __m512 lm = _mm512_set1_ps(lmax);
-  const __m512 a = _mm512_set1_ps(static_cast<float>(inv_t * kLog2e));
-  __m512d acc0 = _mm512_setzero_pd();
-  __m512d acc1 = _mm512_setzero_pd();
-  __m512 tacc = _mm512_setzero_ps();
-  __m512 prof[kProfileSize];
-  for (__m512& q : prof) q = _mm512_setzero_ps();
-  __m512 sampled = _mm512_setzero_ps();
-  int64_t i = 0;
-  int64_t vec = 0;
-  for (; i + 64 <= v; i += 64, vec += 4) {
-    __m512 t[4];
-    __m512 w[4];
-    for (int q = 0; q < 4; ++q) {
-      w[q] = approx_weights16(_mm512_loadu_ps(l + i + 16 * q), lm, a, &t[q]);
-      tacc = _mm512_fnmadd_ps(w[q], t[q], tacc);  // t <= 0: adds w |t|
-    }
-    // Pairwise in f32 first (two roundings per weight, 2^-23 relative), then in double.
-    const __m512 w4 = _mm512_add_ps(_mm512_add_ps(w[0], w[1]), _mm512_add_ps(w[2], w[3]));
-    acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(w4)));
-    acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(high_half(w4)));
-    if (vec % kProfileStride == 0) {
-      sampled = _mm512_add_ps(sampled, w[0]);
-      for (int j = 0; j < kProfileSize; ++j) {
-        const __mmask16 m = _mm512_cmp_ps_mask(t[0], _mm512_set1_ps(-kProfile[j]), _CMP_GE_OQ);
-        prof[j] = _mm512_mask_add_ps(prof[j], m, prof[j], w[0]);
-      }
-    }
-  }
-  for (; i < v; i += 16) {
-    const __mmask16 m = simd::mask16(std::min<int64_t>(16, v - i));
-    __m512 t;
-    const __m512 w = _mm512_maskz_mov_ps(m, approx_weights16(simd::masked_load_ps(m, l + i), lm, a, &t));
-    tacc = _mm512_fnmadd_ps(w, t, tacc);
-    acc0 = _mm512_add_pd(acc0, _mm512_cvtps_pd(_mm512_castps512_ps256(w)));
-    acc1 = _mm512_add_pd(acc1, _mm512_cvtps_pd(high_half(w)));
-  }
-  ApproxTotal r;
-  alignas(64) double d[8];
-  _mm512_store_pd(d, _mm512_add_pd(acc0, acc1));
-  for (double x : d) r.sum += x;
-  r.tsum = simd::hsum16(tacc);
-  r.sampled = simd::hsum16(sampled);
-  for (int j = 0; j < kProfileSize; ++j) r.profile[j] = simd::hsum16(prof[j]);
-  return r;
-}
-
-// Approximate mass of n logits, with the same per-token weights as approx_total_avx512.
-SK_TARGET_AVX512 ApproxTotal approx_mass_avx512(const float* vals, int64_t n, float lmax, double inv_t) {
-  const __m512 lm = _mm512_set1_ps(lmax);
-  const __m512 a = _mm512_set1_ps(static_cast<float>(inv_t * kLog2e));
-  __m512d acc = _mm512_setzero_pd();
-  __m512 tacc = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = simd::mask16(std::min<int64_t>(16, n - i));
-    __m512 t;
-    const __m512 w = _mm512_maskz_mov_ps(m, approx_weights16(simd::masked_load_ps(m, vals + i), lm, a, &t));
-    tacc = _mm512_fnmadd_ps(w, t, tacc);
-    acc = _mm512_add_pd(acc, _mm512_add_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(w)), _mm512_cvtps_pd(high_half(w))));
-  }
-  ApproxTotal r;
-  alignas(64) double d[8];
-  _mm512_store_pd(d, acc);
-  for (double x : d) r.sum += x;
-  r.tsum = simd::hsum16(tacc);
-  return r;
-}
-
-// The largest non-NaN logit of l[0, n) (-inf when there is none, like topk::max_value), and that
-// of each kGatherBlock block of it in block_max.
 SK_TARGET_AVX512 float block_maxima_avx512(const float* l, int64_t n, float* block_max) {
-  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  float best = -std::numeric_limits<float>::infinity();
-  for (int64_t b = 0; b * kGatherBlock < n; ++b) {
-    const int64_t end = std::min(n, (b + 1) * kGatherBlock);
+  const __m512 neg_inf = _mm512_set1_ps(-kInf);
+  float best = -kInf;
+  for (int64_t b = 0; b * kBlock < n; ++b) {
+    const int64_t end = std::min(n, (b + 1) * kBlock);
     // max(x, m) returns m when x is NaN; four chains hide the latency.
     __m512 m[4] = {neg_inf, neg_inf, neg_inf, neg_inf};
-    int64_t i = b * kGatherBlock;
+    int64_t i = b * kBlock;
     for (; i + 64 <= end; i += 64) {
       for (int q = 0; q < 4; ++q) m[q] = _mm512_max_ps(_mm512_loadu_ps(l + i + 16 * q), m[q]);
     }
@@ -762,315 +250,174 @@ SK_TARGET_AVX512 float block_maxima_avx512(const float* l, int64_t n, float* blo
   return best;
 }
 
-// Gathers {i : l[i] >= lambda} in index order: indices to idx, logits to vals; returns the count.
-// Blocks whose largest logit (block_max, from block_maxima_avx512) is below lambda are skipped.
-SK_TARGET_AVX512 int64_t gather_values_avx512(const float* l, int64_t n, float lambda, const float* block_max,
-                                              uint32_t* idx, float* vals) {
-  const __m512 lam = _mm512_set1_ps(lambda);
+// Weights are summed as 16-bit halves in 32-bit lanes (a block's 64 vectors cannot overflow
+// them) and the lanes added once per block: exact, as every sum here must be.
+SK_TARGET_AVX512 inline uint64_t lane_total(__m512i lo, __m512i hi) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(_mm512_reduce_add_epi32(lo))) +
+         (static_cast<uint64_t>(static_cast<uint32_t>(_mm512_reduce_add_epi32(hi))) << 16);
+}
+
+SK_TARGET_AVX512 int64_t pass_avx512(const float* l, int64_t n, float lmax, float a, const PassSpec& s) {
+  const __m512 lm = _mm512_set1_ps(lmax);
+  const __m512 av = _mm512_set1_ps(a);
+  const __m512 hi_edge = _mm512_set1_ps(s.lam_hi);
+  const __m512 lo_edge = _mm512_set1_ps(s.lam_lo);
+  const __m512i low16 = _mm512_set1_epi32(0xFFFF);
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   int64_t count = 0;
-  for (int64_t i = 0; i < n; i += 16) {
-    if (i % kGatherBlock == 0 && !(block_max[i / kGatherBlock] >= lambda)) {
-      i += kGatherBlock - 16;
-      continue;
+  for (int64_t b = 0; b * kBlock < n; ++b) {
+    const int64_t end = std::min(n, (b + 1) * kBlock);
+    __m512i all_lo = _mm512_setzero_si512();
+    __m512i all_hi = _mm512_setzero_si512();
+    __m512i sel_lo = _mm512_setzero_si512();
+    __m512i sel_hi = _mm512_setzero_si512();
+    s.band_start[b] = count;
+    const auto step = [&](int64_t i, __mmask16 valid, __m512 x, auto with_hi, auto with_band) SK_TARGET_AVX512 {
+      const __m512i w = _mm512_maskz_mov_epi32(valid, weights16(x, lm, av));
+      const __m512i wl = _mm512_and_si512(w, low16);
+      const __m512i wh = _mm512_srli_epi32(w, 16);
+      all_lo = _mm512_add_epi32(all_lo, wl);
+      all_hi = _mm512_add_epi32(all_hi, wh);
+      __mmask16 in_hi = 0;
+      if constexpr (decltype(with_hi)::value) {
+        in_hi = _mm512_mask_cmp_ps_mask(valid, x, hi_edge, _CMP_GE_OQ);
+        sel_lo = _mm512_mask_add_epi32(sel_lo, in_hi, sel_lo, wl);
+        sel_hi = _mm512_mask_add_epi32(sel_hi, in_hi, sel_hi, wh);
+      }
+      if constexpr (decltype(with_band)::value) {
+        const __mmask16 band = _mm512_mask_cmp_ps_mask(static_cast<__mmask16>(_mm512_test_epi32_mask(w, w) & ~in_hi), x,
+                                                       lo_edge, _CMP_GE_OQ);
+        // Only the indices (the caller reads the band's logits back by index), compressed in a
+        // register and stored as 16 lanes (there is room): a compressing store to memory is
+        // microcoded and slow on some cores. With one compress a vector, a branch on an empty
+        // band measured as fast as none on a flat row (about half its vectors hold a band token).
+        if (band == 0) return;
+        const __m512i ids = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(i)));
+        _mm512_storeu_si512(s.band_idx + count, _mm512_maskz_compress_epi32(band, ids));
+        count += __builtin_popcount(static_cast<unsigned>(band));
+      }
+    };
+    const auto run = [&](auto with_hi, auto with_band) SK_TARGET_AVX512 {
+      int64_t i = b * kBlock;
+      for (; i + 16 <= end; i += 16) step(i, 0xFFFF, _mm512_loadu_ps(l + i), with_hi, with_band);
+      if (i < end) {
+        const __mmask16 valid = simd::mask16(end - i);
+        step(i, valid, simd::masked_load_ps(valid, l + i), with_hi, with_band);
+      }
+    };
+    // A block whose largest logit is below the hi set or the band holds none of it (most
+    // blocks of a peaked row).
+    const bool hi = s.block_max[b] >= s.lam_hi;
+    const bool band = s.block_max[b] >= s.lam_lo;
+    if (hi && band) {
+      run(std::true_type{}, std::true_type{});
+    } else if (hi) {
+      run(std::true_type{}, std::false_type{});
+    } else if (band) {
+      run(std::false_type{}, std::true_type{});
+    } else {
+      run(std::false_type{}, std::false_type{});
     }
-    const __mmask16 valid = simd::mask16(std::min<int64_t>(16, n - i));
-    const __m512 x = simd::masked_load_ps(valid, l + i);
-    const __mmask16 m = _mm512_mask_cmp_ps_mask(valid, x, lam, _CMP_GE_OQ);
-    if (m == 0) continue;
-    const __m512i ids = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(i)));
-    const __mmask16 out = simd::mask16(__builtin_popcount(static_cast<unsigned>(m)));
-    // Compress in registers, then a masked store: a compressing store to memory is microcoded
-    // and slow on some cores.
-    simd::masked_store_epi32(idx + count, out, _mm512_maskz_compress_epi32(m, ids));
-    simd::masked_store_ps(vals + count, out, _mm512_maskz_compress_ps(m, x));
-    count += __builtin_popcount(static_cast<unsigned>(m));
+    s.block_all[b] = lane_total(all_lo, all_hi);
+    s.block_hi[b] = lane_total(sel_lo, sel_hi);
   }
+  s.band_start[(n + kBlock - 1) / kBlock] = count;
   return count;
 }
 
-// The ranked prefix without a full sort. While the running sum c stays in one binade
-// [2^(E-1), 2^E), every double there is a multiple of u = ulp(c), so c + w rounds to
-// c + round(w / u) u, whatever the order of the additions, unless w / u is exactly halfway
-// (then the last bit of c decides). So the prefix is bucketed by value (a stable counting sort
-// on the top bits of the rank key; buckets are in rank order, tokens inside in index order), and
-// a bucket is added in bulk as the exact integer sum of round(w / u) when no weight in it is a
-// tie and its sum leaves c in its binade and below tau_lo; every other bucket (the first ones,
-// where c changes binade, where tau is reached) is sorted and added one token at a time. The
-// running sums are then exactly the specified ones at every token of a sorted bucket and at
-// every bucket boundary, which is all that the nucleus size and the draw look at.
-constexpr int kBucketBits = 10;
-constexpr int64_t kBuckets = int64_t{1} << kBucketBits;
-
-struct Buckets {
-  uint64_t* keys = nullptr;       // (rank key << 32) | index, by bucket
-  float* vals = nullptr;          // the logit of each entry
-  double* w = nullptr;            // its specified weight
-  double* cum = nullptr;          // running sums, valid in sorted buckets
-  uint64_t* order = nullptr;      // add_sorted's scratch: (rank key, position in bucket)
-  uint32_t* spare_idx = nullptr;  // add_sorted's scratch
-  double* spare_w = nullptr;      // add_sorted's scratch
-  int64_t start[kBuckets + 1] = {};
-  double cum_before[kBuckets + 1] = {};  // exact running sum before each bucket (walked ones)
-  bool sorted[kBuckets] = {};
-  int64_t walked = 0;  // buckets whose cum_before is known
-  uint32_t lo = 0;     // rank key of lmax
-};
-
-// Logit of a rank key relative to lo (inverse of order_bits; no NaN here, and both zeros come
-// back as +0, which weighs the same).
-inline float logit_of(uint64_t key, uint32_t lo) {
-  const uint32_t o = ~(static_cast<uint32_t>(key >> 32) + lo);
-  const uint32_t bits_v = o >= 0x80000000u ? (o & 0x7FFFFFFFu) : ~o;
-  float f;
-  std::memcpy(&f, &bits_v, sizeof f);
-  return f;
-}
-
-// The specified weights of vals[0, n) into w[0, n) (vals padded to a multiple of kFastChunk).
-SK_TARGET_AVX512 void exact_weights_avx512(const float* vals, int64_t n, float lmax, double inv_t, double* w) {
-  const __m512d lm = _mm512_set1_pd(lmax);
-  const __m512d it = _mm512_set1_pd(inv_t);
-  for (int64_t j0 = 0; j0 < n; j0 += kFastChunk) {
-    __m512d wv[kLanes];
-    weights_avx512(vals + j0, lm, it, wv);
-    for (int q = 0; q < kLanes; ++q) _mm512_storeu_pd(w + j0 + 8 * q, wv[q]);
+// The per-threshold sums in 16-bit halves, as in the pass (t.n < 2^20: no lane overflows).
+SK_TARGET_AVX512 void masses_above_avx512(const Tokens& t, const float* thr, uint64_t* out) {
+  __m512i lo[kSplits];
+  __m512i hi[kSplits];
+  __m512 edge[kSplits];
+  for (int j = 0; j < kSplits; ++j) {
+    lo[j] = _mm512_setzero_si512();
+    hi[j] = _mm512_setzero_si512();
+    edge[j] = _mm512_set1_ps(thr[j]);
   }
-}
-
-SK_TARGET_AVX2 void exact_weights_avx2(const float* vals, int64_t n, float lmax, double inv_t, double* w) {
-  const __m256d lm = _mm256_set1_pd(lmax);
-  const __m256d it = _mm256_set1_pd(inv_t);
-  for (int64_t j0 = 0; j0 < n; j0 += 4 * kLanes) {
-    __m256d wv[kLanes];
-    weights_avx2(vals + j0, lm, it, wv);
-    for (int q = 0; q < kLanes; ++q) _mm256_storeu_pd(w + j0 + 4 * q, wv[q]);
-  }
-}
-
-using ExactWeightsFn = void (*)(const float* vals, int64_t n, float lmax, double inv_t, double* w);
-
-// Buckets the gathered (vals, idx)[0, n) (index order) and evaluates every weight.
-void bucket_prefix(const float* vals, uint32_t* idx, int64_t n, float lmax, double inv_t, SampleScratch& sc,
-                   Buckets& bk, ExactWeightsFn exact_weights) {
-  sc.sort_a.resize(static_cast<size_t>(n));
-  sc.sort_b.resize(static_cast<size_t>(n));
-  sc.seq.w.resize(static_cast<size_t>(n + kFastChunk));
-  sc.seq.cum.resize(static_cast<size_t>(n));
-  sc.w.resize(static_cast<size_t>(n));
-  uint64_t* tmp = sc.sort_a.data();
-  bk.keys = sc.sort_b.data();
-  bk.w = sc.seq.w.data();
-  bk.cum = sc.seq.cum.data();
-  // Once bucketed, tmp, the gathered indices and the full-V weight table (which this path does
-  // not use) are add_sorted's scratch.
-  bk.order = tmp;
-  bk.spare_idx = idx;
-  bk.spare_w = sc.w.data();
-  bk.lo = ~topk::order_bits(lmax);
-  uint32_t span = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    const uint32_t key = ~topk::order_bits(vals[j]) - bk.lo;
-    span |= key;
-    tmp[j] = (static_cast<uint64_t>(key) << 32) | idx[j];
-  }
-  const int bits = span == 0 ? 0 : 32 - __builtin_clz(span);
-  const int shift = 32 + std::max(0, bits - kBucketBits);
-  int64_t count[kBuckets + 1] = {};
-  for (int64_t j = 0; j < n; ++j) ++count[(tmp[j] >> shift) + 1];
-  for (int64_t q = 0; q < kBuckets; ++q) count[q + 1] += count[q];
-  std::copy(count, count + kBuckets + 1, bk.start);
-  for (int64_t j = 0; j < n; ++j) bk.keys[count[tmp[j] >> shift]++] = tmp[j];
-  // Logits in bucket order (vals is free now), padded with NaN for the 32-wide weight steps.
-  bk.vals = sc.vals.data();
-  for (int64_t j = 0; j < n; ++j) bk.vals[j] = logit_of(bk.keys[j], bk.lo);
-  std::fill(bk.vals + n, bk.vals + n + kFastChunk, std::numeric_limits<float>::quiet_NaN());
-  exact_weights(bk.vals, n, lmax, inv_t, bk.w);
-}
-
-// Sorts bucket q by rank and adds it token by token from c, recording the running sums.
-// Returns the sum after the bucket. Inside a bucket tokens sit in index order, so sorting on
-// (rank key, position) keeps equal logits in index order; the weights move with their tokens.
-double add_sorted(Buckets& bk, int64_t q, double c) {
-  const int64_t s = bk.start[q];
-  const int64_t e = bk.start[q + 1];
-  for (int64_t j = s; j < e; ++j) {
-    bk.spare_idx[j] = static_cast<uint32_t>(bk.keys[j]);
-    bk.spare_w[j] = bk.w[j];
-    bk.order[j] = (bk.keys[j] & ~uint64_t{0xFFFFFFFF}) | static_cast<uint64_t>(j - s);
-  }
-  std::sort(bk.order + s, bk.order + e);
-  for (int64_t j = s; j < e; ++j) {
-    const int64_t from = s + static_cast<int64_t>(bk.order[j] & 0xFFFFFFFFu);
-    bk.keys[j] = (bk.order[j] & ~uint64_t{0xFFFFFFFF}) | bk.spare_idx[from];
-    bk.w[j] = bk.spare_w[from];
-  }
-  for (int64_t j = s; j < e; ++j) {
-    c += bk.w[j];
-    bk.cum[j] = c;
-  }
-  bk.sorted[q] = true;
-  return c;
-}
-
-// Adds buckets q0, q0 + 1, ... (before q1) to c in bulk while that is exact (see above) and the
-// sum stays below `limit`, recording each added bucket's running sum before it in cum_before;
-// returns how many were added (c becomes the sum after them). The first bucket that cannot go
-// in bulk (a tie, or c would leave its binade or reach the limit inside it) ends the run. Every
-// running sum of a run lies in the binade of c, so each is c plus an integer number of ulps,
-// and the buckets' integer sums do not depend on each other: a run costs no chain of dependent
-// additions.
-SK_TARGET_AVX512 int64_t add_bulk(Buckets& bk, int64_t q0, int64_t q1, double* c, double limit) {
-  if (!(*c > 0.0) || !std::isfinite(*c)) return 0;
-  // c in [2^(e-1), 2^e): its biased exponent is e - 1 + 1023.
-  const int64_t e = ((bits_of(*c) >> 52) & 0x7FF) - 1022;
-  if (e - 53 < -1022 || e > 1000) return 0;  // keeps ulp and the scale normal
-  const auto pow2 = [](int64_t k) {
-    const uint64_t b = static_cast<uint64_t>(k + 1023) << 52;
-    double d;
-    std::memcpy(&d, &b, sizeof d);
-    return d;
-  };
-  const __m512d scale = _mm512_set1_pd(pow2(53 - e));
-  const double ulp = pow2(e - 53);
-  const double end = std::min(pow2(e), limit);
-  const __m512d half = _mm512_set1_pd(0.5);
-  // Integers below 2^53 add exactly in any order; a sum that large leaves the binade anyway.
-  double total = 0.0;
-  int64_t q = q0;
-  for (; q < q1; ++q) {
-    __m512d units = _mm512_setzero_pd();
-    __mmask8 tie = 0;
-    for (int64_t j = bk.start[q]; j < bk.start[q + 1]; j += 8) {
-      const __mmask8 m = static_cast<__mmask8>((1u << std::min<int64_t>(8, bk.start[q + 1] - j)) - 1u);
-      const __m512d y = _mm512_mul_pd(simd::masked_load_pd(m, bk.w + j), scale);
-      const __m512d r = _mm512_roundscale_pd(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      tie |= _mm512_cmp_pd_mask(_mm512_abs_pd(_mm512_sub_pd(y, r)), half, _CMP_EQ_OQ);
-      units = _mm512_add_pd(units, r);
+  const __m512i low16 = _mm512_set1_epi32(0xFFFF);
+  for (int64_t i = 0; i < t.n; i += 16) {
+    const __mmask16 valid = simd::mask16(std::min<int64_t>(16, t.n - i));
+    const __m512 x = simd::masked_load_ps(valid, t.val + i);
+    const __m512i w = _mm512_maskz_loadu_epi32(valid, t.w + i);
+    const __m512i wl = _mm512_and_si512(w, low16);
+    const __m512i wh = _mm512_srli_epi32(w, 16);
+    for (int j = 0; j < kSplits; ++j) {
+      const __mmask16 m = _mm512_cmp_ps_mask(x, edge[j], _CMP_GE_OQ);
+      lo[j] = _mm512_mask_add_epi32(lo[j], m, lo[j], wl);
+      hi[j] = _mm512_mask_add_epi32(hi[j], m, hi[j], wh);
     }
-    const double after = total + _mm512_reduce_add_pd(units);
-    if (tie != 0 || !(*c + after * ulp < end)) break;
-    bk.cum_before[q] = *c + total * ulp;
-    total = after;
   }
-  *c += total * ulp;
-  return q - q0;
+  for (int j = 0; j < kSplits; ++j) out[j] = lane_total(lo[j], hi[j]);
 }
 
-// The sum of w[0, n) in no particular order, for bounds only: any order is within (n - 1) 2^-53
-// of the exact sum, relative, where one running sum would chain n dependent additions.
-SK_TARGET_AVX512 double sum_any_order(const double* w, int64_t n) {
-  __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
-  int64_t j = 0;
-  for (; j + 32 <= n; j += 32) {
-    for (int q = 0; q < 4; ++q) acc[q] = _mm512_add_pd(acc[q], _mm512_loadu_pd(w + j + 8 * q));
+SK_TARGET_AVX512 int64_t select_range_avx512(const Tokens& t, float lo, float hi, Tokens& out) {
+  const __m512 lo_v = _mm512_set1_ps(lo);
+  const __m512 hi_v = _mm512_set1_ps(hi);
+  int64_t m = 0;
+  for (int64_t i = 0; i < t.n; i += 16) {
+    const __mmask16 valid = simd::mask16(std::min<int64_t>(16, t.n - i));
+    const __m512 x = simd::masked_load_ps(valid, t.val + i);
+    const __mmask16 in =
+        _mm512_mask_cmp_ps_mask(_mm512_mask_cmp_ps_mask(valid, x, lo_v, _CMP_GE_OQ), x, hi_v, _CMP_LT_OQ);
+    if (in == 0) continue;
+    _mm512_storeu_ps(out.val + m, _mm512_maskz_compress_ps(in, x));
+    _mm512_storeu_si512(out.idx + m, _mm512_maskz_compress_epi32(in, _mm512_maskz_loadu_epi32(valid, t.idx + i)));
+    _mm512_storeu_si512(out.w + m, _mm512_maskz_compress_epi32(in, _mm512_maskz_loadu_epi32(valid, t.w + i)));
+    m += __builtin_popcount(static_cast<unsigned>(in));
   }
-  for (; j < n; j += 8) {
-    const auto m = static_cast<__mmask8>((1u << std::min<int64_t>(8, n - j)) - 1u);
-    acc[0] = _mm512_add_pd(acc[0], simd::masked_load_pd(m, w + j));
-  }
-  return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3])));
+  return out.n = m;
 }
 
-// ---- The same path on AVX2 (8 lanes): the same approximations, hence the same bounds ----
+SK_TARGET_AVX512 uint64_t member_mass_avx512(const Tokens& t, int64_t begin, int64_t end, float lb, uint32_t ib) {
+  const __m512 lb_v = _mm512_set1_ps(lb);
+  const __m512i ib_v = _mm512_set1_epi32(static_cast<int>(ib));
+  const __m512i low16 = _mm512_set1_epi32(0xFFFF);
+  __m512i lo = _mm512_setzero_si512();
+  __m512i hi = _mm512_setzero_si512();
+  for (int64_t i = begin; i < end; i += 16) {
+    const __mmask16 valid = simd::mask16(std::min<int64_t>(16, end - i));
+    const __m512 x = simd::masked_load_ps(valid, t.val + i);
+    const __m512i w = _mm512_maskz_loadu_epi32(valid, t.w + i);
+    // Indices are below 2^31, so a signed compare orders them.
+    const __mmask16 in = _mm512_mask_cmp_ps_mask(valid, x, lb_v, _CMP_GT_OQ) |
+                         _mm512_mask_cmple_epi32_mask(_mm512_mask_cmp_ps_mask(valid, x, lb_v, _CMP_EQ_OQ),
+                                                      _mm512_maskz_loadu_epi32(valid, t.idx + i), ib_v);
+    lo = _mm512_mask_add_epi32(lo, in, lo, _mm512_and_si512(w, low16));
+    hi = _mm512_mask_add_epi32(hi, in, hi, _mm512_srli_epi32(w, 16));
+  }
+  return lane_total(lo, hi);
+}
 
-// approx_weights16 on 8 lanes. AVX2 has no VSCALEFPS: 2^k is built from its exponent bits for
-// k >= -126 and taken as 0 below, where 2^t < 2^-126 (within the 2^-120 per token the bound allows
-// weights below 2^-125). t is clamped at -127 (NaN included, as in approx_weights16), so k >= -127
-// and k = -127 gives the exponent field 0, the scale +0 and the weight 0 with no compare and mask
-// (2 of the ~21 vector operations per 8 logits; the same weights as a clamp at -150 and a mask
-// of k < -126).
-SK_TARGET_AVX2 inline __m256 approx_weights8(__m256 l, __m256 lm, __m256 a, __m256* t_out) {
-  const __m256 t = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(l, lm), a), _mm256_set1_ps(-127.0f));
+SK_TARGET_AVX512 void weights_avx512(const float* x, int64_t n, float lmax, float a, uint32_t* w) {
+  const __m512 lm = _mm512_set1_ps(lmax);
+  const __m512 av = _mm512_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_si512(w + i, weights16(_mm512_loadu_ps(x + i), lm, av));
+  if (i < n) {
+    const __mmask16 m = simd::mask16(n - i);
+    _mm512_mask_storeu_epi32(w + i, m, weights16(simd::masked_load_ps(m, x + i), lm, av));
+  }
+}
+
+// weight_of() of 8 logits: as weights16, with 2^k built from its exponent bits (k >= -64).
+SK_TARGET_AVX2 inline __m256i weights8(__m256 x, __m256 lm, __m256 a) {
+  const __m256 t = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(x, lm), a), _mm256_set1_ps(kMinT));
   const __m256 k = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m256 f = _mm256_sub_ps(t, k);
-  __m256 p = _mm256_set1_ps(kExp2C[kExp2Degree]);
-  for (int i = kExp2Degree - 1; i >= 0; --i) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(kExp2C[i]));
-  *t_out = t;
-  const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127));
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
-}
-
-SK_TARGET_AVX2 inline __m256d hi_pd(__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
-SK_TARGET_AVX2 inline __m256d lo_pd(__m256 v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
-
-SK_TARGET_AVX2 inline double sum4(__m256d v) {
-  const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-  return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
-}
-
-SK_TARGET_AVX2 ApproxTotal approx_total_avx2(const float* l, int64_t v, float lmax, double inv_t) {
-  const __m256 lm = _mm256_set1_ps(lmax);
-  const __m256 a = _mm256_set1_ps(static_cast<float>(inv_t * kLog2e));
-  __m256d acc0 = _mm256_setzero_pd();
-  __m256d acc1 = _mm256_setzero_pd();
-  __m256 tacc = _mm256_setzero_ps();
-  __m256 prof[kProfileSize];
-  for (__m256& q : prof) q = _mm256_setzero_ps();
-  __m256 sampled = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= v; i += 32) {
-    __m256 t[4];
-    __m256 w[4];
-    for (int q = 0; q < 4; ++q) {
-      w[q] = approx_weights8(_mm256_loadu_ps(l + i + 8 * q), lm, a, &t[q]);
-      tacc = _mm256_fnmadd_ps(w[q], t[q], tacc);  // t <= 0: adds w |t|
-    }
-    const __m256 w4 = _mm256_add_ps(_mm256_add_ps(w[0], w[1]), _mm256_add_ps(w[2], w[3]));
-    acc0 = _mm256_add_pd(acc0, lo_pd(w4));
-    acc1 = _mm256_add_pd(acc1, hi_pd(w4));
-    // The AVX-512 path's sample: 16 logits of every kProfileStride * 16.
-    if (i % (kProfileStride * 16) == 0) {
-      sampled = _mm256_add_ps(sampled, _mm256_add_ps(w[0], w[1]));
-      for (int j = 0; j < kProfileSize; ++j) {
-        const __m256 c = _mm256_set1_ps(-kProfile[j]);
-        const __m256 in0 = _mm256_and_ps(w[0], _mm256_cmp_ps(t[0], c, _CMP_GE_OQ));
-        const __m256 in1 = _mm256_and_ps(w[1], _mm256_cmp_ps(t[1], c, _CMP_GE_OQ));
-        prof[j] = _mm256_add_ps(prof[j], _mm256_add_ps(in0, in1));
-      }
-    }
-  }
-  for (; i < v; i += 8) {
-    const __m256i m = simd::mask8(std::min<int64_t>(8, v - i));
-    __m256 t;
-    const __m256 w = _mm256_and_ps(approx_weights8(simd::maskload_ps(l + i, m), lm, a, &t), _mm256_castsi256_ps(m));
-    tacc = _mm256_fnmadd_ps(w, t, tacc);
-    acc0 = _mm256_add_pd(acc0, lo_pd(w));
-    acc1 = _mm256_add_pd(acc1, hi_pd(w));
-  }
-  ApproxTotal r;
-  r.sum = sum4(_mm256_add_pd(acc0, acc1));
-  r.tsum = simd::hsum8(tacc);
-  r.sampled = simd::hsum8(sampled);
-  for (int j = 0; j < kProfileSize; ++j) r.profile[j] = simd::hsum8(prof[j]);
-  return r;
-}
-
-SK_TARGET_AVX2 ApproxTotal approx_mass_avx2(const float* vals, int64_t n, float lmax, double inv_t) {
-  const __m256 lm = _mm256_set1_ps(lmax);
-  const __m256 a = _mm256_set1_ps(static_cast<float>(inv_t * kLog2e));
-  __m256d acc = _mm256_setzero_pd();
-  __m256 tacc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n; i += 8) {
-    const __m256i m = simd::mask8(std::min<int64_t>(8, n - i));
-    __m256 t;
-    const __m256 w = _mm256_and_ps(approx_weights8(simd::maskload_ps(vals + i, m), lm, a, &t), _mm256_castsi256_ps(m));
-    tacc = _mm256_fnmadd_ps(w, t, tacc);
-    acc = _mm256_add_pd(acc, _mm256_add_pd(lo_pd(w), hi_pd(w)));
-  }
-  ApproxTotal r;
-  r.sum = sum4(acc);
-  r.tsum = simd::hsum8(tacc);
-  return r;
+  __m256 p = _mm256_set1_ps(kExp2C30.c[kExp2Degree]);
+  for (int i = kExp2Degree - 1; i >= 0; --i) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(kExp2C30.c[i]));
+  const __m256i e = _mm256_add_epi32(_mm256_cvttps_epi32(k), _mm256_set1_epi32(127));
+  return _mm256_cvtps_epi32(_mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23))));  // rounds to nearest
 }
 
 SK_TARGET_AVX2 float block_maxima_avx2(const float* l, int64_t n, float* block_max) {
-  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  float best = -std::numeric_limits<float>::infinity();
-  for (int64_t b = 0; b * kGatherBlock < n; ++b) {
-    const int64_t end = std::min(n, (b + 1) * kGatherBlock);
+  const __m256 neg_inf = _mm256_set1_ps(-kInf);
+  float best = -kInf;
+  for (int64_t b = 0; b * kBlock < n; ++b) {
+    const int64_t end = std::min(n, (b + 1) * kBlock);
     __m256 m[4] = {neg_inf, neg_inf, neg_inf, neg_inf};
-    int64_t i = b * kGatherBlock;
+    int64_t i = b * kBlock;
     for (; i + 32 <= end; i += 32) {
       for (int q = 0; q < 4; ++q) m[q] = _mm256_max_ps(_mm256_loadu_ps(l + i + 8 * q), m[q]);
     }
@@ -1101,256 +448,599 @@ constexpr std::array<uint64_t, 256> make_compress_table() {
 }
 constexpr std::array<uint64_t, 256> kCompress = make_compress_table();
 
-SK_TARGET_AVX2 int64_t gather_values_avx2(const float* l, int64_t n, float lambda, const float* block_max,
-                                          uint32_t* idx, float* vals) {
-  const __m256 lam = _mm256_set1_ps(lambda);
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  int64_t count = 0;
-  int64_t i = 0;
-  // Whole vectors: no branch on the comparison (about a third of a flat row's vectors keep
-  // nothing, unpredictably), all 8 lanes stored (count <= i, so they fit in idx, sized for n).
-  for (; i + 8 <= n; i += 8) {
-    if (i % kGatherBlock == 0 && !(block_max[i / kGatherBlock] >= lambda)) {
-      i += kGatherBlock - 8;
-      continue;
-    }
-    const __m256 x = _mm256_loadu_ps(l + i);
-    const auto m = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(x, lam, _CMP_GE_OQ)));
-    const __m256i perm = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(kCompress[m])));
-    const __m256i ids =
-        _mm256_permutevar8x32_epi32(_mm256_add_epi32(lane, _mm256_set1_epi32(static_cast<int>(i))), perm);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx + count), ids);
-    _mm256_storeu_ps(vals + count, _mm256_permutevar8x32_ps(x, perm));
-    count += __builtin_popcount(m);
-  }
-  if (i < n && block_max[i / kGatherBlock] >= lambda) {
-    for (; i < n; ++i) {
-      idx[count] = static_cast<uint32_t>(i);
-      vals[count] = l[i];
-      count += l[i] >= lambda ? 1 : 0;
-    }
-  }
-  return count;
-}
-
-SK_TARGET_AVX2 int64_t add_bulk_avx2(Buckets& bk, int64_t q0, int64_t q1, double* c, double limit) {
-  if (!(*c > 0.0) || !std::isfinite(*c)) return 0;
-  const int64_t e = ((bits_of(*c) >> 52) & 0x7FF) - 1022;
-  if (e - 53 < -1022 || e > 1000) return 0;
-  const auto pow2 = [](int64_t k) {
-    const uint64_t b = static_cast<uint64_t>(k + 1023) << 52;
-    double d;
-    std::memcpy(&d, &b, sizeof d);
-    return d;
-  };
-  const __m256d scale = _mm256_set1_pd(pow2(53 - e));
-  const double ulp = pow2(e - 53);
-  const double end = std::min(pow2(e), limit);
-  const __m256d half = _mm256_set1_pd(0.5);
-  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFF));
-  const __m256i lane = _mm256_setr_epi64x(0, 1, 2, 3);
-  double total = 0.0;
-  int64_t q = q0;
-  for (; q < q1; ++q) {
-    __m256d units = _mm256_setzero_pd();
-    int tie = 0;
-    for (int64_t j = bk.start[q]; j < bk.start[q + 1]; j += 4) {
-      const __m256i m = _mm256_cmpgt_epi64(_mm256_set1_epi64x(bk.start[q + 1] - j), lane);
-      const __m256d y = _mm256_mul_pd(simd::maskload_pd(bk.w + j, m), scale);
-      const __m256d r = _mm256_round_pd(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      tie |= _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(_mm256_sub_pd(y, r), abs_mask), half, _CMP_EQ_OQ));
-      units = _mm256_add_pd(units, r);
-    }
-    const double after = total + sum4(units);
-    if (tie != 0 || !(*c + after * ulp < end)) break;
-    bk.cum_before[q] = *c + total * ulp;
-    total = after;
-  }
-  *c += total * ulp;
-  return q - q0;
-}
-
-SK_TARGET_AVX2 double sum_any_order_avx2(const double* w, int64_t n) {
-  __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    for (int q = 0; q < 4; ++q) acc[q] = _mm256_add_pd(acc[q], _mm256_loadu_pd(w + j + 4 * q));
-  }
-  double s = sum4(_mm256_add_pd(_mm256_add_pd(acc[0], acc[1]), _mm256_add_pd(acc[2], acc[3])));
-  for (; j < n; ++j) s += w[j];
+SK_TARGET_AVX2 inline uint64_t lane_total8(__m256i lo, __m256i hi) {
+  alignas(32) uint32_t a[8];
+  alignas(32) uint32_t b[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(a), lo);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(b), hi);
+  uint64_t s = 0;
+  for (int q = 0; q < 8; ++q) s += a[q] + (static_cast<uint64_t>(b[q]) << 16);
   return s;
 }
 
-// The primitives of the fast nucleus path at one register width.
-struct FastPath {
-  ApproxTotal (*approx_total)(const float* l, int64_t v, float lmax, double inv_t);
-  ApproxTotal (*approx_mass)(const float* vals, int64_t n, float lmax, double inv_t);
-  int64_t (*gather_values)(const float* l, int64_t n, float lambda, const float* block_max, uint32_t* idx, float* vals);
-  ExactWeightsFn exact_weights;
-  int64_t (*add_bulk)(Buckets& bk, int64_t q0, int64_t q1, double* c, double limit);
-  double (*sum_any_order)(const double* w, int64_t n);
-  float (*block_maxima)(const float* l, int64_t n, float* block_max);
-};
+SK_TARGET_AVX2 int64_t pass_avx2(const float* l, int64_t n, float lmax, float a, const PassSpec& s) {
+  const __m256 lm = _mm256_set1_ps(lmax);
+  const __m256 av = _mm256_set1_ps(a);
+  const __m256 hi_edge = _mm256_set1_ps(s.lam_hi);
+  const __m256 lo_edge = _mm256_set1_ps(s.lam_lo);
+  const __m256i low16 = _mm256_set1_epi32(0xFFFF);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  int64_t count = 0;
+  for (int64_t b = 0; b * kBlock < n; ++b) {
+    const int64_t end = std::min(n, (b + 1) * kBlock);
+    __m256i all_lo = _mm256_setzero_si256();
+    __m256i all_hi = _mm256_setzero_si256();
+    __m256i sel_lo = _mm256_setzero_si256();
+    __m256i sel_hi = _mm256_setzero_si256();
+    s.band_start[b] = count;
+    const auto step = [&](int64_t i, __m256i valid, __m256 x, auto with_hi, auto with_band) SK_TARGET_AVX2 {
+      const __m256i w = _mm256_and_si256(valid, weights8(x, lm, av));
+      const __m256i wl = _mm256_and_si256(w, low16);
+      const __m256i wh = _mm256_srli_epi32(w, 16);
+      all_lo = _mm256_add_epi32(all_lo, wl);
+      all_hi = _mm256_add_epi32(all_hi, wh);
+      __m256i in_hi = _mm256_setzero_si256();
+      if constexpr (decltype(with_hi)::value) {
+        in_hi = _mm256_and_si256(valid, _mm256_castps_si256(_mm256_cmp_ps(x, hi_edge, _CMP_GE_OQ)));
+        sel_lo = _mm256_add_epi32(sel_lo, _mm256_and_si256(in_hi, wl));
+        sel_hi = _mm256_add_epi32(sel_hi, _mm256_and_si256(in_hi, wh));
+      }
+      if constexpr (decltype(with_band)::value) {
+        const __m256i nonzero = _mm256_xor_si256(_mm256_cmpeq_epi32(w, _mm256_setzero_si256()), _mm256_set1_epi32(-1));
+        const __m256i band = _mm256_andnot_si256(
+            in_hi, _mm256_and_si256(nonzero, _mm256_castps_si256(_mm256_cmp_ps(x, lo_edge, _CMP_GE_OQ))));
+        const auto bits = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(band)));
+        // A branch on an empty band: measured 8% faster than none on a flat row (paired runs).
+        if (bits != 0) {
+          const __m256i perm = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(kCompress[bits])));
+          _mm256_storeu_si256(
+              reinterpret_cast<__m256i*>(s.band_idx + count),
+              _mm256_permutevar8x32_epi32(_mm256_add_epi32(lane, _mm256_set1_epi32(static_cast<int>(i))), perm));
+          count += __builtin_popcount(bits);
+        }
+      }
+    };
+    const auto run = [&](auto with_hi, auto with_band) SK_TARGET_AVX2 {
+      int64_t i = b * kBlock;
+      for (; i + 8 <= end; i += 8) step(i, _mm256_set1_epi32(-1), _mm256_loadu_ps(l + i), with_hi, with_band);
+      if (i < end) {
+        const __m256i valid = simd::mask8(end - i);
+        step(i, valid, simd::maskload_ps(l + i, valid), with_hi, with_band);
+      }
+    };
+    const bool hi = s.block_max[b] >= s.lam_hi;
+    const bool band = s.block_max[b] >= s.lam_lo;
+    if (hi && band) {
+      run(std::true_type{}, std::true_type{});
+    } else if (hi) {
+      run(std::true_type{}, std::false_type{});
+    } else if (band) {
+      run(std::false_type{}, std::true_type{});
+    } else {
+      run(std::false_type{}, std::false_type{});
+    }
+    s.block_all[b] = lane_total8(all_lo, all_hi);
+    s.block_hi[b] = lane_total8(sel_lo, sel_hi);
+  }
+  s.band_start[(n + kBlock - 1) / kBlock] = count;
+  return count;
+}
 
-constexpr FastPath kFastAvx512 = {approx_total_avx512,  approx_mass_avx512, gather_values_avx512,
-                                  exact_weights_avx512, add_bulk,           sum_any_order,
-                                  block_maxima_avx512};
-constexpr FastPath kFastAvx2 = {approx_total_avx2, approx_mass_avx2,   gather_values_avx2, exact_weights_avx2,
-                                add_bulk_avx2,     sum_any_order_avx2, block_maxima_avx2};
-
-// The fast nucleus path at the selected level, or null (scalar).
-const FastPath* select_fast_path() {
-  switch (current_isa_level()) {
-    case kIsaAvx512:
-      return &kFastAvx512;
-    case kIsaAvx2:
-      return &kFastAvx2;
-    default:
-      return nullptr;
+SK_TARGET_AVX2 void masses_above_avx2(const Tokens& t, const float* thr, uint64_t* out) {
+  __m256i lo[kSplits];
+  __m256i hi[kSplits];
+  for (int j = 0; j < kSplits; ++j) {
+    lo[j] = _mm256_setzero_si256();
+    hi[j] = _mm256_setzero_si256();
+  }
+  const __m256i low16 = _mm256_set1_epi32(0xFFFF);
+  int64_t i = 0;
+  for (; i + 8 <= t.n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(t.val + i);
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.w + i));
+    const __m256i wl = _mm256_and_si256(w, low16);
+    const __m256i wh = _mm256_srli_epi32(w, 16);
+    for (int j = 0; j < kSplits; ++j) {
+      const __m256i m = _mm256_castps_si256(_mm256_cmp_ps(x, _mm256_set1_ps(thr[j]), _CMP_GE_OQ));
+      lo[j] = _mm256_add_epi32(lo[j], _mm256_and_si256(m, wl));
+      hi[j] = _mm256_add_epi32(hi[j], _mm256_and_si256(m, wh));
+    }
+  }
+  for (int j = 0; j < kSplits; ++j) {
+    out[j] = lane_total8(lo[j], hi[j]);
+    for (int64_t r = i; r < t.n; ++r) out[j] += t.val[r] >= thr[j] ? t.w[r] : 0;
   }
 }
 
-// Returns the token, or -1 when this path cannot decide (the exact path then does).
-int64_t sample_nucleus_fast(const FastPath& fp, const float* l, int64_t v, float lmax, double inv_t, double top_p,
-                            double u, SampleScratch& sc) {
-  if (std::isinf(lmax)) return -1;
-  const ApproxTotal at = fp.approx_total(l, v, lmax, inv_t);
-  // The sum of the approximate weights of a set of tokens differs from the sum of their specified
-  // weights by at most bound(its sum, its sum of w~ |t|): the f32 weights are within 3e-7 relative
-  // of exp (the polynomial with its f32 coefficients and roundings: 2.15e-7, sampling_exp2.h) plus
-  // 1.5e-7 |t| (t's three roundings); weights below 2^-125 are off by less than 2^-125 each; the
-  // double sums (S's block order, S~ and the subtractions below) add at most V 2^-52 relative;
-  // S~'s f32 pairs are bounded apart (they are not the rest's alone).
-  // Every factor is taken with a margin.
-  const double rounding = static_cast<double>(v) * 0x1p-50 * at.sum + static_cast<double>(v) * 0x1p-120;
-  const auto bound = [&](double sum, double tsum) { return 4e-7 * sum + 2.02e-7 * tsum + rounding; };
-  // S~'s pairwise f32 additions: within 2^-23 of each weight, however the tokens are split.
-  const double pairwise = 1.25e-7 * at.sum;
-  const double e = bound(at.sum, at.tsum) + pairwise;
-  const double s_lo = at.sum - e;
-  const double s_hi = at.sum + e;
-  if (!(s_lo > 0.0)) return -1;
-  // Rounding is monotone, so tau = top_p * S lies in [top_p * s_lo, tau_hi].
-  const double tau_hi = top_p * s_hi;
-  // The smallest profile threshold whose estimated mass (the largest weight, 1, plus the sampled
-  // mass scaled up) passes tau_hi with a margin of a third of the slack: a miss costs a second
-  // gather over all V logits and a second bucketing of the prefix, more than the margin's extra
-  // tokens cost on a flat row (measured on AVX2 with the quarter-step profile: flat b1 / b8 rows
-  // 10-25% faster than with a quarter or a half of the slack).
-  const double want = tau_hi + (s_lo - tau_hi) / 3.0;
-  double c_t = kProfile[kProfileSize - 1];
-  for (int j = 0; j < kProfileSize; ++j) {
-    if (1.0 + kProfileStride * at.profile[j] >= want) {
-      c_t = kProfile[j];
+SK_TARGET_AVX2 int64_t select_range_avx2(const Tokens& t, float lo, float hi, Tokens& out) {
+  const __m256 lo_v = _mm256_set1_ps(lo);
+  const __m256 hi_v = _mm256_set1_ps(hi);
+  int64_t m = 0;
+  int64_t i = 0;
+  for (; i + 8 <= t.n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(t.val + i);
+    const auto bits = static_cast<unsigned>(
+        _mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(x, lo_v, _CMP_GE_OQ), _mm256_cmp_ps(x, hi_v, _CMP_LT_OQ))));
+    if (bits == 0) continue;
+    const __m256i perm = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(kCompress[bits])));
+    _mm256_storeu_ps(out.val + m, _mm256_permutevar8x32_ps(x, perm));
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(out.idx + m),
+        _mm256_permutevar8x32_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.idx + i)), perm));
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(out.w + m),
+        _mm256_permutevar8x32_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.w + i)), perm));
+    m += __builtin_popcount(bits);
+  }
+  for (; i < t.n; ++i) {
+    if (t.val[i] >= lo && t.val[i] < hi) {
+      out.val[m] = t.val[i];
+      out.idx[m] = t.idx[i];
+      out.w[m++] = t.w[i];
+    }
+  }
+  return out.n = m;
+}
+
+SK_TARGET_AVX2 void weights_avx2(const float* x, int64_t n, float lmax, float a, uint32_t* w) {
+  const __m256 lm = _mm256_set1_ps(lmax);
+  const __m256 av = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + i), weights8(_mm256_loadu_ps(x + i), lm, av));
+  }
+  for (; i < n; ++i) w[i] = weight_of(x[i], lmax, a);
+}
+
+// member_mass runs on short ranges (a block's share of the band): the scalar loop does.
+constexpr Isa kAvx2 = {block_maxima_avx2, pass_avx2,         weights_avx2,
+                       masses_above_avx2, select_range_avx2, member_mass_scalar};
+constexpr Isa kAvx512 = {block_maxima_avx512, pass_avx512,         weights_avx512,
+                         masses_above_avx512, select_range_avx512, member_mass_avx512};
+#endif
+
+const Isa& select_isa() {
+#if SK_KERNELS_X86
+  switch (current_isa_level()) {
+    case kIsaAvx512:
+      return kAvx512;
+    case kIsaAvx2:
+      return kAvx2;
+    default:
+      break;
+  }
+#endif
+  return kScalar;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scratch
+
+// A fixed-capacity array in the core's workspace slice. Capacities come from the vocabulary
+// size, which bounds every length here.
+template <class T>
+class Bounded {
+ public:
+  Bounded() = default;
+  Bounded(T* data, int64_t capacity) : data_(data), capacity_(capacity) {}
+  T* data() { return data_; }
+  // The first n elements; n beyond the capacity is a sizing bug in carve_sample_scratch.
+  T* first(int64_t n) {
+    if (n > capacity_) __builtin_trap();
+    return data_;
+  }
+  T& operator[](int64_t i) { return data_[i]; }
+
+ private:
+  T* data_ = nullptr;
+  int64_t capacity_ = 0;
+};
+
+struct Ranked {  // a token: its rank key (topk::pack), weight and logit
+  uint64_t key;
+  uint32_t w;
+  float l;
+};
+
+constexpr int64_t kSampleEvery = 512;  // the profile reads kSampleRun logits of every 512
+constexpr int64_t kSampleRun = 16;
+constexpr int64_t kSortBelow = 48;  // the boundary search sorts a set this small
+constexpr int64_t kPad = 16;        // the vector passes store whole vectors past the end
+
+// One core's scratch for sampling a row of V logits, carved from its workspace slice.
+struct SampleScratch {
+  Bounded<float> block_max;
+  Bounded<uint64_t> block_all;
+  Bounded<uint64_t> block_hi;
+  Bounded<uint64_t> block_members;
+  Bounded<int64_t> band_start;
+  Bounded<uint32_t> block_w;  // one block's weights (the draw's last walk)
+  Bounded<float> val[3];      // the band, and two sets of the boundary search
+  Bounded<uint32_t> idx[3];
+  Bounded<uint32_t> w[3];
+  Bounded<float> sample;
+  Bounded<uint32_t> sample_w;
+  Bounded<Ranked> ranked;    // top-k candidates, or the tokens the boundary search sorts
+  Bounded<uint64_t> keys;    // topk::select's output
+  Bounded<float> cand;       // top-k candidates' logits
+  Bounded<uint32_t> cand_w;  // and weights
+  uint64_t bytes = 0;        // of the slice it occupies
+};
+
+int64_t blocks_of(int64_t v) { return (v + kBlock - 1) / kBlock; }
+int64_t samples_of(int64_t v) { return (v + kSampleEvery - 1) / kSampleEvery * kSampleRun; }
+
+// Sized for the one path sample_row takes with these attributes: nothing for temperature 0
+// (argmax), k candidates for top-k, block sums for every index a candidate, and the band,
+// profile and search buffers only for top-p over the whole vocabulary.
+SampleScratch carve_sample_scratch(int64_t v, const sk_sample_attrs& a, void* base) {
+  const bool argmax = a.temperature == 0.0f;
+  const bool top_k = !argmax && a.top_k > 0 && a.top_k < v;
+  const bool all = !argmax && !top_k;
+  const bool nucleus = all && a.top_p < 1.0f;
+  const int64_t blocks = all ? blocks_of(v) : 0;
+  const int64_t band = nucleus ? v + kPad : 0;
+  const int64_t k = top_k ? a.top_k : 0;
+  ScratchCarver c(base);
+  SampleScratch s;
+  const auto take = [&c](auto& field, int64_t n) {
+    using T = std::remove_reference_t<decltype(field[0])>;
+    field = Bounded<T>(c.take<T>(n), n);
+  };
+  take(s.block_max, blocks);
+  take(s.block_all, blocks);
+  take(s.block_hi, blocks);
+  take(s.block_members, nucleus ? blocks : 0);
+  take(s.band_start, all ? blocks + 1 : 0);
+  take(s.block_w, all ? kBlock + kPad : 0);
+  for (int q = 0; q < 3; ++q) {
+    take(s.val[q], band);
+    take(s.idx[q], band);
+    take(s.w[q], band);
+  }
+  take(s.sample, nucleus ? samples_of(v) + kPad : 0);
+  take(s.sample_w, nucleus ? std::max(samples_of(v), blocks) + kPad : 0);
+  take(s.ranked, top_k ? k : nucleus ? v : 0);
+  take(s.keys, k);
+  take(s.cand, k > 0 ? k + kPad : 0);
+  take(s.cand_w, k > 0 ? k + kPad : 0);
+  s.bytes = c.bytes();
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The draw
+
+// Whether the token (l, i) ranks at or before the nucleus's last member (lb, ib).
+inline bool member(float l, int64_t i, float lb, int64_t ib) { return l > lb || (l == lb && i <= ib); }
+
+// The draw over every index whose token passes `in` (a prefix of the ranking): the first
+// member in index order whose running sum exceeds r. block_w[b] is the members' weight in block
+// b, whose sum over all blocks exceeds r.
+template <class In>
+int64_t walk_blocks(const Isa& isa, const float* l, int64_t v, float lmax, float a, const uint64_t* block_w, uint64_t r,
+                    SampleScratch& sc, In in) {
+  uint64_t acc = 0;
+  const int64_t blocks = blocks_of(v);
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (acc + block_w[b] <= r) {
+      acc += block_w[b];
+      continue;
+    }
+    const int64_t begin = b * kBlock;
+    const int64_t n = std::min(kBlock, v - begin);
+    uint32_t* w = sc.block_w.first(n + kPad);
+    isa.weights(l + begin, n, lmax, a, w);
+    for (int64_t i = 0; i < n; ++i) {
+      if (!in(l[begin + i], begin + i)) continue;
+      acc += w[i];
+      if (acc > r) return begin + i;
+    }
+    __builtin_trap();  // block_w disagrees with the weights: a bug, never input-driven
+  }
+  __builtin_trap();
+}
+
+// Every index is a candidate and top_p is 1: the draw over all of them.
+int64_t sample_dense(const Isa& isa, const float* l, int64_t v, float lmax, float a, uint64_t u53, SampleScratch& sc) {
+  const int64_t blocks = blocks_of(v);
+  const PassSpec spec{kNaN,
+                      kNaN,
+                      sc.block_all.first(blocks),
+                      sc.block_hi.first(blocks),
+                      nullptr,
+                      sc.band_start.first(blocks + 1),
+                      sc.block_max.data()};
+  isa.pass(l, v, lmax, a, spec);
+  uint64_t total = 0;
+  for (int64_t b = 0; b < blocks; ++b) total += spec.block_all[b];
+  return walk_blocks(isa, l, v, lmax, a, spec.block_all, draw_point(u53, total), sc,
+                     [](float, int64_t) { return true; });
+}
+
+// Every index a candidate and lmax = +inf: the +inf logits weigh 2^30 each and the others 0 (the
+// vector passes take a finite lmax). The nucleus is the first m of them, the draw the
+// (r / 2^30)-th member in index order.
+int64_t sample_infinite(const float* l, int64_t v, float top_p, uint64_t u53) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < v; ++i) count += l[i] == kInf ? 1 : 0;
+  int64_t m = count;
+  if (top_p < 1.0f) {
+    const double tau = nucleus_target(top_p, static_cast<uint64_t>(count) * kWeightOne);
+    for (m = 1; m < count && !reaches(static_cast<uint64_t>(m) * kWeightOne, tau); ++m) {
+    }
+  }
+  uint64_t left = draw_point(u53, static_cast<uint64_t>(m) * kWeightOne) >> kWeightBits;
+  for (int64_t i = 0; i < v; ++i) {
+    if (l[i] == kInf && left-- == 0) return i;
+  }
+  __builtin_trap();  // left < m <= count
+}
+
+// The top_k best candidates, with a nucleus when top_p < 1.
+int64_t sample_top_k(const Isa& isa, const float* l, int64_t v, int64_t k, float a, float top_p, uint64_t u53,
+                     SampleScratch& sc) {
+  uint64_t* keys = sc.keys.first(k);
+  topk::select(l, v, k, keys);
+  const float lmax = l[topk::index_of(keys[0])];
+  // No probability mass at all (every logit -inf or NaN): the argmax.
+  if (!(lmax > -kInf)) return topk::index_of(keys[0]);
+  float* x = sc.cand.first(k + kPad);
+  uint32_t* w = sc.cand_w.first(k + kPad);
+  for (int64_t j = 0; j < k; ++j) x[j] = l[topk::index_of(keys[j])];
+  // The vector weights take a finite lmax.
+  (lmax < kInf ? isa.weights : weights_scalar)(x, k, lmax, a, w);
+  Ranked* c = sc.ranked.first(k);
+  uint64_t total = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    c[j] = {keys[j], w[j], x[j]};
+    total += w[j];
+  }
+  int64_t m = k;
+  uint64_t mass = total;
+  if (top_p < 1.0f) {
+    const double tau = nucleus_target(top_p, total);
+    uint64_t run = 0;
+    for (m = 0; m < k;) {
+      run += c[m++].w;
+      if (reaches(run, tau)) break;
+    }
+    mass = run;
+  }
+  // The members in index order (a larger key is a lower index among equal logits, so sort by
+  // the index itself).
+  std::sort(c, c + m, [](const Ranked& p, const Ranked& q) { return topk::index_of(p.key) < topk::index_of(q.key); });
+  const uint64_t r = draw_point(u53, mass);
+  uint64_t acc = 0;
+  for (int64_t j = 0; j < m; ++j) {
+    acc += c[j].w;
+    if (acc > r) return topk::index_of(c[j].key);
+  }
+  __builtin_trap();  // acc reaches mass > r
+}
+
+// ---------------------------------------------------------------------------------------------
+// The nucleus over the whole vocabulary
+
+// The thresholds of one pass: the hi set {l >= lam_hi} lies wholly in the nucleus and the band
+// {lam_lo <= l < lam_hi} holds its last member; a guess, checked by the exact sums.
+struct Band {
+  float lam_lo;
+  float lam_hi;
+};
+
+// A weight's bin in sixteenths of an octave below 2^30: bin 16 o + e holds [2^(30 - o) (1 + (15 -
+// e) / 16), 2^(30 - o) (1 + (16 - e) / 16)), bin 0 up to 2^31. Larger weights, lower bins.
+constexpr int kBinsPerOctave = 16;
+constexpr int kBins = 31 * kBinsPerOctave;
+inline int bin_of(uint32_t w) {
+  const int lz = __builtin_clz(w);  // w > 0; w < 2^31
+  const auto mant = static_cast<int>((static_cast<uint64_t>(w) << (lz + 1) >> 28) & 15);
+  return (lz - 1) * kBinsPerOctave + (kBinsPerOctave - 1 - mant);
+}
+// 1 + the mantissa of bin q's lower edge, and log2 of that edge relative to 2^30: every token
+// with a weight in a bin up to q has a logit at or above the logit of that weight (up to the
+// weight's own rounding, which the margins of the caller cover).
+inline double edge_mantissa(int q) {
+  return 1.0 + (kBinsPerOctave - 1 - q % kBinsPerOctave) / static_cast<double>(kBinsPerOctave);
+}
+inline double log2_edge(int q) {
+  static const std::array<double, kBinsPerOctave> kFrac = [] {
+    std::array<double, kBinsPerOctave> f{};
+    for (int e = 0; e < kBinsPerOctave; ++e) f[e] = std::log2(edge_mantissa(e));
+    return f;
+  }();
+  return -(q / kBinsPerOctave) + kFrac[q % kBinsPerOctave];
+}
+inline float logit_at(float lmax, float a, double t, bool round_down) {
+  const double x = static_cast<double>(lmax) + t / static_cast<double>(a);
+  const double clamped = std::clamp(x, static_cast<double>(std::numeric_limits<float>::lowest()),
+                                    static_cast<double>(std::numeric_limits<float>::max()));
+  return std::nextafter(static_cast<float>(clamped), round_down ? -kInf : kInf);
+}
+
+// A guess at the band from a profile: 16 logits of every 512 (scaled up by the sampling rate)
+// and the exact weight of each block's largest logit (which catches the few strong tokens of a
+// trained model's row that a sample mostly misses; a sampled logit equal to its block's largest
+// is left to that count). The band's edges are where the estimated fraction of S above a bin
+// edge passes top_p minus and plus 3.5 standard deviations of that fraction, plus a bin.
+Band profile_band(const Isa& isa, const float* l, int64_t v, float lmax, float a, float top_p, SampleScratch& sc) {
+  const int64_t blocks = blocks_of(v);
+  float* x = sc.sample.first(samples_of(v) + kPad);
+  int64_t ns = 0;
+  for (int64_t s = 0; s < v; s += kSampleEvery) {
+    const int64_t len = std::min(kSampleRun, v - s);
+    std::copy_n(l + s, len, x + ns);
+    ns += len;
+  }
+  uint32_t* w = sc.sample_w.first(std::max(ns, blocks) + kPad);
+  isa.weights(x, ns, lmax, a, w);
+  uint64_t sampled[kBins] = {};
+  uint32_t count[kBins] = {};
+  int64_t taken = 0;
+  static_assert(kBlock % kSampleEvery == 0 && kSampleRun <= kSampleEvery);
+  for (int64_t j = 0; j < ns; ++j) {
+    if (x[j] == sc.block_max[j / kSampleRun * kSampleEvery / kBlock]) continue;
+    ++taken;
+    if (w[j] == 0) continue;
+    const int q = bin_of(w[j]);
+    sampled[q] += w[j];
+    ++count[q];
+  }
+  double mass[kBins] = {};
+  isa.weights(sc.block_max.data(), blocks, lmax, a, w);
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (w[b] != 0) mass[bin_of(w[b])] += static_cast<double>(w[b]);
+  }
+  // Per bin: the estimated mass, and the variance of the sampled part (each sampled weight taken
+  // at its bin's middle).
+  const double rate = taken > 0 ? static_cast<double>(v - blocks) / static_cast<double>(taken) : 0.0;
+  // The square of each bin's middle weight.
+  static const std::array<double, kBins> kMidSquared = [] {
+    std::array<double, kBins> m{};
+    for (int q = 0; q < kBins; ++q) {
+      const double mid = std::ldexp(edge_mantissa(q) + 0.5 / kBinsPerOctave, kWeightBits - q / kBinsPerOctave);
+      m[q] = mid * mid;
+    }
+    return m;
+  }();
+  double var[kBins] = {};
+  double total = 0.0;
+  double total_var = 0.0;
+  for (int q = 0; q < kBins; ++q) {
+    mass[q] += rate * static_cast<double>(sampled[q]);
+    var[q] = rate * rate * count[q] * kMidSquared[q];
+    total += mass[q];
+    total_var += var[q];
+  }
+  // 3.5 standard deviations: a band that misses the boundary costs a second pass, a wider band
+  // costs its tokens on every row (a flat row's band holds thousands).
+  constexpr double kSigmas = 3.5;
+  int lo = kBins - 1;
+  int hi = -1;
+  double run = 0.0;
+  double run_var = 0.0;
+  for (int q = 0; q < kBins && total > 0.0; ++q) {
+    run += mass[q];
+    run_var += var[q];
+    const double rest = total - run;
+    const double sd = std::sqrt(rest * rest * run_var + run * run * (total_var - run_var)) / (total * total);
+    if (hi < 0 && run / total >= static_cast<double>(top_p) - kSigmas * sd) hi = q;
+    if (run / total >= static_cast<double>(top_p) + kSigmas * sd + 1e-4) {
+      lo = q;
       break;
     }
   }
-  // The worst-case bound V e^-c <= (1 - top_p) S_lo, in log2 units.
-  const double c0_t = std::log2(static_cast<double>(v) / ((1.0 - top_p) * s_lo)) + 0.02;
-  // The heavy tokens, w >= S~ / kHeavy (at most kHeavy of them): when a few strong candidates
-  // hold most of the mass (a trained model's usual row), the sampled profile may miss them, and
-  // they alone often reach tau.
-  const double c_heavy = std::log2(kHeavy / at.sum);
-  uint32_t* idx = sc.seq.idx.data();
-  float* vals = sc.vals.data();
-  // The heavy tokens, the guess, wider ones, then the bound (or twice the guess, if wider), in
-  // increasing c. The heavy tokens come after the guesses when the guess is narrower: the profile
-  // samples 1/16 of the vocabulary, and a strong token in the sample makes it guess far too few
-  // tokens (measured on a peaked row: the three guesses gathered 3 tokens, and the bound then
-  // gathered 18097 where the heavy tokens, 33, held the nucleus: 3x the row's time).
-  const double c_last = std::max(c0_t, c_t * 2.0);
-  const bool heavy = c_heavy > 0.0 && c_heavy < c_last;
-  const double tries[] = {heavy && c_heavy < c_t ? c_heavy : -1.0,       c_t,   c_t * 1.15, c_t * 1.3,
-                          heavy && c_heavy > c_t * 1.3 ? c_heavy : -1.0, c_last};
-  const double need = tau_hi + 1e-5 * at.sum;  // the approximate mass a gathered prefix must show
-  for (double c : tries) {
-    if (c < 0.0) continue;
-    // t >= -c, i.e. l >= lmax - c ln2 / a; rounded down so that the set only grows.
-    // Clamped to the float range first: converting a double beyond it is undefined.
-    const double bound_l = std::max(static_cast<double>(lmax) - c * kLn2Hi / inv_t,
-                                    static_cast<double>(std::numeric_limits<float>::lowest()));
-    const float lambda = std::nextafter(static_cast<float>(bound_l), -std::numeric_limits<float>::infinity());
-    sc.seq.idx.resize(static_cast<size_t>(v));
-    sc.vals.resize(static_cast<size_t>(v + kFastChunk));
-    const int64_t n = fp.gather_values(l, v, lambda, sc.block_max.data(), idx, vals);
-    // Not worth ranking when even its approximate mass falls short.
-    const ApproxTotal g = fp.approx_mass(vals, n, lmax, inv_t);
-    if (g.sum < need) continue;
-    Buckets bk;
-    bucket_prefix(vals, idx, n, lmax, inv_t, sc, bk, fp.exact_weights);
-    // Tighter bounds on S: the gathered tokens' exact sum plus the rest's approximate one, whose
-    // bound is a fraction of the first. The f32 sums of w~ |t| are within 5e-4 relative.
-    const double exact = fp.sum_any_order(bk.w, n);
-    const double rest = std::max(0.0, at.sum - g.sum);
-    const double rest_t = std::max(0.0, at.tsum * (1.0 + 5e-4) - g.tsum * (1.0 - 5e-4));
-    const double e2 = bound(rest, rest_t) + pairwise + static_cast<double>(n) * 0x1p-52 * exact;
-    const double tau_lo2 = top_p * (exact + rest - e2);
-    const double tau_hi2 = top_p * (exact + rest + e2);
-    if (exact < tau_hi2) continue;  // the prefix falls short of tau: gather more
-    // Walk the buckets until the running sum reaches tau_hi2.
-    int64_t first_lo = -1;
-    int64_t first_hi = -1;
-    double run = 0.0;
-    // Runs of up to kRun buckets go in bulk; the first bucket that cannot (the first ones, where
-    // c changes binade, ties, where tau is reached) is sorted and added token by token.
-    constexpr int64_t kRun = 16;
-    for (int64_t q = 0; q < kBuckets && first_hi < 0;) {
-      const int64_t added = fp.add_bulk(bk, q, std::min(q + kRun, kBuckets), &run, tau_lo2);
-      q += added;
-      bk.walked = q;
-      if (added > 0) continue;
-      bk.cum_before[q] = run;
-      bk.walked = q + 1;
-      const int64_t s0 = bk.start[q];
-      const int64_t e0 = bk.start[q + 1];
-      ++q;
-      if (s0 == e0) continue;
-      run = add_sorted(bk, q - 1, run);
-      for (int64_t j = s0; j < e0; ++j) {
-        if (first_lo < 0 && bk.cum[j] >= tau_lo2) first_lo = j;
-        if (bk.cum[j] >= tau_hi2) {
-          first_hi = j;
-          break;
-        }
-      }
-    }
-    if (first_hi < 0 || first_lo < 0) continue;  // short after all (rounding): gather more
-    int64_t m = first_hi;                        // the last token of the nucleus (a position in the buckets)
-    if (first_lo != first_hi) {
-      // tau is within the bound of a running sum: the exact S decides. Every position from
-      // first_lo to first_hi lies in a sorted bucket.
-      const int64_t blocks = (v + kBlock - 1) / kBlock;
-      sc.beta.resize(static_cast<size_t>(blocks));
-      const double tau = top_p * select_blocks()(l, v, lmax, inv_t, sc.beta.data(), nullptr);
-      m = -1;
-      for (int64_t j = first_lo; j <= first_hi; ++j) {
-        if (bk.cum[j] >= tau) {
-          m = j;
-          break;
-        }
-      }
-      if (m < 0) return -1;
-    }
-    // The draw: r = u * cum_m; the first token whose running sum exceeds r. Bucket boundaries
-    // carry exact sums, so only the bucket where r is crossed is walked token by token.
-    const double r = u * bk.cum[m];
-    for (int64_t q = 0; q < bk.walked; ++q) {
-      const int64_t s0 = bk.start[q];
-      const int64_t e0 = bk.start[q + 1];
-      if (s0 == e0) continue;
-      const bool last = m < e0;
-      if (!last && !(q + 1 < bk.walked && bk.cum_before[q + 1] > r)) continue;
-      if (!bk.sorted[q]) add_sorted(bk, q, bk.cum_before[q]);
-      for (int64_t j = s0; j <= (last ? m : e0 - 1); ++j) {
-        if (bk.cum[j] > r) return static_cast<int64_t>(static_cast<uint32_t>(bk.keys[j]));
-      }
-      return -1;  // rounding left no running sum above r: the exact path's fallback decides
-    }
-    return -1;
-  }
-  return -1;
+  Band band;
+  band.lam_lo = lo + 1 >= kBins ? -kInf : logit_at(lmax, a, log2_edge(lo + 1), true);
+  // The hi set ends a bin above the first bin that may hold the last member.
+  band.lam_hi = hi >= 2 ? logit_at(lmax, a, log2_edge(hi - 2), false) : kNaN;
+  return band;
 }
-#endif
+
+// Where the nucleus ends: its last member (lb, ib) and the nucleus's weight.
+struct Boundary {
+  float lb;
+  int64_t ib;
+  uint64_t mass;
+};
+
+// The boundary among t (every token of it with a weight, values in [lo, hi) up to the float
+// rounding of the edges), given the weight `run` of every token ranking before all of t:
+// kSplits thresholds split [lo, hi) evenly, their exact sums say which part holds the token where
+// the running sum reaches tau, and that part is searched next, until a few tokens are left (or
+// the split makes no progress: equal logits), which are sorted and walked.
+bool find_boundary(const Isa& isa, Tokens t, float lo, float hi, uint64_t run, double tau, SampleScratch& sc,
+                   Boundary* out) {
+  for (int level = 0;; ++level) {
+    Tokens next{sc.val[1 + level % 2].data(), sc.idx[1 + level % 2].data(), sc.w[1 + level % 2].data(), 0};
+    if (t.n > kSortBelow) {
+      float thr[kSplits];
+      const double step = (static_cast<double>(hi) - static_cast<double>(lo)) / kSplits;
+      for (int j = 0; j + 1 < kSplits; ++j) thr[j] = static_cast<float>(static_cast<double>(hi) - (j + 1) * step);
+      thr[kSplits - 1] = -kInf;
+      uint64_t above[kSplits];
+      isa.masses_above(t, thr, above);
+      int j = 0;
+      while (j < kSplits && !reaches(run + above[j], tau)) ++j;
+      if (j == kSplits) return false;
+      const float part_hi = j == 0 ? kInf : thr[j - 1];
+      const float part_lo = thr[j];
+      isa.select_range(t, part_lo, part_hi, next);
+      if (next.n < t.n) {
+        run += j == 0 ? 0 : above[j - 1];
+        t = next;
+        hi = j == 0 ? hi : thr[j - 1];
+        lo = j + 1 == kSplits ? lo : thr[j];
+        continue;
+      }
+    }
+    Ranked* r = sc.ranked.first(t.n);
+    for (int64_t i = 0; i < t.n; ++i) r[i] = {topk::pack(t.val[i], t.idx[i]), t.w[i], t.val[i]};
+    std::sort(r, r + t.n, [](const Ranked& x, const Ranked& y) { return x.key > y.key; });
+    for (int64_t i = 0; i < t.n; ++i) {
+      run += r[i].w;
+      if (reaches(run, tau)) {
+        *out = {r[i].l, topk::index_of(r[i].key), run};
+        return true;
+      }
+    }
+    return false;
+  }
+}
+
+int64_t sample_nucleus(const Isa& isa, const float* l, int64_t v, float lmax, float a, float top_p, uint64_t u53,
+                       SampleScratch& sc) {
+  const int64_t blocks = blocks_of(v);
+  Band band = profile_band(isa, l, v, lmax, a, top_p, sc);
+  PassSpec spec{0.0f,
+                0.0f,
+                sc.block_all.first(blocks),
+                sc.block_hi.first(blocks),
+                sc.idx[0].first(v + kPad),
+                sc.band_start.first(blocks + 1),
+                sc.block_max.data()};
+  // No token with a weight lies below this (t > -32 for a weight of at least 1).
+  const float floor_l = logit_at(lmax, a, -32.0, true);
+  for (int attempt = 0;; ++attempt) {
+    spec.lam_hi = band.lam_hi;
+    spec.lam_lo = band.lam_lo;
+    const Tokens t{sc.val[0].first(v + kPad), spec.band_idx, sc.w[0].first(v + kPad), isa.pass(l, v, lmax, a, spec)};
+    for (int64_t j = 0; j < t.n; ++j) t.val[j] = l[t.idx[j]];
+    isa.weights(t.val, t.n, lmax, a, t.w);
+    uint64_t total = 0;
+    uint64_t hi_mass = 0;
+    for (int64_t b = 0; b < blocks; ++b) {
+      total += spec.block_all[b];
+      hi_mass += spec.block_hi[b];
+    }
+    const double tau = nucleus_target(top_p, total);
+    if (reaches(hi_mass, tau)) {
+      // The nucleus ends inside the hi set: take all of it as the band.
+      band = {band.lam_hi, kNaN};
+      continue;
+    }
+    Boundary end{};
+    const float hi = band.lam_hi == band.lam_hi ? band.lam_hi : lmax;
+    if (!find_boundary(isa, t, std::max(band.lam_lo, floor_l), hi, hi_mass, tau, sc, &end)) {
+      // The nucleus ends below the band: lower lam_lo to where every token left out weighs at
+      // most (1 - top_p) S / V (then the tokens above it hold tau), or, failing that, to -inf.
+      const double slack = (1.0 - static_cast<double>(top_p)) * static_cast<double>(total);
+      const double lt = std::log2(slack / (static_cast<double>(v) * kWeightOne)) - 0.05;
+      const float lam = attempt == 0 && lt > kMinT ? logit_at(lmax, a, lt, true) : -kInf;
+      band.lam_lo = lam < band.lam_lo ? lam : -kInf;
+      continue;
+    }
+    // The draw over the members in index order: per block, the hi set and the band's members.
+    uint64_t* members = sc.block_members.first(blocks);
+    for (int64_t b = 0; b < blocks; ++b) {
+      members[b] = spec.block_hi[b] + isa.member_mass(t, spec.band_start[b], spec.band_start[b + 1], end.lb,
+                                                      static_cast<uint32_t>(end.ib));
+    }
+    return walk_blocks(isa, l, v, lmax, a, members, draw_point(u53, end.mass), sc,
+                       [&end](float x, int64_t i) { return member(x, i, end.lb, end.ib); });
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Plans
@@ -1419,43 +1109,18 @@ bool plan_rows(const sk_kernel_args* args, bool sample, RowsPlan* p, ErrorSink e
 }
 
 int64_t sample_row(const RowsPlan& p, const float* l, int64_t row, SampleScratch& sc) {
-  const sk_sample_attrs& a = p.attrs;
-  if (a.temperature == 0.0f) return topk::argmax(l, p.v);
-  const double u = uniform(a.seed, *p.step, row);
-  const double inv_t = 1.0 / static_cast<double>(a.temperature);
-  const bool nucleus = a.top_p < 1.0f;
-  if (a.top_k > 0 && a.top_k < p.v) {
-    sc.keys.resize(static_cast<size_t>(a.top_k));
-    topk::select(l, p.v, a.top_k, sc.keys.data());
-    sc.seq.idx.resize(sc.keys.size());
-    for (size_t j = 0; j < sc.keys.size(); ++j) sc.seq.idx[j] = static_cast<uint32_t>(topk::index_of(sc.keys[j]));
-    const float lmax = l[sc.seq.idx[0]];
-    // No probability mass at all (every logit -inf or NaN): fall back to the argmax.
-    if (!(lmax > -std::numeric_limits<float>::infinity())) return sc.seq.idx[0];
-    cumulate(l, nullptr, sc.seq, a.top_k, lmax, inv_t);
-    int64_t m = a.top_k;
-    if (nucleus) m = nucleus_size(sc.seq, m, static_cast<double>(a.top_p) * sc.seq.cum[m - 1]);
-    return pick(sc.seq, m, u);
-  }
-#if SK_KERNELS_X86
-  // The fast nucleus path takes the maximum per gather block (the same value as max_value).
-  const FastPath* fast = nucleus ? select_fast_path() : nullptr;
-  if (fast != nullptr) sc.block_max.resize(static_cast<size_t>((p.v + kGatherBlock - 1) / kGatherBlock));
-  const float lmax = fast != nullptr ? fast->block_maxima(l, p.v, sc.block_max.data()) : topk::max_value(l, p.v);
-#else
-  const float lmax = topk::max_value(l, p.v);
-#endif
-  if (!(lmax > -std::numeric_limits<float>::infinity())) return topk::argmax(l, p.v);
-  if (nucleus) {
-#if SK_KERNELS_X86
-    if (fast != nullptr) {
-      const int64_t id = sample_nucleus_fast(*fast, l, p.v, lmax, inv_t, a.top_p, u, sc);
-      if (id >= 0) return id;
-    }
-#endif
-    return sample_nucleus_all(l, p.v, lmax, inv_t, a.top_p, u, sc);
-  }
-  return sample_dense(l, p.v, lmax, inv_t, u, sc);
+  const sk_sample_attrs& at = p.attrs;
+  if (at.temperature == 0.0f) return topk::argmax(l, p.v);
+  const uint64_t u53 = uniform53(at.seed, *p.step, row);
+  const float a = weight_scale(at.temperature);
+  const Isa& isa = select_isa();
+  if (at.top_k > 0 && at.top_k < p.v) return sample_top_k(isa, l, p.v, at.top_k, a, at.top_p, u53, sc);
+  const float lmax = isa.block_maxima(l, p.v, sc.block_max.first(blocks_of(p.v)));
+  // No probability mass at all (every logit -inf or NaN): the argmax.
+  if (!(lmax > -kInf)) return topk::argmax(l, p.v);
+  if (lmax == kInf) return sample_infinite(l, p.v, at.top_p, u53);
+  if (at.top_p < 1.0f) return sample_nucleus(isa, l, p.v, lmax, a, at.top_p, u53, sc);
+  return sample_dense(isa, l, p.v, lmax, a, u53, sc);
 }
 
 int32_t rows_run(const sk_kernel_args* args, const sk_core_ctx* core, bool sample) {

@@ -179,9 +179,11 @@ int32_t tensor_topk(const sk_kernel_args* args);
 int32_t tensor_batched_mm(const sk_kernel_args* args);
 int32_t tensor_sdpa(const sk_kernel_args* args);
 // The building blocks of sample.f32's specification, for known-answer and statistical tests:
-// Philox4x32-10 in place on the counter, and the specified exp() (0 below x = -708).
+// Philox4x32-10 in place on the counter, and the specified integer weight of logit l when the
+// largest candidate logit is lmax, with a = log2(e) / temperature rounded to float (2^30 for l ==
+// lmax, 0 for NaN and below 2^-31 of it).
 void philox4x32_10(uint32_t ctr[4], const uint32_t key[2]);
-double sample_exp(double x);
+uint32_t sample_weight(float l, float lmax, float a);
 
 }  // namespace sk::ref
 

@@ -24,99 +24,53 @@ bool ranks_before(float a, int64_t ia, float b, int64_t ib) {
   return ia < ib;
 }
 
-// A product the compiler may not fuse into the next addition (the specification has no FMA).
-double product(double a, double b) {
-  volatile double p = a * b;
-  return p;
-}
+__extension__ typedef unsigned __int128 Uint128;  // GCC and Clang; -Wpedantic needs the marker
 
-double weight(float l, float lmax, double inv_t) {
-  if (std::isnan(l)) return 0.0;
-  if (l == lmax) return 1.0;
-  return sample_exp((static_cast<double>(l) - static_cast<double>(lmax)) * inv_t);
-}
-
-double uniform(uint64_t seed, int64_t step, int64_t row) {
+uint64_t uniform53(uint64_t seed, int64_t step, int64_t row) {
   const auto st = static_cast<uint64_t>(step);
   uint32_t ctr[4] = {static_cast<uint32_t>(st & 0xFFFFFFFFu), static_cast<uint32_t>(st >> 32),
                      static_cast<uint32_t>(row), 0};
   const uint32_t key[2] = {static_cast<uint32_t>(seed & 0xFFFFFFFFu), static_cast<uint32_t>(seed >> 32)};
   philox4x32_10(ctr, key);
-  const uint64_t hi = ctr[0];
-  const uint64_t lo = ctr[1] >> 11;
-  return std::ldexp(static_cast<double>(hi * 2097152u + lo), -53);
+  return uint64_t{ctr[0]} * 2097152u + (ctr[1] >> 11);
 }
 
-// The weights of blocks of 8 indices, each summed as ((w0+w4)+(w2+w6))+((w1+w5)+(w3+w7)).
-std::vector<double> block_sums(const std::vector<float>& l, float lmax, double inv_t) {
-  std::vector<double> beta;
-  const auto v = static_cast<int64_t>(l.size());
-  for (int64_t j = 0; j * 8 < v; ++j) {
-    double w[8] = {};
-    for (int64_t e = 0; e < 8 && j * 8 + e < v; ++e) w[e] = weight(l[j * 8 + e], lmax, inv_t);
-    beta.push_back(((w[0] + w[4]) + (w[2] + w[6])) + ((w[1] + w[5]) + (w[3] + w[7])));
+// The candidates are `seq` (best first). The nucleus is its shortest prefix whose running sum
+// of weights reaches tau = top_p * S in double (all of seq when top_p is 1); the token is the
+// member of lowest index whose running sum over the members, in index order, exceeds
+// floor(u53 * mass / 2^53).
+int64_t sample_sequence(const std::vector<float>& l, std::vector<int64_t> seq, float lmax, float a, float top_p,
+                        uint64_t u53) {
+  std::vector<uint64_t> w(seq.size());
+  uint64_t total = 0;
+  for (size_t j = 0; j < seq.size(); ++j) {
+    w[j] = sample_weight(l[seq[j]], lmax, a);
+    total += w[j];
   }
-  return beta;
-}
-
-int64_t sample_dense(const std::vector<float>& l, float lmax, double inv_t, double u) {
-  const std::vector<double> beta = block_sums(l, lmax, inv_t);
-  double total = 0.0;
-  for (double b : beta) total += b;
-  const double r = u * total;
-  const auto v = static_cast<int64_t>(l.size());
-  double run = 0.0;
-  for (size_t j = 0; j < beta.size(); ++j) {
-    if (run + beta[j] > r) {
-      double acc = run;
-      int64_t last = -1;
-      for (int64_t i = static_cast<int64_t>(j) * 8; i < v && i < static_cast<int64_t>(j + 1) * 8; ++i) {
-        const double w = weight(l[i], lmax, inv_t);
-        if (w > 0.0) last = i;
-        acc += w;
-        if (acc > r) return i;
-      }
-      return last;
-    }
-    run += beta[j];
-  }
-  for (int64_t i = v - 1; i >= 0; --i) {
-    if (weight(l[i], lmax, inv_t) > 0.0) return i;
-  }
-  return 0;
-}
-
-// Samples from `seq` (best first). With a nucleus, only the shortest prefix whose running sum
-// reaches tau (all of seq when none does) takes part.
-int64_t sample_sequence(const std::vector<float>& l, const std::vector<int64_t>& seq, float lmax, double inv_t,
-                        bool nucleus, double tau_fraction, bool tau_of_total, double total, double u) {
-  const size_t n = seq.size();
-  std::vector<double> w(n);
-  std::vector<double> cum(n);
-  double c = 0.0;
-  for (size_t j = 0; j < n; ++j) {
-    w[j] = weight(l[seq[j]], lmax, inv_t);
-    c += w[j];
-    cum[j] = c;
-  }
-  size_t m = n;
-  if (nucleus) {
-    const double tau = tau_fraction * (tau_of_total ? total : cum[n - 1]);
-    for (size_t j = 0; j < n; ++j) {
-      if (cum[j] >= tau) {
+  size_t m = seq.size();
+  uint64_t mass = total;
+  if (top_p < 1.0f) {
+    const double tau = static_cast<double>(top_p) * static_cast<double>(total);
+    uint64_t c = 0;
+    for (size_t j = 0; j < seq.size(); ++j) {
+      c += w[j];
+      if (static_cast<double>(c) >= tau) {
         m = j + 1;
+        mass = c;
         break;
       }
     }
   }
-  const double r = u * cum[m - 1];
-  for (size_t j = 0; j < m; ++j) {
-    if (cum[j] > r) return seq[j];
+  std::vector<std::pair<int64_t, uint64_t>> members;
+  for (size_t j = 0; j < m; ++j) members.emplace_back(seq[j], w[j]);
+  std::sort(members.begin(), members.end());
+  const auto r = static_cast<uint64_t>((static_cast<Uint128>(u53) * mass) >> 53);
+  uint64_t c = 0;
+  for (const auto& [id, wj] : members) {
+    c += wj;
+    if (c > r) return id;
   }
-  for (size_t j = m; j-- > 0;) {
-    if (w[j] > 0.0) return seq[j];
-  }
-  return seq[0];
+  return -1;  // unreachable: the members' weights sum to mass > r
 }
 
 bool rows_operands(const sk_kernel_args* args, int32_t inputs) {
@@ -161,23 +115,23 @@ void philox4x32_10(uint32_t ctr[4], const uint32_t key[2]) {
   }
 }
 
-double sample_exp(double x) {
-  if (!(x >= -708.0)) return 0.0;
-  const double magic = 6755399441055744.0;  // 1.5 * 2^52
-  const double t = product(x, 1.4426950408889634) + magic;
-  const double n = t - magic;
-  int64_t tb;
-  int64_t mb;
-  std::memcpy(&tb, &t, sizeof tb);
-  std::memcpy(&mb, &magic, sizeof mb);
-  const int64_t ni = tb - mb;
-  const double r = (x - product(n, 6.93147180369123816490e-01)) - product(n, 1.90821492927058770002e-10);
-  const double inv_fact[12] = {
-      1.0,         1.0,          1.0 / 2.0,     1.0 / 6.0,      1.0 / 24.0,      1.0 / 120.0,
-      1.0 / 720.0, 1.0 / 5040.0, 1.0 / 40320.0, 1.0 / 362880.0, 1.0 / 3628800.0, 1.0 / 39916800.0};
-  double p = inv_fact[11];
-  for (int i = 10; i >= 0; --i) p = product(p, r) + inv_fact[i];
-  return product(p, std::ldexp(1.0, static_cast<int>(ni)));
+uint32_t sample_weight(float l, float lmax, float a) {
+  if (std::isnan(l)) return 0;
+  if (l == lmax) return 1u << 30;
+  // 2^f on [-0.5, 0.5]: the specified f32 coefficients, Horner's rule with one FMA per step.
+  const float c[6] = {1.0f,
+                      0.6931469670618053f,
+                      0.24022119723079793f,
+                      0.05550713277838843f,
+                      0.009675541379347327f,
+                      0.0013276470743018576f};
+  float t = (l - lmax) * a;
+  if (!(t >= -64.0f)) t = -64.0f;
+  const float k = std::nearbyint(t);
+  const float f = t - k;
+  float p = c[5];
+  for (int i = 4; i >= 0; --i) p = std::fma(p, f, c[i]);
+  return static_cast<uint32_t>(std::nearbyint(std::ldexp(p, static_cast<int>(k) + 30)));
 }
 
 int32_t argmax_f32(const sk_kernel_args* args) {
@@ -208,24 +162,14 @@ int32_t sample_f32(const sk_kernel_args* args) {
   const int64_t v = logits.shape[1];
   for (int64_t b = 0; b < logits.shape[0]; ++b) {
     const std::vector<float> l = row_of(logits, b);
-    const std::vector<int64_t> order = ranking(l);
+    std::vector<int64_t> order = ranking(l);
     if (order.empty()) return SK_ERR_INVALID_ARGUMENT;  // V = 0: nothing to sample
+    if (a.top_k > 0 && a.top_k < v) order.resize(static_cast<size_t>(a.top_k));
     const float lmax = l[order[0]];
     int64_t id = order[0];
     if (a.temperature != 0.0f && lmax > -std::numeric_limits<float>::infinity()) {
-      const double u = uniform(a.seed, step, b);
-      const double inv_t = 1.0 / static_cast<double>(a.temperature);
-      const bool nucleus = a.top_p < 1.0f;
-      if (a.top_k > 0 && a.top_k < v) {
-        const std::vector<int64_t> top(order.begin(), order.begin() + a.top_k);
-        id = sample_sequence(l, top, lmax, inv_t, nucleus, a.top_p, false, 0.0, u);
-      } else if (nucleus) {
-        double total = 0.0;
-        for (double beta : block_sums(l, lmax, inv_t)) total += beta;
-        id = sample_sequence(l, order, lmax, inv_t, true, a.top_p, true, total, u);
-      } else {
-        id = sample_dense(l, lmax, inv_t, u);
-      }
+      const float scale = static_cast<float>(1.4426950408889634 / static_cast<double>(a.temperature));
+      id = sample_sequence(l, order, lmax, scale, a.top_p, uniform53(a.seed, step, b));
     }
     store_id(args->outputs[0], b, id);
   }
