@@ -48,8 +48,8 @@ std::vector<Row> rows() {
   std::vector<float> flat(l.begin(), l.end());
   for (int j = 0; j < 40; ++j) l[static_cast<size_t>(static_cast<int64_t>(rng() % kVocab))] = top(rng);
   std::vector<float> peaked(l.begin(), l.end());
-  // The same construction drawn in float: its profile sample (1/16 of V) holds a strong token,
-  // which made the path gather the whole flat prefix before it tried the heavy tokens.
+  // The same construction drawn in float: other strong tokens, some of them in the nucleus
+  // path's sampled profile (a case that once made an earlier version gather the flat prefix).
   std::mt19937 rng2(7);
   std::uniform_real_distribution<float> tail2(-12.0f, 4.0f);
   std::uniform_real_distribution<float> top2(8.0f, 14.0f);
