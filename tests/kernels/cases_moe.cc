@@ -849,10 +849,10 @@ std::vector<int32_t> sample_rows(const std::vector<float>& rows, int64_t b, int6
 
 }  // namespace
 
-// The nucleus over the whole vocabulary takes a bounded-total shortcut on AVX-512 (and the exact
-// total only when tau lands within the bound of a running sum); every ISA level must still give
-// the reference's token bit for bit, on many rows, distributions, temperatures and top_p from
-// nearly 0 to nearly 1, with and without top-k.
+// The nucleus over the whole vocabulary guesses a band from a sampled profile and falls back to
+// wider passes when the exact sums show the guess missed; every ISA level must still give the
+// reference's token bit for bit, on many rows, distributions, temperatures and top_p from nearly
+// 0 to nearly 1, with and without top-k.
 TEST(SamplingIdentity, EveryPathGivesTheReferenceTokenOnManyRows) {
   const auto force = reinterpret_cast<int32_t (*)(int32_t)>(
       dlsym(dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL), "sk_kernels_builtin_force_isa"));
@@ -882,6 +882,50 @@ TEST(SamplingIdentity, EveryPathGivesTheReferenceTokenOnManyRows) {
             for (int level = 0; level <= best; ++level) {
               force(level);
               EXPECT_EQ(sample_rows(rows, sh.b, sh.v, a, false), want) << "isa level " << level;
+            }
+            force(-1);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Sizes around the vector widths, the profile's stride and the block size, vocabularies smaller
+// than one profile run, temperatures from nearly greedy to nearly uniform, logits spread over
+// thousands of nats, rows of one value with one outlier: every ISA level gives the reference's
+// token.
+TEST(SamplingIdentity, OddSizesExtremeTemperaturesAndSpreads) {
+  const auto force = reinterpret_cast<int32_t (*)(int32_t)>(
+      dlsym(dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL), "sk_kernels_builtin_force_isa"));
+  ASSERT_NE(force, nullptr);
+  const int best = force(2);
+  std::mt19937 rng(77);
+  constexpr int64_t kRows = 6;
+  for (const int64_t v : {1, 2, 15, 17, 511, 513, 1025, 3001}) {
+    for (int kind = 0; kind < 7; ++kind) {
+      std::vector<float> rows;
+      for (int64_t r = 0; r < kRows; ++r) {
+        std::vector<float> row = identity_row(v, kind % 5, rng);
+        if (kind == 5) {
+          std::fill(row.begin(), row.end(), 0.5f);
+          row[rng() % v] = 0.5f + static_cast<float>(r);
+        } else if (kind == 6) {
+          for (float& x : row) x *= 300.0f;
+        }
+        rows.insert(rows.end(), row.begin(), row.end());
+      }
+      for (const float top_p : {1e-6f, 0.5f, 0.9f, 1.0f}) {
+        for (const float temperature : {1e-3f, 0.4f, 1.0f, 50.0f, 1e4f}) {
+          for (const int32_t top_k : {0, 3}) {
+            const sk_sample_attrs a = sampling(temperature, top_k, top_p, 5 + static_cast<uint64_t>(kind));
+            SCOPED_TRACE("V " + std::to_string(v) + " kind " + std::to_string(kind) + " top_p " +
+                         std::to_string(top_p) + " T " + std::to_string(temperature) + " top_k " +
+                         std::to_string(top_k));
+            const std::vector<int32_t> want = sample_rows(rows, kRows, v, a, true);
+            for (int level = 0; level <= best; ++level) {
+              force(level);
+              EXPECT_EQ(sample_rows(rows, kRows, v, a, false), want) << "isa level " << level;
             }
             force(-1);
           }
