@@ -10,14 +10,13 @@
 // Selection (top-k, nucleus) ranks logits by value, ties to the lower index, NaN last (see
 // moe_topk.h). The nucleus is the shortest prefix of that ranking whose weight reaches
 // top_p * S; the draw walks its members in index order. Over the whole vocabulary that needs no
-// sort: one pass over V computes S, the weight of every 1024-logit block above a threshold and
-// gathers the band of tokens between two thresholds (from a sampled profile) in which the
-// nucleus ends; only the band's bucket where the sum reaches tau is sorted.
+// sort: one pass over V computes S, per 1024-logit block the weight of a hi set inside the
+// nucleus, and gathers the band of tokens between two thresholds (guessed from a sampled
+// profile, checked by the exact sums) in which the nucleus ends; exact sums above thresholds
+// that split the band narrow it down to a few tokens, which are sorted.
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
