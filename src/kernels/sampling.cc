@@ -139,6 +139,25 @@ struct Isa {
   uint64_t (*member_mass)(const Tokens& t, int64_t begin, int64_t end, float lb, uint32_t ib);
 };
 
+// Calls run(with_hi, with_band), flags as std::bool_constant, for what block b may hold of the
+// hi set and of the band: a block whose largest logit lies below either holds none of it (most
+// blocks of a peaked row), and its pass skips that work. Always inlined, so that `run` (a lambda
+// of the vector pass, with its accumulators) is inlined into that pass as well.
+template <class Run>
+__attribute__((always_inline)) inline void run_block_parts(const PassSpec& s, int64_t b, const Run& run) {
+  const bool hi = s.block_max[b] >= s.lam_hi;
+  const bool band = s.block_max[b] >= s.lam_lo;
+  if (hi && band) {
+    run(std::true_type{}, std::true_type{});
+  } else if (hi) {
+    run(std::true_type{}, std::false_type{});
+  } else if (band) {
+    run(std::false_type{}, std::true_type{});
+  } else {
+    run(std::false_type{}, std::false_type{});
+  }
+}
+
 float block_maxima_scalar(const float* l, int64_t n, float* block_max) {
   float best = -kInf;
   for (int64_t b = 0; b * kBlock < n; ++b) {
@@ -304,19 +323,7 @@ SK_TARGET_AVX512 int64_t pass_avx512(const float* l, int64_t n, float lmax, floa
         step(i, valid, simd::masked_load_ps(valid, l + i), with_hi, with_band);
       }
     };
-    // A block whose largest logit is below the hi set or the band holds none of it (most
-    // blocks of a peaked row).
-    const bool hi = s.block_max[b] >= s.lam_hi;
-    const bool band = s.block_max[b] >= s.lam_lo;
-    if (hi && band) {
-      run(std::true_type{}, std::true_type{});
-    } else if (hi) {
-      run(std::true_type{}, std::false_type{});
-    } else if (band) {
-      run(std::false_type{}, std::true_type{});
-    } else {
-      run(std::false_type{}, std::false_type{});
-    }
+    run_block_parts(s, b, run);
     s.block_all[b] = lane_total(all_lo, all_hi);
     s.block_hi[b] = lane_total(sel_lo, sel_hi);
   }
@@ -507,17 +514,7 @@ SK_TARGET_AVX2 int64_t pass_avx2(const float* l, int64_t n, float lmax, float a,
         step(i, valid, simd::maskload_ps(l + i, valid), with_hi, with_band);
       }
     };
-    const bool hi = s.block_max[b] >= s.lam_hi;
-    const bool band = s.block_max[b] >= s.lam_lo;
-    if (hi && band) {
-      run(std::true_type{}, std::true_type{});
-    } else if (hi) {
-      run(std::true_type{}, std::false_type{});
-    } else if (band) {
-      run(std::false_type{}, std::true_type{});
-    } else {
-      run(std::false_type{}, std::false_type{});
-    }
+    run_block_parts(s, b, run);
     s.block_all[b] = lane_total8(all_lo, all_hi);
     s.block_hi[b] = lane_total8(sel_lo, sel_hi);
   }
