@@ -692,6 +692,14 @@ TEST(SamplingSpec, WeightIsAccurate) {
 
 namespace {
 
+// The built-in package's ISA override: force(level) selects a level (returning the best the CPU
+// has), force(-1) restores the detected one.
+using ForceIsa = int32_t (*)(int32_t);
+ForceIsa builtin_force_isa() {
+  return reinterpret_cast<ForceIsa>(
+      dlsym(dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL), "sk_kernels_builtin_force_isa"));
+}
+
 // Samples one logits row `draws` times (rows of one call, over several steps) and returns the
 // count per token.
 std::vector<int64_t> draw(const std::vector<float>& row, sk_sample_attrs a, int64_t batch, int64_t steps) {
@@ -772,8 +780,7 @@ std::vector<float> statistical_row(int64_t v, uint32_t seed) {
 // Over many (step, row) counters the sampler's frequencies match the filtered softmax, and
 // filtered-out tokens never appear; every path (dense walk, nucleus over all, top-k) and ISA.
 TEST(SamplingStatistics, FrequenciesMatchTheFilteredSoftmax) {
-  const auto force = reinterpret_cast<int32_t (*)(int32_t)>(
-      dlsym(dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL), "sk_kernels_builtin_force_isa"));
+  const ForceIsa force = builtin_force_isa();
   ASSERT_NE(force, nullptr);
   const int best = force(2);
   for (int level = 0; level <= best; ++level) {
@@ -854,8 +861,7 @@ std::vector<int32_t> sample_rows(const std::vector<float>& rows, int64_t b, int6
 // reference's token bit for bit, on many rows, distributions, temperatures and top_p from nearly
 // 0 to nearly 1, with and without top-k.
 TEST(SamplingIdentity, EveryPathGivesTheReferenceTokenOnManyRows) {
-  const auto force = reinterpret_cast<int32_t (*)(int32_t)>(
-      dlsym(dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL), "sk_kernels_builtin_force_isa"));
+  const ForceIsa force = builtin_force_isa();
   ASSERT_NE(force, nullptr);
   const int best = force(2);
   std::mt19937 rng(2026);
@@ -896,8 +902,7 @@ TEST(SamplingIdentity, EveryPathGivesTheReferenceTokenOnManyRows) {
 // thousands of nats, rows of one value with one outlier: every ISA level gives the reference's
 // token.
 TEST(SamplingIdentity, OddSizesExtremeTemperaturesAndSpreads) {
-  const auto force = reinterpret_cast<int32_t (*)(int32_t)>(
-      dlsym(dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL), "sk_kernels_builtin_force_isa"));
+  const ForceIsa force = builtin_force_isa();
   ASSERT_NE(force, nullptr);
   const int best = force(2);
   std::mt19937 rng(77);
@@ -1063,8 +1068,7 @@ TEST(MoeErrors, CombineRefusesAnOutputOverlappingAnInput) {
 // at every ISA level, give each row the plain matmul of its expert, bit for bit, whatever the
 // core count.
 TEST(GroupedMatmulSkew, BusyExpertsGiveThePlainMatmulBitsOnEveryCoreCount) {
-  const auto force = reinterpret_cast<int32_t (*)(int32_t)>(
-      dlsym(dlopen(SK_BUILTIN_PACKAGE_PATH, RTLD_NOW | RTLD_LOCAL), "sk_kernels_builtin_force_isa"));
+  const ForceIsa force = builtin_force_isa();
   ASSERT_NE(force, nullptr);
   const int best = force(2);
   struct Variant {
