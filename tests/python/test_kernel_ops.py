@@ -52,6 +52,19 @@ def test_core_kernels_in_plain_torch():
     assert torch.equal(sk.call_kernel("add.f32", [x, g], [(torch.float32, [3, 64])])[0], x + g)
 
 
+def test_eager_calls_bind_each_calls_tensors():
+    # The cached one-op executable binds its operands by address: a later call reads its own
+    # tensors (others, or the same two swapped), and an empty operand is an error naming it.
+    a, b, c = torch.randn(4, 8), torch.randn(4, 8), torch.randn(4, 8)
+    assert torch.equal(ops.add(a, b), a + b)
+    assert torch.equal(ops.add(b, a), b + a)
+    assert torch.equal(ops.add(c, a), c + a)
+    b.copy_(c)
+    assert torch.equal(ops.add(a, b), a + c)
+    with pytest.raises(sk.InvalidArgumentError, match="argument 'a' has no elements"):
+        ops.add(torch.zeros(0, 8), torch.zeros(0, 8))
+
+
 def test_rope_matches_the_neox_formula():
     T, H, D, theta = 3, 2, 8, 10000.0
     x, pos = torch.randn(T, H, D), torch.tensor([0, 5, 2], dtype=torch.int32)
