@@ -331,30 +331,39 @@ SK_TARGET_AVX512 int64_t pass_avx512(const float* l, int64_t n, float lmax, floa
   return count;
 }
 
-// The per-threshold sums in 16-bit halves, as in the pass (t.n < 2^20: no lane overflows).
+// The per-threshold sums in 16-bit halves, as in the pass, over chunks of kLaneChunk tokens: a
+// chunk's 32-bit lanes (and their 16-lane total) cannot overflow, whatever the band's size.
+constexpr int64_t kLaneChunk = 65536;
+
 SK_TARGET_AVX512 void masses_above_avx512(const Tokens& t, const float* thr, uint64_t* out) {
-  __m512i lo[kSplits];
-  __m512i hi[kSplits];
   __m512 edge[kSplits];
   for (int j = 0; j < kSplits; ++j) {
-    lo[j] = _mm512_setzero_si512();
-    hi[j] = _mm512_setzero_si512();
     edge[j] = _mm512_set1_ps(thr[j]);
+    out[j] = 0;
   }
   const __m512i low16 = _mm512_set1_epi32(0xFFFF);
-  for (int64_t i = 0; i < t.n; i += 16) {
-    const __mmask16 valid = simd::mask16(std::min<int64_t>(16, t.n - i));
-    const __m512 x = simd::masked_load_ps(valid, t.val + i);
-    const __m512i w = _mm512_maskz_loadu_epi32(valid, t.w + i);
-    const __m512i wl = _mm512_and_si512(w, low16);
-    const __m512i wh = _mm512_srli_epi32(w, 16);
+  for (int64_t c = 0; c < t.n; c += kLaneChunk) {
+    const int64_t end = std::min(t.n, c + kLaneChunk);
+    __m512i lo[kSplits];
+    __m512i hi[kSplits];
     for (int j = 0; j < kSplits; ++j) {
-      const __mmask16 m = _mm512_cmp_ps_mask(x, edge[j], _CMP_GE_OQ);
-      lo[j] = _mm512_mask_add_epi32(lo[j], m, lo[j], wl);
-      hi[j] = _mm512_mask_add_epi32(hi[j], m, hi[j], wh);
+      lo[j] = _mm512_setzero_si512();
+      hi[j] = _mm512_setzero_si512();
     }
+    for (int64_t i = c; i < end; i += 16) {
+      const __mmask16 valid = simd::mask16(std::min<int64_t>(16, end - i));
+      const __m512 x = simd::masked_load_ps(valid, t.val + i);
+      const __m512i w = _mm512_maskz_loadu_epi32(valid, t.w + i);
+      const __m512i wl = _mm512_and_si512(w, low16);
+      const __m512i wh = _mm512_srli_epi32(w, 16);
+      for (int j = 0; j < kSplits; ++j) {
+        const __mmask16 m = _mm512_cmp_ps_mask(x, edge[j], _CMP_GE_OQ);
+        lo[j] = _mm512_mask_add_epi32(lo[j], m, lo[j], wl);
+        hi[j] = _mm512_mask_add_epi32(hi[j], m, hi[j], wh);
+      }
+    }
+    for (int j = 0; j < kSplits; ++j) out[j] += lane_total(lo[j], hi[j]);
   }
-  for (int j = 0; j < kSplits; ++j) out[j] = lane_total(lo[j], hi[j]);
 }
 
 SK_TARGET_AVX512 int64_t select_range_avx512(const Tokens& t, float lo, float hi, Tokens& out) {
@@ -523,28 +532,32 @@ SK_TARGET_AVX2 int64_t pass_avx2(const float* l, int64_t n, float lmax, float a,
 }
 
 SK_TARGET_AVX2 void masses_above_avx2(const Tokens& t, const float* thr, uint64_t* out) {
-  __m256i lo[kSplits];
-  __m256i hi[kSplits];
-  for (int j = 0; j < kSplits; ++j) {
-    lo[j] = _mm256_setzero_si256();
-    hi[j] = _mm256_setzero_si256();
-  }
+  std::fill(out, out + kSplits, uint64_t{0});
   const __m256i low16 = _mm256_set1_epi32(0xFFFF);
-  int64_t i = 0;
-  for (; i + 8 <= t.n; i += 8) {
-    const __m256 x = _mm256_loadu_ps(t.val + i);
-    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.w + i));
-    const __m256i wl = _mm256_and_si256(w, low16);
-    const __m256i wh = _mm256_srli_epi32(w, 16);
+  const int64_t whole = t.n / 8 * 8;
+  for (int64_t c = 0; c < whole; c += kLaneChunk) {
+    const int64_t end = std::min(whole, c + kLaneChunk);
+    __m256i lo[kSplits];
+    __m256i hi[kSplits];
     for (int j = 0; j < kSplits; ++j) {
-      const __m256i m = _mm256_castps_si256(_mm256_cmp_ps(x, _mm256_set1_ps(thr[j]), _CMP_GE_OQ));
-      lo[j] = _mm256_add_epi32(lo[j], _mm256_and_si256(m, wl));
-      hi[j] = _mm256_add_epi32(hi[j], _mm256_and_si256(m, wh));
+      lo[j] = _mm256_setzero_si256();
+      hi[j] = _mm256_setzero_si256();
     }
+    for (int64_t i = c; i < end; i += 8) {
+      const __m256 x = _mm256_loadu_ps(t.val + i);
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.w + i));
+      const __m256i wl = _mm256_and_si256(w, low16);
+      const __m256i wh = _mm256_srli_epi32(w, 16);
+      for (int j = 0; j < kSplits; ++j) {
+        const __m256i m = _mm256_castps_si256(_mm256_cmp_ps(x, _mm256_set1_ps(thr[j]), _CMP_GE_OQ));
+        lo[j] = _mm256_add_epi32(lo[j], _mm256_and_si256(m, wl));
+        hi[j] = _mm256_add_epi32(hi[j], _mm256_and_si256(m, wh));
+      }
+    }
+    for (int j = 0; j < kSplits; ++j) out[j] += lane_total8(lo[j], hi[j]);
   }
   for (int j = 0; j < kSplits; ++j) {
-    out[j] = lane_total8(lo[j], hi[j]);
-    for (int64_t r = i; r < t.n; ++r) out[j] += t.val[r] >= thr[j] ? t.w[r] : 0;
+    for (int64_t r = whole; r < t.n; ++r) out[j] += t.val[r] >= thr[j] ? t.w[r] : 0;
   }
 }
 
@@ -998,7 +1011,10 @@ int64_t sample_nucleus(const Isa& isa, const float* l, int64_t v, float lmax, fl
                 sc.block_max.data()};
   // No token with a weight lies below this (t > -32 for a weight of at least 1).
   const float floor_l = logit_at(lmax, a, -32.0, true);
+  // At most: the guess, the hi set (when it reaches tau), the bound, every token. More would be
+  // a bug in the exact sums; the caller reports it instead of looping.
   for (int attempt = 0;; ++attempt) {
+    if (attempt == 5) return -1;
     spec.lam_hi = band.lam_hi;
     spec.lam_lo = band.lam_lo;
     const Tokens t{sc.val[0].first(v + kPad), spec.band_idx, sc.w[0].first(v + kPad), isa.pass(l, v, lmax, a, spec)};
@@ -1137,6 +1153,11 @@ int32_t rows_run(const sk_kernel_args* args, const sk_core_ctx* core, bool sampl
   for (int64_t b = r.begin; b < r.end; ++b) {
     const float* l = p.logits.row(b);
     const int64_t id = sample ? sample_row(p, l, b, scratch) : topk::argmax(l, p.v);
+    if (id < 0) {
+      invalid(err, "%s: internal error: no nucleus boundary found in row %lld (its exact sums disagree)", kSample,
+              static_cast<long long>(b));
+      return SK_ERR_INTERNAL;
+    }
     p.ids[b * p.ids_stride] = static_cast<int32_t>(id);
   }
   return SK_OK;

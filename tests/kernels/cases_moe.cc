@@ -940,6 +940,30 @@ TEST(SamplingIdentity, OddSizesExtremeTemperaturesAndSpreads) {
   }
 }
 
+// A band of hundreds of thousands of tokens near the largest weight (a very high temperature puts
+// every token of a 300000-logit row in it): the exact sums of the boundary search must not
+// overflow their 32-bit lanes.
+TEST(SamplingIdentity, HugeBandsSumExactly) {
+  const ForceIsa force = builtin_force_isa();
+  ASSERT_NE(force, nullptr);
+  const int best = force(2);
+  constexpr int64_t kV = 300000;
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> near(0.0f, 1.0f);
+  std::vector<float> row(kV);
+  for (float& x : row) x = near(rng);
+  for (const float top_p : {0.3f, 0.5f, 0.97f}) {
+    const sk_sample_attrs a = sampling(1e4f, 0, top_p, 11);
+    SCOPED_TRACE("top_p " + std::to_string(top_p));
+    const std::vector<int32_t> want = sample_rows(row, 1, kV, a, true);
+    for (int level = 0; level <= best; ++level) {
+      force(level);
+      EXPECT_EQ(sample_rows(row, 1, kV, a, false), want) << "isa level " << level;
+    }
+    force(-1);
+  }
+}
+
 // The same (seed, step, row) gives the same token whatever else is in the batch, and the
 // counter really is keyed by each of the three.
 TEST(SamplingStatistics, TokensDependOnlyOnSeedStepAndRow) {
