@@ -767,12 +767,14 @@ int64_t sample_dense(const Isa& isa, const float* l, int64_t v, float lmax, floa
                      [](float, int64_t) { return true; });
 }
 
-// Every index a candidate and lmax = +inf: the +inf logits weigh 2^30 each and the others 0 (the
-// vector passes take a finite lmax). The nucleus is the first m of them, the draw the
-// (r / 2^30)-th member in index order.
-int64_t sample_infinite(const float* l, int64_t v, float top_p, uint64_t u53) {
+// Every index a candidate and only the logits equal to lmax weigh (2^30 each, the others 0): when
+// lmax = +inf, or when a = log2(e) / T is +inf in float (T subnormal). The vector passes take a
+// finite lmax and a finite a (they get the largest logit's 2^30 from t = 0, which (l - lmax) * a
+// is not then). The nucleus is the first m of those logits, the draw the (r / 2^30)-th member in
+// index order.
+int64_t sample_max_ties(const float* l, int64_t v, float lmax, float top_p, uint64_t u53) {
   int64_t count = 0;
-  for (int64_t i = 0; i < v; ++i) count += l[i] == kInf ? 1 : 0;
+  for (int64_t i = 0; i < v; ++i) count += l[i] == lmax ? 1 : 0;
   int64_t m = count;
   if (top_p < 1.0f) {
     const double tau = nucleus_target(top_p, static_cast<uint64_t>(count) * kWeightOne);
@@ -781,7 +783,7 @@ int64_t sample_infinite(const float* l, int64_t v, float top_p, uint64_t u53) {
   }
   uint64_t left = draw_point(u53, static_cast<uint64_t>(m) * kWeightOne) >> kWeightBits;
   for (int64_t i = 0; i < v; ++i) {
-    if (l[i] == kInf && left-- == 0) return i;
+    if (l[i] == lmax && left-- == 0) return i;
   }
   __builtin_trap();  // left < m <= count
 }
@@ -797,8 +799,8 @@ int64_t sample_top_k(const Isa& isa, const float* l, int64_t v, int64_t k, float
   float* x = sc.cand.first(k + kPad);
   uint32_t* w = sc.cand_w.first(k + kPad);
   for (int64_t j = 0; j < k; ++j) x[j] = l[topk::index_of(keys[j])];
-  // The vector weights take a finite lmax.
-  (lmax < kInf ? isa.weights : weights_scalar)(x, k, lmax, a, w);
+  // The vector weights take a finite lmax and a finite a (see sample_max_ties).
+  (lmax < kInf && a < kInf ? isa.weights : weights_scalar)(x, k, lmax, a, w);
   Ranked* c = sc.ranked.first(k);
   uint64_t total = 0;
   for (int64_t j = 0; j < k; ++j) {
@@ -1130,7 +1132,7 @@ int64_t sample_row(const RowsPlan& p, const float* l, int64_t row, SampleScratch
   const float lmax = isa.block_maxima(l, p.v, sc.block_max.first(blocks_of(p.v)));
   // No probability mass at all (every logit -inf or NaN): the argmax.
   if (!(lmax > -kInf)) return topk::argmax(l, p.v);
-  if (lmax == kInf) return sample_infinite(l, p.v, at.top_p, u53);
+  if (lmax == kInf || a == kInf) return sample_max_ties(l, p.v, lmax, at.top_p, u53);
   if (at.top_p < 1.0f) return sample_nucleus(isa, l, p.v, lmax, a, at.top_p, u53, sc);
   return sample_dense(isa, l, p.v, lmax, a, u53, sc);
 }

@@ -898,7 +898,8 @@ TEST(SamplingIdentity, EveryPathGivesTheReferenceTokenOnManyRows) {
 }
 
 // Sizes around the vector widths, the profile's stride and the block size, vocabularies smaller
-// than one profile run, temperatures from nearly greedy to nearly uniform, logits spread over
+// than one profile run, temperatures from nearly greedy to nearly uniform (a subnormal one, whose
+// log2(e) / T is +inf in float, and the largest float), logits spread over
 // thousands of nats, rows of one value with one outlier: every ISA level gives the reference's
 // token.
 TEST(SamplingIdentity, OddSizesExtremeTemperaturesAndSpreads) {
@@ -921,7 +922,7 @@ TEST(SamplingIdentity, OddSizesExtremeTemperaturesAndSpreads) {
         rows.insert(rows.end(), row.begin(), row.end());
       }
       for (const float top_p : {1e-6f, 0.5f, 0.9f, 1.0f}) {
-        for (const float temperature : {1e-3f, 0.4f, 1.0f, 50.0f, 1e4f}) {
+        for (const float temperature : {1e-39f, 1e-3f, 0.4f, 1.0f, 50.0f, 1e4f, 3e38f}) {
           for (const int32_t top_k : {0, 3}) {
             const sk_sample_attrs a = sampling(temperature, top_k, top_p, 5 + static_cast<uint64_t>(kind));
             SCOPED_TRACE("V " + std::to_string(v) + " kind " + std::to_string(kind) + " top_p " +
