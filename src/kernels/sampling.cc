@@ -57,7 +57,8 @@ float weight_scale(float temperature) {
 uint32_t weight_of(float l, float lmax, float a) {
   if (l != l) return 0;
   if (l == lmax) return kWeightOne;
-  const float t = std::max((l - lmax) * a, kMinT);
+  float t = (l - lmax) * a;
+  if (!(t >= kMinT)) t = kMinT;  // NaN too, as the vector max() does
   const float k = std::nearbyint(t);
   const float w = std::ldexp(approx_exp2_poly(t - k), static_cast<int>(k) + kWeightBits);
   return static_cast<uint32_t>(std::nearbyint(w));
