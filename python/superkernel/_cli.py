@@ -110,15 +110,14 @@ class Sampler:
         # What torch.ops.superkernel.sample runs, called directly: the op's dispatch and argument
         # binding cost about 20 us of a sampler call's ~45 at every token.
         self._signature = _kernel_ops.registered()["sample"]
+        self._run = _kernel_ops.run_kernel_eagerly
 
     def __call__(self, logits) -> list[int]:
-        from . import _kernel_ops
-
         self._step[0] = self.step
         self.step += 1
         args = {"logits": logits.contiguous(), "step": self._step, "seed": self.seed,
                 "temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k}
-        return _kernel_ops.run_kernel_eagerly(self._signature, args).tolist()
+        return self._run(self._signature, args).tolist()
 
 
 def _parse_ids(text: str, what: str = "--prompt") -> list[int]:

@@ -115,6 +115,9 @@ struct PassSpec {
   const float* block_max;  // per block, its largest logit (block_maxima)
 };
 
+// Whether the token (l, i) ranks at or before the nucleus's last member (lb, ib).
+inline bool member(float l, int64_t i, float lb, int64_t ib) { return l > lb || (l == lb && i <= ib); }
+
 // A set of tokens in index order: logits, indices, weights.
 struct Tokens {
   float* val;
@@ -217,7 +220,7 @@ int64_t select_range_scalar(const Tokens& t, float lo, float hi, Tokens& out) {
 
 uint64_t member_mass_scalar(const Tokens& t, int64_t begin, int64_t end, float lb, uint32_t ib) {
   uint64_t m = 0;
-  for (int64_t i = begin; i < end; ++i) m += t.val[i] > lb || (t.val[i] == lb && t.idx[i] <= ib) ? t.w[i] : 0;
+  for (int64_t i = begin; i < end; ++i) m += member(t.val[i], t.idx[i], lb, ib) ? t.w[i] : 0;
   return m;
 }
 
@@ -721,9 +724,6 @@ SampleScratch carve_sample_scratch(int64_t v, const sk_sample_attrs& a, void* ba
 // ---------------------------------------------------------------------------------------------
 // The draw
 
-// Whether the token (l, i) ranks at or before the nucleus's last member (lb, ib).
-inline bool member(float l, int64_t i, float lb, int64_t ib) { return l > lb || (l == lb && i <= ib); }
-
 // The draw over every index whose token passes `in` (a prefix of the ranking): the first
 // member in index order whose running sum exceeds r. block_w[b] is the members' weight in block
 // b, whose sum over all blocks exceeds r.
@@ -1016,6 +1016,7 @@ int64_t sample_nucleus(const Isa& isa, const float* l, int64_t v, float lmax, fl
   const float floor_l = logit_at(lmax, a, -32.0, true);
   // At most: the guess, the hi set (when it reaches tau), the bound, every token. More would be
   // a bug in the exact sums; the caller reports it instead of looping.
+  bool bound_tried = false;
   for (int attempt = 0;; ++attempt) {
     if (attempt == 5) return -1;
     spec.lam_hi = band.lam_hi;
@@ -1042,8 +1043,9 @@ int64_t sample_nucleus(const Isa& isa, const float* l, int64_t v, float lmax, fl
       // most (1 - top_p) S / V (then the tokens above it hold tau), or, failing that, to -inf.
       const double slack = (1.0 - static_cast<double>(top_p)) * static_cast<double>(total);
       const double lt = std::log2(slack / (static_cast<double>(v) * kWeightOne)) - 0.05;
-      const float lam = attempt == 0 && lt > kMinT ? logit_at(lmax, a, lt, true) : -kInf;
+      const float lam = !bound_tried && lt > kMinT ? logit_at(lmax, a, lt, true) : -kInf;
       band.lam_lo = lam < band.lam_lo ? lam : -kInf;
+      bound_tried = true;
       continue;
     }
     // The draw over the members in index order: per block, the hi set and the band's members.
