@@ -99,9 +99,10 @@ enum {
   SK_TILING_SINK = 1u << 1,       /* tiling reads input data: run it on the device side when the
                                      producer of its inputs finishes */
   SK_USES_SYNC_ALL = 1u << 2,     /* run() calls core->sync_all exactly `sync_all_count` times */
-  SK_WORKSPACE_PER_CORE = 1u << 3 /* workspace_size() is per core: see sk_kernel_args.workspace */
+  SK_WORKSPACE_PER_CORE = 1u << 3, /* workspace_size() is per core: see sk_kernel_args.workspace */
+  SK_SYNCS_CORES = 1u << 4         /* run() may call core->sync_cores: its cores run together */
 };
-#define SK_KNOWN_FLAGS (SK_FUSIBLE | SK_TILING_SINK | SK_USES_SYNC_ALL | SK_WORKSPACE_PER_CORE)
+#define SK_KNOWN_FLAGS (SK_FUSIBLE | SK_TILING_SINK | SK_USES_SYNC_ALL | SK_WORKSPACE_PER_CORE | SK_SYNCS_CORES)
 
 /* A strided view of one operand. Strides are in elements; shape[i] * stride[i] may exceed the
  * extent of dense storage only for views (slices, transposes). A stride may be 0 (a broadcast /
@@ -154,6 +155,14 @@ typedef struct sk_core_ctx {
    * without a version change: the runtime builds every context, so kernels built against the
    * header before it never read past `flags`. */
   int32_t (*poll)(const struct sk_core_ctx* self, int64_t idle_ns);
+  /* Barrier over the `num_cores` cores running this call, and only those: cores of a super kernel
+   * that do not run the kernel never join it, so it needs no feeding and no count in the
+   * descriptor. Only for kernels with SK_SYNCS_CORES, only from `run`, and every core of the call
+   * must make the same number of calls (a core that stops early deadlocks the others until the
+   * watchdog fires). Returns SK_OK, or SK_ERR_ABORTED when another core failed (return it at
+   * once). NULL where a context is built by hand (tests calling a kernel directly, one core at a
+   * time): the kernel must then do without, e.g. let core 0 do all the work. Appended like `poll`. */
+  int32_t (*sync_cores)(const struct sk_core_ctx* self);
 } sk_core_ctx;
 
 /* sk_core_ctx.flags: this prologue call runs ahead of the waits for its op's inputs (early start),

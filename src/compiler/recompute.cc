@@ -37,6 +37,7 @@ std::string unsplittable(const PlanOp& op) {
   if (op.tiling_sink) return "is a tiling sink";
   if (op.workspace_bytes > 0) return "has a workspace";
   if (d->flags & SK_USES_SYNC_ALL) return "calls sync_all";
+  if (d->flags & SK_SYNCS_CORES) return "syncs its cores";
   return "";
 }
 

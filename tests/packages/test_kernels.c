@@ -82,6 +82,35 @@ static int32_t reverse_access(const sk_kernel_args* a, int32_t core, int32_t cor
   return 2;
 }
 
+/* reverse_run with sync_cores, a barrier over this call's cores only, called twice (a kernel may
+ * call it any number of times): the second one keeps the workspace alive until every core read. */
+static int32_t reverse_cores_run(const sk_kernel_args* a, const sk_core_ctx* c) {
+  const float* x = (const float*)a->inputs[0].data;
+  float* y = (float*)a->outputs[0].data;
+  float* ws = (float*)a->workspace;
+  int64_t n = numel(&a->outputs[0]);
+  sk_range s = sk_split_range(n, c->core_id, c->num_cores, 1);
+  int32_t rc;
+  if (c->sync_cores == NULL) return SK_ERR_INTERNAL;
+  for (int64_t i = s.begin; i < s.end; ++i) ws[i] = x[i];
+  rc = c->sync_cores(c);
+  if (rc != SK_OK) return rc;
+  for (int64_t i = s.begin; i < s.end; ++i) y[i] = ws[n - 1 - i];
+  return c->sync_cores(c);
+}
+
+/* Core 0 calls sync_cores, the others never do: a deadlock the watchdog must report. */
+static int32_t hang_cores_run(const sk_kernel_args* a, const sk_core_ctx* c) {
+  if (c->core_id == 0 && c->num_cores > 1) return c->sync_cores(c);
+  return add1_run(a, c);
+}
+
+/* sync_cores without SK_SYNCS_CORES: an error naming the kernel, not a barrier. */
+static int32_t undeclared_cores_run(const sk_kernel_args* a, const sk_core_ctx* c) {
+  int32_t rc = c->sync_cores(c);
+  return rc != SK_OK ? rc : add1_run(a, c);
+}
+
 /* y[i] = x[n-1-i] + 1 without sync_all: each core reads the whole input, so a chain of these is an
  * all-to-all dependency at every step (the scheduler's sync choice tests). */
 static int32_t flip_run(const sk_kernel_args* a, const sk_core_ctx* c) {
@@ -241,6 +270,12 @@ static const sk_kernel_desc kKernels[] = {
      access_elementwise, 0},
     {SK_KERNEL_ABI_VERSION, "test.reverse_sync.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | SK_USES_SYNC_ALL, reverse_run, NULL,
      NULL, reverse_ws, reverse_access, 1},
+    {SK_KERNEL_ABI_VERSION, "test.reverse_cores.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | SK_SYNCS_CORES, reverse_cores_run,
+     NULL, NULL, reverse_ws, reverse_access, 0},
+    {SK_KERNEL_ABI_VERSION, "test.hang_cores.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | SK_SYNCS_CORES, hang_cores_run, NULL,
+     NULL, NULL, NULL, 0},
+    {SK_KERNEL_ABI_VERSION, "test.undeclared_cores.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, undeclared_cores_run, NULL, NULL,
+     NULL, access_elementwise, 0},
     {SK_KERNEL_ABI_VERSION, "test.opaque_add1.f32", SK_KERNEL_VECTOR, 0, add1_run, NULL, NULL, NULL, access_elementwise,
      0},
     {SK_KERNEL_ABI_VERSION, "test.core_scratch.f32", SK_KERNEL_VECTOR,

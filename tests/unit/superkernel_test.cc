@@ -422,6 +422,69 @@ TEST(Schedule, SyncAllOnFewerCoresNeedsFeedSyncAll) {
   expect_same_as_graph(*rt, good);
 }
 
+// A reversal through the workspace with sync_cores, on 2 of the scope's 3 cores.
+Graph reverse_cores_graph(const char* kernel, bool tail = true) {
+  Graph g;
+  Tensor x = g.input("x", DType::kF32, {101});
+  Tensor t;
+  {
+    SuperKernelScope s(g, "rev");
+    Tensor a = add1(g, x);
+    LimitCoreNum two(g, 0, 2);
+    t = call_kernel(g, kernel, {a}, {{DType::kF32, {101}, ""}}, {}, "reverse")[0];
+    if (tail) t = add1(g, t);
+  }
+  g.output(t, "y");
+  return g;
+}
+
+TEST(Schedule, SyncCoresOnFewerCoresNeedsNoFeeding) {
+  auto rt = make_runtime(3);
+  const Graph g = reverse_cores_graph("test.reverse_cores.f32");
+  auto exe = compile_ok(*rt, g);
+  // The idle core joins nothing: no feed barriers, no feed-sync-all needed.
+  EXPECT_EQ(count_per_core(exe->report().program_text, "BARRIER"), (std::vector<int>{0, 0, 0}));
+  const std::vector<float> xs = testing::random_floats(101, 9);
+  std::vector<float> want(101);
+  for (int i = 0; i < 101; ++i) want[i] = xs[100 - i] + 2.0f;
+  CompileOptions jit = sk_opts();
+  jit.super_kernel_optimize_options.jit = true;
+  CompileOptions checked = sk_opts();
+  checked.super_kernel_debug_options.debug_cross_core_sync_check = true;
+  for (const CompileOptions& o : {sk_opts(), jit, checked, CompileOptions::for_mode(ExecutionMode::kGraph),
+                                  CompileOptions::for_mode(ExecutionMode::kEager)}) {
+    auto e = compile_ok(*rt, g, o);
+    ASSERT_TRUE(e->set_input("x", xs).is_ok());
+    for (int run = 0; run < 3; ++run) {  // later runs count their syncs from the new epoch
+      Status s = e->run();
+      ASSERT_TRUE(s.is_ok()) << s.to_string();
+      std::vector<float> got(101);
+      ASSERT_TRUE(e->read("y", got.data(), got.size() * sizeof(float)).is_ok());
+      EXPECT_EQ(got, want) << execution_mode_name(o.mode()) << (o.super_kernel_optimize_options.jit ? " jit" : "") << " run " << run;
+    }
+  }
+}
+
+TEST(SuperKernelRun, SyncCoresDeadlockNamesTheOp) {
+  auto rt = make_runtime(3, 0.3);
+  // No op after it: only core 0's wait inside the kernel can time out.
+  auto exe = compile_ok(*rt, reverse_cores_graph("test.hang_cores.f32", false));
+  ASSERT_TRUE(exe->set_input("x", std::vector<float>(101, 0.0f)).is_ok());
+  Status s = exe->run();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.code(), StatusCode::kDeadlock);
+  EXPECT_NE(s.message().find("sync_cores of op 'reverse'"), std::string::npos) << s.message();
+}
+
+TEST(SuperKernelRun, SyncCoresWithoutTheFlagIsAnError) {
+  auto rt = make_runtime(2);
+  auto exe = compile_ok(*rt, reverse_cores_graph("test.undeclared_cores.f32"));
+  ASSERT_TRUE(exe->set_input("x", std::vector<float>(101, 0.0f)).is_ok());
+  Status s = exe->run();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("without the SK_SYNCS_CORES flag"), std::string::npos) << s.message();
+}
+
 TEST(Schedule, DebugCoreNumsNarrowTheSegment) {
   auto rt = make_runtime(2);
   Graph g;

@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -19,6 +20,22 @@ void LaunchState::bind(CpuDevice& device, PlanOp* plan_ops, const Launch& l) {
   for (int c = 0; c < l.num_cores; ++c) {
     cores[c].ls = this;
     cores[c].core = c;
+  }
+  // The cores of each op that syncs them, from the RUN instructions (local id b of c cores).
+  op_syncs.clear();
+  for (int c = 0; c < l.num_cores; ++c) {
+    for (const Instr& in : l.cores[c].instrs) {
+      if (in.op != Opcode::kRun || !(plan_ops[in.a].kernel && (plan_ops[in.a].kernel->desc->flags & SK_SYNCS_CORES)))
+        continue;
+      auto it = std::find_if(op_syncs.begin(), op_syncs.end(), [&](const OpSync& s) { return s.op_index == in.a; });
+      if (it == op_syncs.end()) {
+        it = op_syncs.emplace(op_syncs.end());
+        it->op_index = in.a;
+        it->cores.assign(static_cast<size_t>(in.c), -1);
+        it->arrive = std::make_unique<Counter[]>(static_cast<size_t>(in.c));
+      }
+      it->cores[static_cast<size_t>(in.b)] = c;
+    }
   }
 }
 
@@ -57,6 +74,8 @@ void fail(LaunchState& ls, Status status) {
     futex_wake_all(ls.dev->progress(c));
     for (size_t g = 0; g < ls.launch->groups.size(); ++g) futex_wake_all(ls.dev->barrier(static_cast<int>(g), c));
   }
+  for (OpSync& s : ls.op_syncs)
+    for (size_t j = 0; j < s.cores.size(); ++j) futex_wake_all(s.arrive[j]);
 }
 
 // Called only when a wait did not reach its target (the message is built off the hot path).
@@ -90,6 +109,39 @@ bool barrier(LaunchState& ls, CoreState& cs, int group) {
 int32_t sync_all_entry(const sk_core_ctx* ctx) {
   auto* cs = static_cast<CoreState*>(ctx->runtime);
   return barrier(*cs->ls, *cs, 0) ? SK_OK : SK_ERR_ABORTED;
+}
+
+int32_t sync_cores_entry(const sk_core_ctx* ctx) {
+  auto* cs = static_cast<CoreState*>(ctx->runtime);
+  LaunchState& ls = *cs->ls;
+  const Instr& in = ls.launch->cores[cs->core].instrs[cs->pc];
+  OpSync* s = nullptr;
+  for (OpSync& candidate : ls.op_syncs)
+    if (candidate.op_index == in.a) s = &candidate;
+  if (s == nullptr || in.op != Opcode::kRun) {
+    // A kernel without SK_SYNCS_CORES, or a prologue: its cores are not known to run together.
+    std::snprintf(cs->error, kErrorBytes, "kernel '%s' called sync_cores %s",
+                  ls.ops[in.a].kernel_name.c_str(),
+                  in.op != Opcode::kRun ? "from its prologue (only run may)" : "without the SK_SYNCS_CORES flag");
+    return SK_ERR_INVALID_ARGUMENT;
+  }
+  Counter& mine = s->arrive[static_cast<size_t>(ctx->core_id)];
+  // This core's calls in this run: its own counter holds the previous one's tag, if any.
+  const uint64_t prev = mine.value.load(std::memory_order_relaxed);
+  const uint32_t k = (prev >> 32) == cs->epoch ? static_cast<uint32_t>(prev) + 1 : 1;
+  const uint64_t target = tag(cs->epoch, k);
+  publish(mine, target);
+  for (size_t j = 0; j < s->cores.size(); ++j) {
+    if (static_cast<int32_t>(j) == ctx->core_id) continue;
+    const int m = s->cores[j];
+    WaitResult r = wait_at_least(s->arrive[j], target, ls.wait, m >= 0 ? ls.dev->thread_clock(m) : nullptr);
+    if (r != WaitResult::kReached) {
+      wait_failed(ls, *cs, r,
+                  "sync_cores of op '" + ls.ops[in.a].name + "' (local core " + std::to_string(j) + " has not arrived)");
+      return SK_ERR_ABORTED;
+    }
+  }
+  return SK_OK;
 }
 
 int32_t poll_entry(const sk_core_ctx* ctx, int64_t idle_ns) {

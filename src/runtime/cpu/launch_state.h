@@ -7,6 +7,7 @@
 #define SUPERKERNEL_RUNTIME_CPU_LAUNCH_STATE_H_
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,15 @@ struct alignas(kSyncAlign) CoreState {
   char error[kErrorBytes] = {};
 };
 
+// The barrier of one op's cores (sk_core_ctx.sync_cores, kernels with SK_SYNCS_CORES): one
+// arrival counter per core running the op, written by that core only, tag(epoch, k) at its k-th
+// call in the launch's run. Only the op's cores take part, so no other core is fed.
+struct OpSync {
+  int32_t op_index = -1;
+  std::vector<int> cores;            // the launch core of each local core id
+  std::unique_ptr<Counter[]> arrive;  // one per local core id
+};
+
 struct LaunchState {
   CpuDevice* dev = nullptr;
   PlanOp* ops = nullptr;
@@ -39,6 +49,7 @@ struct LaunchState {
   alignas(kSyncAlign) std::atomic<uint32_t> error_claimed{0};
   Status error;
   std::vector<CoreState> cores;
+  std::vector<OpSync> op_syncs;  // for the launch's ops that sync their cores
 
   // Binds the state to one launch (the JIT keeps it, and the addresses of its fields, for every
   // run of the launch).
@@ -55,6 +66,8 @@ inline const sk_kernel_desc* kernel_for_core(const PlanOp& op, int core) {
 
 // sync_all of the kernels' core context: a barrier over group 0 of the launch.
 int32_t sync_all_entry(const sk_core_ctx* ctx);
+// sync_cores of the kernels' core context: a barrier over the cores of the op being run.
+int32_t sync_cores_entry(const sk_core_ctx* ctx);
 // poll of the kernels' core context: the launch's abort flag and watchdog for a kernel waiting on
 // something outside the launch, and the back-off between its rounds.
 int32_t poll_entry(const sk_core_ctx* ctx, int64_t idle_ns);
@@ -71,6 +84,7 @@ inline sk_core_ctx core_ctx_for(const Instr& in, CoreState& cs) {
   ctx.error_capacity = kErrorBytes;
   ctx.flags = (in.flags & kInstrAhead) ? SK_CORE_AHEAD : 0;
   ctx.poll = poll_entry;
+  ctx.sync_cores = sync_cores_entry;
   return ctx;
 }
 // BARRIER `group` on core `cs`; false when the launch aborted or the watchdog fired (recorded).
