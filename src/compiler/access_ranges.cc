@@ -40,13 +40,21 @@ ByteRange operand_extent(const sk_tensor_arg& t) {
 namespace {
 
 // The workspace may reuse another buffer's bytes. A shared one is touched by every core of the op;
-// a per-core one only in this core's slice.
+// a per-core one only in this core's slice, unless the kernel syncs its cores (SK_SYNCS_CORES):
+// those may read each other's slices after a sync_cores, so each core touches all of them.
 void add_workspace_access(const PlanOp& op, int32_t local, CoreAccess& out) {
   if (!op.args.workspace || !op.workspace_bytes) return;
   uint64_t ws = reinterpret_cast<uint64_t>(op.args.workspace);
-  if (op.workspace_per_core()) ws += static_cast<uint64_t>(local) * op.workspace_bytes;
-  out.reads.push_back({ws, ws + op.workspace_bytes});
-  out.writes.push_back({ws, ws + op.workspace_bytes});
+  uint64_t bytes = op.workspace_bytes;
+  if (op.workspace_per_core()) {
+    if (op.kernel->desc->flags & SK_SYNCS_CORES) {
+      bytes *= op.cores.size();
+    } else {
+      ws += static_cast<uint64_t>(local) * op.workspace_bytes;
+    }
+  }
+  out.reads.push_back({ws, ws + bytes});
+  out.writes.push_back({ws, ws + bytes});
 }
 
 }  // namespace

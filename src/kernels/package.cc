@@ -11,7 +11,7 @@ namespace sk::kernels {
 namespace {
 
 // What a kernel has beyond run and access; every built-in kernel is fusible and none calls
-// sync_all.
+// sync_all (sample.f32 syncs its own cores with sync_cores, which needs no feeding).
 struct Extras {
   uint32_t flags = 0;  // added to SK_FUSIBLE
   sk_prologue_fn prologue = nullptr;
@@ -82,7 +82,7 @@ constexpr sk_kernel_desc kKernels[] = {
     kernel("moe_combine_shared.f32", SK_KERNEL_VECTOR, moe_combine_shared_f32_run, moe_combine_shared_f32_access),
     kernel("argmax.f32", SK_KERNEL_VECTOR, argmax_f32_run, argmax_f32_access),
     kernel("sample.f32", SK_KERNEL_VECTOR, sample_f32_run, sample_f32_access,
-           {.flags = SK_WORKSPACE_PER_CORE, .workspace = sample_f32_workspace}),
+           {.flags = SK_WORKSPACE_PER_CORE | SK_SYNCS_CORES, .workspace = sample_f32_workspace}),
     // ---- general tensor family (element-wise, reductions, indexing, batched matmul, sdpa) ----
     kernel("tensor.unary", SK_KERNEL_VECTOR, tensor_unary_run, tensor_unary_access, {.tiling = tensor_unary_tiling}),
     kernel("tensor.cast", SK_KERNEL_VECTOR, tensor_cast_run, tensor_cast_access, {.tiling = tensor_cast_tiling}),

@@ -131,8 +131,9 @@ constexpr int kSplits = 8;  // thresholds per step of the boundary search
 struct Isa {
   // The largest non-NaN logit of l[0, n) (-inf when there is none) and each block's in block_max.
   float (*block_maxima)(const float* l, int64_t n, float* block_max);
-  // Fills the PassSpec outputs; returns the band's size.
-  int64_t (*pass)(const float* l, int64_t n, float lmax, float a, const PassSpec& spec);
+  // Fills the PassSpec outputs for blocks [b0, b1) of the row l[0, n) (band indices from 0, the
+  // arrays indexed by block); returns the band's size.
+  int64_t (*pass)(const float* l, int64_t n, int64_t b0, int64_t b1, float lmax, float a, const PassSpec& spec);
   // w[i] = weight_of(x[i]) for i < n.
   void (*weights)(const float* x, int64_t n, float lmax, float a, uint32_t* w);
   // out[j] = the sum of the weights of the tokens with val >= thr[j], for j < kSplits.
@@ -173,9 +174,9 @@ float block_maxima_scalar(const float* l, int64_t n, float* block_max) {
   return best;
 }
 
-int64_t pass_scalar(const float* l, int64_t n, float lmax, float a, const PassSpec& s) {
+int64_t pass_scalar(const float* l, int64_t n, int64_t b0, int64_t b1, float lmax, float a, const PassSpec& s) {
   int64_t count = 0;
-  for (int64_t b = 0; b * kBlock < n; ++b) {
+  for (int64_t b = b0; b < b1; ++b) {
     s.band_start[b] = count;
     uint64_t all = 0;
     uint64_t hi = 0;
@@ -191,7 +192,7 @@ int64_t pass_scalar(const float* l, int64_t n, float lmax, float a, const PassSp
     s.block_all[b] = all;
     s.block_hi[b] = hi;
   }
-  s.band_start[(n + kBlock - 1) / kBlock] = count;
+  s.band_start[b1] = count;
   return count;
 }
 
@@ -279,7 +280,8 @@ SK_TARGET_AVX512 inline uint64_t lane_total(__m512i lo, __m512i hi) {
          (static_cast<uint64_t>(static_cast<uint32_t>(_mm512_reduce_add_epi32(hi))) << 16);
 }
 
-SK_TARGET_AVX512 int64_t pass_avx512(const float* l, int64_t n, float lmax, float a, const PassSpec& s) {
+SK_TARGET_AVX512 int64_t pass_avx512(const float* l, int64_t n, int64_t b0, int64_t b1, float lmax, float a,
+                                     const PassSpec& s) {
   const __m512 lm = _mm512_set1_ps(lmax);
   const __m512 av = _mm512_set1_ps(a);
   const __m512 hi_edge = _mm512_set1_ps(s.lam_hi);
@@ -287,7 +289,7 @@ SK_TARGET_AVX512 int64_t pass_avx512(const float* l, int64_t n, float lmax, floa
   const __m512i low16 = _mm512_set1_epi32(0xFFFF);
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   int64_t count = 0;
-  for (int64_t b = 0; b * kBlock < n; ++b) {
+  for (int64_t b = b0; b < b1; ++b) {
     const int64_t end = std::min(n, (b + 1) * kBlock);
     __m512i all_lo = _mm512_setzero_si512();
     __m512i all_hi = _mm512_setzero_si512();
@@ -331,7 +333,7 @@ SK_TARGET_AVX512 int64_t pass_avx512(const float* l, int64_t n, float lmax, floa
     s.block_all[b] = lane_total(all_lo, all_hi);
     s.block_hi[b] = lane_total(sel_lo, sel_hi);
   }
-  s.band_start[(n + kBlock - 1) / kBlock] = count;
+  s.band_start[b1] = count;
   return count;
 }
 
@@ -477,7 +479,8 @@ SK_TARGET_AVX2 inline uint64_t lane_total8(__m256i lo, __m256i hi) {
   return s;
 }
 
-SK_TARGET_AVX2 int64_t pass_avx2(const float* l, int64_t n, float lmax, float a, const PassSpec& s) {
+SK_TARGET_AVX2 int64_t pass_avx2(const float* l, int64_t n, int64_t b0, int64_t b1, float lmax, float a,
+                                 const PassSpec& s) {
   const __m256 lm = _mm256_set1_ps(lmax);
   const __m256 av = _mm256_set1_ps(a);
   const __m256 hi_edge = _mm256_set1_ps(s.lam_hi);
@@ -485,7 +488,7 @@ SK_TARGET_AVX2 int64_t pass_avx2(const float* l, int64_t n, float lmax, float a,
   const __m256i low16 = _mm256_set1_epi32(0xFFFF);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   int64_t count = 0;
-  for (int64_t b = 0; b * kBlock < n; ++b) {
+  for (int64_t b = b0; b < b1; ++b) {
     const int64_t end = std::min(n, (b + 1) * kBlock);
     __m256i all_lo = _mm256_setzero_si256();
     __m256i all_hi = _mm256_setzero_si256();
@@ -531,7 +534,7 @@ SK_TARGET_AVX2 int64_t pass_avx2(const float* l, int64_t n, float lmax, float a,
     s.block_all[b] = lane_total8(all_lo, all_hi);
     s.block_hi[b] = lane_total8(sel_lo, sel_hi);
   }
-  s.band_start[(n + kBlock - 1) / kBlock] = count;
+  s.band_start[b1] = count;
   return count;
 }
 
@@ -629,6 +632,28 @@ const Isa& select_isa() {
 // ---------------------------------------------------------------------------------------------
 // Scratch
 
+constexpr int kBinsPerOctave = 16;  // bins of the profile (bin_of below)
+constexpr int kBins = 31 * kBinsPerOctave;
+
+// What the profile gathers from a range of blocks, per bin: the sampled weights (scaled up by the
+// sampling rate later) and their count, and the exact weights of the blocks' largest logits.
+// Cores that share a row each profile their own blocks and add their profiles up.
+struct Profile {
+  uint64_t sampled[kBins];
+  uint32_t count[kBins];
+  uint64_t block_max_w[kBins];
+  int64_t taken;  // samples other than a block's largest logit
+
+  void add(const Profile& o) {
+    for (int q = 0; q < kBins; ++q) {
+      sampled[q] += o.sampled[q];
+      count[q] += o.count[q];
+      block_max_w[q] += o.block_max_w[q];
+    }
+    taken += o.taken;
+  }
+};
+
 // A fixed-capacity array in the core's workspace slice. Capacities come from the vocabulary
 // size, which bounds every length here.
 template <class T>
@@ -673,6 +698,7 @@ struct SampleScratch {
   Bounded<uint32_t> w[3];
   Bounded<float> sample;
   Bounded<uint32_t> sample_w;
+  Bounded<Profile> profile;  // one
   Bounded<Ranked> ranked;    // top-k candidates, or the tokens the boundary search sorts
   Bounded<uint64_t> keys;    // topk::select's output
   Bounded<float> cand;       // top-k candidates' logits
@@ -713,6 +739,7 @@ SampleScratch carve_sample_scratch(int64_t v, const sk_sample_attrs& a, void* ba
   }
   take(s.sample, nucleus ? samples_of(v) + kPad : 0);
   take(s.sample_w, nucleus ? std::max(samples_of(v), blocks) + kPad : 0);
+  take(s.profile, nucleus ? 1 : 0);
   take(s.ranked, top_k ? k : nucleus ? v : 0);
   take(s.keys, k);
   take(s.cand, k > 0 ? k + kPad : 0);
@@ -761,7 +788,7 @@ int64_t sample_dense(const Isa& isa, const float* l, int64_t v, float lmax, floa
                       nullptr,
                       sc.band_start.first(blocks + 1),
                       sc.block_max.data()};
-  isa.pass(l, v, lmax, a, spec);
+  isa.pass(l, v, 0, blocks, lmax, a, spec);
   uint64_t total = 0;
   for (int64_t b = 0; b < blocks; ++b) total += spec.block_all[b];
   return walk_blocks(isa, l, v, lmax, a, spec.block_all, draw_point(u53, total), sc,
@@ -843,8 +870,6 @@ struct Band {
 
 // A weight's bin in sixteenths of an octave below 2^30: bin 16 o + e holds [2^(30 - o) (1 + (15 -
 // e) / 16), 2^(30 - o) (1 + (16 - e) / 16)), bin 0 up to 2^31. Larger weights, lower bins.
-constexpr int kBinsPerOctave = 16;
-constexpr int kBins = 31 * kBinsPerOctave;
 inline int bin_of(uint32_t w) {
   const int lz = __builtin_clz(w);  // w > 0; w < 2^31
   const auto mant = static_cast<int>((static_cast<uint64_t>(w) << (lz + 1) >> 28) & 15);
@@ -871,39 +896,54 @@ inline float logit_at(float lmax, float a, double t, bool round_down) {
   return std::nextafter(static_cast<float>(clamped), round_down ? -kInf : kInf);
 }
 
-// A guess at the band from a profile: 16 logits of every 512 (scaled up by the sampling rate)
-// and the exact weight of each block's largest logit (which catches the few strong tokens of a
-// trained model's row that a sample mostly misses; a sampled logit equal to its block's largest
-// is left to that count). The band's edges are where the estimated fraction of S above a bin
-// edge passes top_p minus and plus 3.5 standard deviations of that fraction, plus a bin.
-Band profile_band(const Isa& isa, const float* l, int64_t v, float lmax, float a, float top_p, SampleScratch& sc) {
-  const int64_t blocks = blocks_of(v);
+// The profile of blocks [b0, b1) of a row of v logits into `out`.
+void profile_blocks(const Isa& isa, const float* l, int64_t v, int64_t b0, int64_t b1, float lmax, float a,
+                    SampleScratch& sc, Profile& out) {
+  std::memset(&out, 0, sizeof out);
+  const int64_t begin = b0 * kBlock;
+  const int64_t end = std::min(v, b1 * kBlock);
   float* x = sc.sample.first(samples_of(v) + kPad);
   int64_t ns = 0;
-  for (int64_t s = 0; s < v; s += kSampleEvery) {
+  for (int64_t s = begin; s < end; s += kSampleEvery) {
     const int64_t len = std::min(kSampleRun, v - s);
-    std::copy_n(l + s, len, x + ns);
+    // A whole run as one fixed-size copy (a call to memmove per run cost more than the run).
+    if (len == kSampleRun) {
+      std::memcpy(x + ns, l + s, sizeof(float) * kSampleRun);
+    } else {
+      std::copy_n(l + s, len, x + ns);
+    }
     ns += len;
   }
-  uint32_t* w = sc.sample_w.first(std::max(ns, blocks) + kPad);
+  uint32_t* w = sc.sample_w.first(std::max(samples_of(v), blocks_of(v)) + kPad);
   isa.weights(x, ns, lmax, a, w);
-  uint64_t sampled[kBins] = {};
-  uint32_t count[kBins] = {};
-  int64_t taken = 0;
   static_assert(kBlock % kSampleEvery == 0 && kSampleRun <= kSampleEvery);
   for (int64_t j = 0; j < ns; ++j) {
-    if (x[j] == sc.block_max[j / kSampleRun * kSampleEvery / kBlock]) continue;
-    ++taken;
+    if (x[j] == sc.block_max[(begin + j / kSampleRun * kSampleEvery) / kBlock]) continue;
+    ++out.taken;
     if (w[j] == 0) continue;
     const int q = bin_of(w[j]);
-    sampled[q] += w[j];
-    ++count[q];
+    out.sampled[q] += w[j];
+    ++out.count[q];
   }
-  double mass[kBins] = {};
-  isa.weights(sc.block_max.data(), blocks, lmax, a, w);
-  for (int64_t b = 0; b < blocks; ++b) {
-    if (w[b] != 0) mass[bin_of(w[b])] += static_cast<double>(w[b]);
+  isa.weights(sc.block_max.data() + b0, b1 - b0, lmax, a, w);
+  for (int64_t b = 0; b < b1 - b0; ++b) {
+    if (w[b] != 0) out.block_max_w[bin_of(w[b])] += w[b];
   }
+}
+
+// A guess at the band from a profile of all V: 16 logits of every 512 (scaled up by the
+// sampling rate) and the exact weight of each block's largest logit (which catches the few strong
+// tokens of a trained model's row that a sample mostly misses; a sampled logit equal to its
+// block's largest is left to that count). The band's edges are where the estimated fraction of S
+// above a bin edge passes top_p minus and plus 3.5 standard deviations of that fraction, plus a
+// bin.
+Band band_of(const Profile& pr, int64_t v, float lmax, float a, float top_p) {
+  const int64_t blocks = blocks_of(v);
+  double mass[kBins];
+  for (int q = 0; q < kBins; ++q) mass[q] = static_cast<double>(pr.block_max_w[q]);
+  const int64_t taken = pr.taken;
+  const uint64_t* sampled = pr.sampled;
+  const uint32_t* count = pr.count;
   // Per bin: the estimated mass, and the variance of the sampled part (each sampled weight taken
   // at its bin's middle).
   const double rate = taken > 0 ? static_cast<double>(v - blocks) / static_cast<double>(taken) : 0.0;
@@ -948,6 +988,13 @@ Band profile_band(const Isa& isa, const float* l, int64_t v, float lmax, float a
   // The hi set ends a bin above the first bin that may hold the last member.
   band.lam_hi = hi >= 2 ? logit_at(lmax, a, log2_edge(hi - 2), false) : kNaN;
   return band;
+}
+
+// The band guessed by one core from all V.
+Band profile_band(const Isa& isa, const float* l, int64_t v, float lmax, float a, float top_p, SampleScratch& sc) {
+  Profile& pr = sc.profile[0];
+  profile_blocks(isa, l, v, 0, blocks_of(v), lmax, a, sc, pr);
+  return band_of(pr, v, lmax, a, top_p);
 }
 
 // Where the nucleus ends: its last member (lb, ib) and the nucleus's weight.
@@ -1001,10 +1048,12 @@ bool find_boundary(const Isa& isa, Tokens t, float lo, float hi, uint64_t run, d
   }
 }
 
+// The nucleus for the band `band` from profile_band. `first_count` >= 0: the pass over all V with
+// that band is done already (its outputs in sc, the band's size first_count, with the band's
+// logits and weights), by the cores together (SampleTogether).
 int64_t sample_nucleus(const Isa& isa, const float* l, int64_t v, float lmax, float a, float top_p, uint64_t u53,
-                       SampleScratch& sc) {
+                       SampleScratch& sc, Band band, int64_t first_count) {
   const int64_t blocks = blocks_of(v);
-  Band band = profile_band(isa, l, v, lmax, a, top_p, sc);
   PassSpec spec{0.0f,
                 0.0f,
                 sc.block_all.first(blocks),
@@ -1021,9 +1070,13 @@ int64_t sample_nucleus(const Isa& isa, const float* l, int64_t v, float lmax, fl
     if (attempt == 5) return -1;
     spec.lam_hi = band.lam_hi;
     spec.lam_lo = band.lam_lo;
-    const Tokens t{sc.val[0].first(v + kPad), spec.band_idx, sc.w[0].first(v + kPad), isa.pass(l, v, lmax, a, spec)};
-    for (int64_t j = 0; j < t.n; ++j) t.val[j] = l[t.idx[j]];
-    isa.weights(t.val, t.n, lmax, a, t.w);
+    const bool done = attempt == 0 && first_count >= 0;
+    const Tokens t{sc.val[0].first(v + kPad), spec.band_idx, sc.w[0].first(v + kPad),
+                   done ? first_count : isa.pass(l, v, 0, blocks, lmax, a, spec)};
+    if (!done) {
+      for (int64_t j = 0; j < t.n; ++j) t.val[j] = l[t.idx[j]];
+      isa.weights(t.val, t.n, lmax, a, t.w);
+    }
     uint64_t total = 0;
     uint64_t hi_mass = 0;
     for (int64_t b = 0; b < blocks; ++b) {
@@ -1136,9 +1189,127 @@ int64_t sample_row(const RowsPlan& p, const float* l, int64_t row, SampleScratch
   // No probability mass at all (every logit -inf or NaN): the argmax.
   if (!(lmax > -kInf)) return topk::argmax(l, p.v);
   if (lmax == kInf || a == kInf) return sample_max_ties(l, p.v, lmax, at.top_p, u53);
-  if (at.top_p < 1.0f) return sample_nucleus(isa, l, p.v, lmax, a, at.top_p, u53, sc);
+  if (at.top_p < 1.0f) {
+    return sample_nucleus(isa, l, p.v, lmax, a, at.top_p, u53, sc, profile_band(isa, l, p.v, lmax, a, at.top_p, sc),
+                          -1);
+  }
   return sample_dense(isa, l, p.v, lmax, a, u53, sc);
 }
+
+// One row sampled by all cores of the call (more cores than rows, and a runtime that gives
+// sync_cores): each core takes a contiguous range of the 1024-logit blocks for the block maxima
+// and for the pass over V, and core 0 combines their exact block sums and bands and finishes
+// (the boundary search and the draw). Every sum is exact, so the token is the one core's token.
+// Each core's results stay in its own workspace slice; core 0 reads the others' after the
+// second sync (the access callback's workspace ranges cover every slice for this reason). The
+// paths are chosen from the attributes and the shared block maxima, so every core makes the same
+// sync_cores calls: after the block maxima, after the profile (nucleus only) and after the pass.
+class SampleTogether {
+ public:
+  SampleTogether(const RowsPlan& p, const sk_kernel_args* args, const sk_core_ctx* core)
+      : p_(p), args_(args), core_(core), n_(core->num_cores), id_(core->core_id), own_(slice(id_)) {}
+
+  // The token of row `row`, on core 0; -2 on the other cores; -1 for an internal error;
+  // -3 when a sync_cores call failed (another core's error: return SK_ERR_ABORTED).
+  int64_t row(const float* l, int64_t row) {
+    const sk_sample_attrs& at = p_.attrs;
+    const int64_t v = p_.v;
+    // Paths that do not read all V with a weight: core 0 alone.
+    if (at.temperature == 0.0f || (at.top_k > 0 && at.top_k < v)) return id_ == 0 ? sample_row(p_, l, row, own()) : -2;
+    const Isa& isa = select_isa();
+    const int64_t blocks = blocks_of(v);
+    const sk_range mine = range_of(id_);
+    float* bm = own().block_max.first(blocks);
+    if (mine.begin < mine.end) isa.block_maxima(l + mine.begin * kBlock, extent(mine), bm + mine.begin);
+    if (!sync()) return -3;
+    float lmax = -kInf;
+    for (int32_t j = 0; j < n_; ++j) {
+      const sk_range r = range_of(j);
+      if (j != id_) {
+        SampleScratch other = slice(j);
+        std::copy(other.block_max.data() + r.begin, other.block_max.data() + r.end, bm + r.begin);
+      }
+    }
+    for (int64_t b = 0; b < blocks; ++b) lmax = std::max(lmax, bm[b]);
+    const float a = weight_scale(at.temperature);
+    // No probability mass, or only the largest logits weigh: core 0 alone, as sample_row.
+    if (!(lmax > -kInf) || lmax == kInf || a == kInf) return id_ == 0 ? sample_row(p_, l, row, own()) : -2;
+    const uint64_t u53 = uniform53(at.seed, *p_.step, row);
+    const bool nucleus = at.top_p < 1.0f;
+    SampleScratch& sc = own();
+    Band band{kNaN, kNaN};
+    if (nucleus) {
+      // Each core profiles its blocks; every core then adds up the same profiles in the same
+      // order and guesses the same band.
+      profile_blocks(isa, l, v, mine.begin, mine.end, lmax, a, sc, sc.profile[0]);
+      if (!sync()) return -3;
+      Profile all;
+      std::memset(&all, 0, sizeof all);
+      for (int32_t j = 0; j < n_; ++j) all.add(j == id_ ? sc.profile[0] : slice(j).profile[0]);
+      band = band_of(all, v, lmax, a, at.top_p);
+    }
+    const PassSpec spec{band.lam_hi,
+                        band.lam_lo,
+                        sc.block_all.first(blocks),
+                        sc.block_hi.first(blocks),
+                        nucleus ? sc.idx[0].first(v + kPad) : nullptr,
+                        sc.band_start.first(blocks + 1),
+                        bm};
+    // Band positions count from 0 in each core's band (band_start[mine.begin] = 0).
+    const int64_t count = isa.pass(l, v, mine.begin, mine.end, lmax, a, spec);
+    if (count > 0) {
+      // The band's logits and weights, for core 0's boundary search.
+      float* val = sc.val[0].first(v + kPad);
+      for (int64_t i = 0; i < count; ++i) val[i] = l[spec.band_idx[i]];
+      isa.weights(val, count, lmax, a, sc.w[0].first(v + kPad));
+    }
+    if (!sync()) return -3;
+    if (id_ != 0) return -2;
+    // Core 0: the other cores' block sums and bands after its own.
+    int64_t total_band = count;
+    for (int32_t j = 1; j < n_; ++j) {
+      const sk_range r = range_of(j);
+      SampleScratch other = slice(j);
+      std::copy(other.block_all.data() + r.begin, other.block_all.data() + r.end, sc.block_all.data() + r.begin);
+      std::copy(other.block_hi.data() + r.begin, other.block_hi.data() + r.end, sc.block_hi.data() + r.begin);
+      if (!nucleus) continue;
+      const int64_t n = other.band_start[r.end];
+      std::copy(other.idx[0].data(), other.idx[0].data() + n, sc.idx[0].data() + total_band);
+      std::copy(other.val[0].data(), other.val[0].data() + n, sc.val[0].data() + total_band);
+      std::copy(other.w[0].data(), other.w[0].data() + n, sc.w[0].data() + total_band);
+      for (int64_t b = r.begin; b < r.end; ++b) sc.band_start[b] = other.band_start[b] + total_band;
+      total_band += n;
+    }
+    sc.band_start[blocks] = total_band;
+    if (nucleus) return sample_nucleus(isa, l, v, lmax, a, at.top_p, u53, sc, band, total_band);
+    uint64_t total = 0;
+    for (int64_t b = 0; b < blocks; ++b) total += sc.block_all[b];
+    return walk_blocks(isa, l, v, lmax, a, sc.block_all.data(), draw_point(u53, total), sc,
+                       [](float, int64_t) { return true; });
+  }
+
+ private:
+  sk_range range_of(int32_t core) const { return sk_split_range(blocks_of(p_.v), core, n_, 1); }
+  int64_t extent(const sk_range& r) const { return std::min(p_.v, r.end * kBlock) - r.begin * kBlock; }
+  SampleScratch& own() { return own_; }
+  // Core `core`'s scratch: the same layout in its workspace slice.
+  SampleScratch slice(int32_t core) const {
+    return carve_sample_scratch(
+        p_.v, p_.attrs, static_cast<char*>(args_->workspace) + static_cast<uint64_t>(core) * args_->workspace_size);
+  }
+  bool sync() { return core_->sync_cores(core_) == SK_OK; }
+
+  const RowsPlan& p_;
+  const sk_kernel_args* args_;
+  const sk_core_ctx* core_;
+  int32_t n_;
+  int32_t id_;
+  SampleScratch own_;
+};
+
+// Whether the cores of a sample call share each row (more cores than rows) instead of taking
+// whole rows each.
+bool together(const RowsPlan& p, int32_t num_cores) { return p.b < num_cores; }
 
 int32_t rows_run(const sk_kernel_args* args, const sk_core_ctx* core, bool sample) {
   const ErrorSink err = sink_of(core);
@@ -1146,23 +1317,47 @@ int32_t rows_run(const sk_kernel_args* args, const sk_core_ctx* core, bool sampl
   if (!check_core(core, sample ? kSample : kArgmax, err) || !plan_rows(args, sample, &p, err)) {
     return SK_ERR_INVALID_ARGUMENT;
   }
-  const sk_range r = sk_split_range(p.b, core->core_id, core->num_cores, 1);
-  if (r.begin >= r.end) return SK_OK;
   SampleScratch scratch;  // argmax needs none
   if (sample) {
-    scratch = carve_sample_scratch(p.v, p.attrs, core_slice(args, core));
+    scratch = carve_sample_scratch(p.v, p.attrs, nullptr);
     if (scratch.bytes > 0 && (args->workspace == nullptr || args->workspace_size < scratch.bytes)) {
       return workspace_too_small(err, kSample, args, scratch.bytes);
     }
   }
+  const auto no_boundary = [&](int64_t b) {
+    invalid(err, "%s: internal error: no nucleus boundary found in row %lld (its exact sums disagree)", kSample,
+            static_cast<long long>(b));
+    return SK_ERR_INTERNAL;
+  };
+  if (sample && together(p, core->num_cores)) {
+    // More cores than rows: they share each row. Without sync_cores (a context built by hand,
+    // cores run one at a time) core 0 samples every row alone, as the access callback says.
+    if (core->sync_cores == nullptr) {
+      if (core->core_id != 0) return SK_OK;
+      scratch = carve_sample_scratch(p.v, p.attrs, args->workspace);
+      for (int64_t b = 0; b < p.b; ++b) {
+        const int64_t id = sample_row(p, p.logits.row(b), b, scratch);
+        if (id < 0) return no_boundary(b);
+        p.ids[b * p.ids_stride] = static_cast<int32_t>(id);
+      }
+      return SK_OK;
+    }
+    SampleTogether shared(p, args, core);
+    for (int64_t b = 0; b < p.b; ++b) {
+      const int64_t id = shared.row(p.logits.row(b), b);
+      if (id == -3) return SK_ERR_ABORTED;
+      if (id == -1) return no_boundary(b);
+      if (id >= 0) p.ids[b * p.ids_stride] = static_cast<int32_t>(id);
+    }
+    return SK_OK;
+  }
+  const sk_range r = sk_split_range(p.b, core->core_id, core->num_cores, 1);
+  if (r.begin >= r.end) return SK_OK;
+  if (sample) scratch = carve_sample_scratch(p.v, p.attrs, core_slice(args, core));
   for (int64_t b = r.begin; b < r.end; ++b) {
     const float* l = p.logits.row(b);
     const int64_t id = sample ? sample_row(p, l, b, scratch) : topk::argmax(l, p.v);
-    if (id < 0) {
-      invalid(err, "%s: internal error: no nucleus boundary found in row %lld (its exact sums disagree)", kSample,
-              static_cast<long long>(b));
-      return SK_ERR_INTERNAL;
-    }
+    if (id < 0) return no_boundary(b);
     p.ids[b * p.ids_stride] = static_cast<int32_t>(id);
   }
   return SK_OK;
@@ -1174,7 +1369,21 @@ int32_t rows_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cor
   if (num_cores < 1 || core_id < 0 || core_id >= num_cores || !plan_rows(args, sample, &p, {})) {
     return -SK_ERR_INVALID_ARGUMENT;
   }
-  const sk_range r = sk_split_range(p.b, core_id, num_cores, 1);
+  // Rows shared by the cores: each reads all of them (core 0's boundary search and draw read any
+  // logit), core 0 writes every id.
+  const bool shared = sample && together(p, num_cores);
+  const sk_range r =
+      shared ? (core_id == 0 ? sk_range{0, p.b} : sk_range{0, 0}) : sk_split_range(p.b, core_id, num_cores, 1);
+  if (shared) {
+    RangeList list(ranges, capacity);
+    moe::add_block(list, 0, SK_ACCESS_READ, args->inputs[0], 0, p.b, 0, p.v);
+    moe::add_whole(list, 1, SK_ACCESS_READ, args->inputs[1]);
+    for (int64_t b = r.begin; b < r.end; ++b) {
+      const int64_t off = b * p.ids_stride * static_cast<int64_t>(sizeof(int32_t));
+      list.add(2, SK_ACCESS_WRITE, off, off + static_cast<int64_t>(sizeof(int32_t)));
+    }
+    return list.finish();
+  }
   RangeList list(ranges, capacity);
   if (r.begin >= r.end) return list.finish();
   moe::add_block(list, 0, SK_ACCESS_READ, args->inputs[0], r.begin, r.end, 0, p.v);

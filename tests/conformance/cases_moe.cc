@@ -137,6 +137,12 @@ SK_CONFORMANCE_CASES(moe_cases) {
   cases.push_back(sample("sample_b1_v131072_topk50_topp09", 1, 131072, sampling(0.8f, 50, 0.9f), -12, 4));
   cases.push_back(sample("sample_b3_v131072_full", 3, 131072, sampling(1.0f, 0, 1.0f), -12, 4));
   cases.push_back(sample("sample_b2_v50000_nucleus", 2, 50000, sampling(0.7f, 0, 0.9f), -12, 4));
+  // One row on 2 and 3 cores: they share it (block maxima and the pass over V split by blocks,
+  // core 0 finishing), with uneven block ranges and, at V = 1500, a core without blocks.
+  cases.push_back(sample("sample_b1_v131072_nucleus", 1, 131072, sampling(1.0f, 0, 0.9f), -12, 4));
+  cases.push_back(sample("sample_b1_v70001_full", 1, 70001, sampling(0.9f, 0, 1.0f), -12, 4));
+  cases.push_back(sample("sample_b1_v1500_nucleus", 1, 1500, sampling(1.0f, 0, 0.5f), -3, 3));
+  cases.push_back(sample("sample_b1_v4096_greedy", 1, 4096, sampling(0.0f, 0, 1.0f), -3, 3));
   cases.push_back(sample("sample_b5_v1000_both", 5, 1000, sampling(1.2f, 20, 0.7f), -3, 3));
   cases.push_back(sample("sample_b4_v257_greedy", 4, 257, sampling(0.0f, 0, 1.0f), -3, 3));
   cases.push_back(sample("sample_b4_v16_top_k_equals_v", 4, 16, sampling(1.0f, 16, 1.0f), -1, 1));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernel_cases.h"
@@ -835,21 +837,41 @@ std::vector<float> identity_row(int64_t v, int kind, std::mt19937& rng) {
 }
 
 // sample.f32 on `rows` (each of length v) at the current ISA level, one core.
+// sync_cores for a kernel run on threads by hand: the std::barrier in ctx->runtime.
+int32_t barrier_sync_cores(const sk_core_ctx* ctx) {
+  static_cast<std::barrier<>*>(ctx->runtime)->arrive_and_wait();
+  return SK_OK;
+}
+
+// The sample kernel's ids for `rows`, from the reference or from the kernel on `cores` threads
+// that sync with barrier_sync_cores (more cores than rows: they share each row).
 std::vector<int32_t> sample_rows(const std::vector<float>& rows, int64_t b, int64_t v, sk_sample_attrs a,
-                                 bool reference) {
+                                 bool reference, int cores = 1) {
   const sk_kernel_desc* k = builtin_kernel("sample.f32");
   ManualArgs ops(0xCD);
   std::copy(rows.begin(), rows.end(), ops.in_ptr<float>(SK_DTYPE_F32, {b, v}));
   *ops.in_ptr<int64_t>(SK_DTYPE_I64, {1}) = 11;
   int32_t* ids = ops.out_ptr<int32_t>(SK_DTYPE_I32, {b});
   ops.attrs(a);
-  ops.workspace_for(k, 1);
+  ops.workspace_for(k, cores);
   if (reference) {
     EXPECT_EQ(sk::ref::sample_f32(&ops.args()), SK_OK);
   } else {
-    sk_core_ctx ctx{};
-    ctx.num_cores = 1;
-    EXPECT_EQ(k->run(&ops.args(), &ctx), SK_OK);
+    std::barrier<> barrier(cores);
+    std::vector<int32_t> rc(static_cast<size_t>(cores), -1);
+    std::vector<std::thread> threads;
+    for (int c = 0; c < cores; ++c) {
+      threads.emplace_back([&, c] {
+        sk_core_ctx ctx{};
+        ctx.core_id = c;
+        ctx.num_cores = cores;
+        ctx.runtime = &barrier;
+        ctx.sync_cores = cores > 1 ? barrier_sync_cores : nullptr;
+        rc[static_cast<size_t>(c)] = k->run(&ops.args(), &ctx);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (int c = 0; c < cores; ++c) EXPECT_EQ(rc[static_cast<size_t>(c)], SK_OK) << "core " << c << " of " << cores;
   }
   return std::vector<int32_t>(ids, ids + b);
 }
@@ -932,6 +954,48 @@ TEST(SamplingIdentity, OddSizesExtremeTemperaturesAndSpreads) {
             for (int level = 0; level <= best; ++level) {
               force(level);
               EXPECT_EQ(sample_rows(rows, kRows, v, a, false), want) << "isa level " << level;
+            }
+            force(-1);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Fewer rows than cores: the cores share each row (block maxima, profile and the pass over V
+// split by blocks, core 0 combining the exact block sums and finishing). The token must be the
+// reference's at every ISA level, for block ranges of every shape (V below one block per core,
+// uneven splits, a last partial block) and every path (greedy, top-k, dense, nucleus, only the
+// largest logits weighing).
+TEST(SamplingIdentity, RowsSharedByCoresGiveTheReferenceToken) {
+  const ForceIsa force = builtin_force_isa();
+  ASSERT_NE(force, nullptr);
+  const int best = force(2);
+  std::mt19937 rng(31);
+  for (const int64_t v : {1, 700, 1025, 2048, 3001, 9999, 131072}) {
+    for (int kind = 0; kind < 6; ++kind) {
+      const int64_t b = kind == 5 ? 2 : 1;  // two rows on three cores
+      std::vector<float> rows;
+      for (int64_t r = 0; r < b; ++r) {
+        std::vector<float> row = identity_row(v, kind % 5, rng);
+        rows.insert(rows.end(), row.begin(), row.end());
+      }
+      for (const float top_p : {0.3f, 0.9f, 1.0f}) {
+        for (const float temperature : {0.0f, 1e-39f, 0.7f, 1.0f, 1e4f}) {
+          for (const int32_t top_k : {0, 5}) {
+            if (v == 131072 && (top_k != 0 || temperature == 1e4f)) continue;  // keeps the reference's sorts few
+            const sk_sample_attrs a = sampling(temperature, top_k, top_p, 21 + static_cast<uint64_t>(kind));
+            SCOPED_TRACE("V " + std::to_string(v) + " kind " + std::to_string(kind) + " top_p " +
+                         std::to_string(top_p) + " T " + std::to_string(temperature) + " top_k " +
+                         std::to_string(top_k));
+            const std::vector<int32_t> want = sample_rows(rows, b, v, a, true);
+            for (int level = 0; level <= best; ++level) {
+              force(level);
+              for (int cores = b + 1; cores <= 3; ++cores) {
+                EXPECT_EQ(sample_rows(rows, b, v, a, false, cores), want)
+                    << "isa level " << level << ", " << cores << " cores";
+              }
             }
             force(-1);
           }

@@ -460,7 +460,8 @@ TEST(Schedule, SyncCoresOnFewerCoresNeedsNoFeeding) {
       ASSERT_TRUE(s.is_ok()) << s.to_string();
       std::vector<float> got(101);
       ASSERT_TRUE(e->read("y", got.data(), got.size() * sizeof(float)).is_ok());
-      EXPECT_EQ(got, want) << execution_mode_name(o.mode()) << (o.super_kernel_optimize_options.jit ? " jit" : "") << " run " << run;
+      EXPECT_EQ(got, want) << execution_mode_name(o.mode()) << (o.super_kernel_optimize_options.jit ? " jit" : "")
+                           << " run " << run;
     }
   }
 }

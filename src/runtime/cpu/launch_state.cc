@@ -120,8 +120,7 @@ int32_t sync_cores_entry(const sk_core_ctx* ctx) {
     if (candidate.op_index == in.a) s = &candidate;
   if (s == nullptr || in.op != Opcode::kRun) {
     // A kernel without SK_SYNCS_CORES, or a prologue: its cores are not known to run together.
-    std::snprintf(cs->error, kErrorBytes, "kernel '%s' called sync_cores %s",
-                  ls.ops[in.a].kernel_name.c_str(),
+    std::snprintf(cs->error, kErrorBytes, "kernel '%s' called sync_cores %s", ls.ops[in.a].kernel_name.c_str(),
                   in.op != Opcode::kRun ? "from its prologue (only run may)" : "without the SK_SYNCS_CORES flag");
     return SK_ERR_INVALID_ARGUMENT;
   }
@@ -136,8 +135,9 @@ int32_t sync_cores_entry(const sk_core_ctx* ctx) {
     const int m = s->cores[j];
     WaitResult r = wait_at_least(s->arrive[j], target, ls.wait, m >= 0 ? ls.dev->thread_clock(m) : nullptr);
     if (r != WaitResult::kReached) {
-      wait_failed(ls, *cs, r,
-                  "sync_cores of op '" + ls.ops[in.a].name + "' (local core " + std::to_string(j) + " has not arrived)");
+      wait_failed(
+          ls, *cs, r,
+          "sync_cores of op '" + ls.ops[in.a].name + "' (local core " + std::to_string(j) + " has not arrived)");
       return SK_ERR_ABORTED;
     }
   }

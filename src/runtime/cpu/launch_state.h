@@ -36,7 +36,7 @@ struct alignas(kSyncAlign) CoreState {
 // call in the launch's run. Only the op's cores take part, so no other core is fed.
 struct OpSync {
   int32_t op_index = -1;
-  std::vector<int> cores;            // the launch core of each local core id
+  std::vector<int> cores;             // the launch core of each local core id
   std::unique_ptr<Counter[]> arrive;  // one per local core id
 };
 
