@@ -95,10 +95,10 @@ typedef enum sk_kernel_type {
 
 /* Descriptor flags. */
 enum {
-  SK_FUSIBLE = 1u << 0,           /* may run as a sub-kernel of a super kernel */
-  SK_TILING_SINK = 1u << 1,       /* tiling reads input data: run it on the device side when the
-                                     producer of its inputs finishes */
-  SK_USES_SYNC_ALL = 1u << 2,     /* run() calls core->sync_all exactly `sync_all_count` times */
+  SK_FUSIBLE = 1u << 0,            /* may run as a sub-kernel of a super kernel */
+  SK_TILING_SINK = 1u << 1,        /* tiling reads input data: run it on the device side when the
+                                      producer of its inputs finishes */
+  SK_USES_SYNC_ALL = 1u << 2,      /* run() calls core->sync_all exactly `sync_all_count` times */
   SK_WORKSPACE_PER_CORE = 1u << 3, /* workspace_size() is per core: see sk_kernel_args.workspace */
   SK_SYNCS_CORES = 1u << 4         /* run() may call core->sync_cores: its cores run together */
 };
