@@ -643,15 +643,6 @@ struct Profile {
   uint32_t count[kBins];
   uint64_t block_max_w[kBins];
   int64_t taken;  // samples other than a block's largest logit
-
-  void add(const Profile& o) {
-    for (int q = 0; q < kBins; ++q) {
-      sampled[q] += o.sampled[q];
-      count[q] += o.count[q];
-      block_max_w[q] += o.block_max_w[q];
-    }
-    taken += o.taken;
-  }
 };
 
 // A fixed-capacity array in the core's workspace slice. Capacities come from the vocabulary
@@ -661,7 +652,7 @@ class Bounded {
  public:
   Bounded() = default;
   Bounded(T* data, int64_t capacity) : data_(data), capacity_(capacity) {}
-  T* data() { return data_; }
+  T* data() const { return data_; }
   // The first n elements; n beyond the capacity is a sizing bug in carve_sample_scratch.
   T* first(int64_t n) {
     if (n > capacity_) __builtin_trap();
@@ -937,13 +928,12 @@ void profile_blocks(const Isa& isa, const float* l, int64_t v, int64_t b0, int64
 // block's largest is left to that count). The band's edges are where the estimated fraction of S
 // above a bin edge passes top_p minus and plus 3.5 standard deviations of that fraction, plus a
 // bin.
-Band band_of(const Profile& pr, int64_t v, float lmax, float a, float top_p) {
+// part(j) for j < n_parts: the profiles of the row's block ranges.
+template <class Part>
+Band band_of(const Part& part, int n_parts, int64_t v, float lmax, float a, float top_p) {
   const int64_t blocks = blocks_of(v);
-  double mass[kBins];
-  for (int q = 0; q < kBins; ++q) mass[q] = static_cast<double>(pr.block_max_w[q]);
-  const int64_t taken = pr.taken;
-  const uint64_t* sampled = pr.sampled;
-  const uint32_t* count = pr.count;
+  int64_t taken = 0;
+  for (int j = 0; j < n_parts; ++j) taken += part(j).taken;
   // Per bin: the estimated mass, and the variance of the sampled part (each sampled weight taken
   // at its bin's middle).
   const double rate = taken > 0 ? static_cast<double>(v - blocks) / static_cast<double>(taken) : 0.0;
@@ -956,12 +946,22 @@ Band band_of(const Profile& pr, int64_t v, float lmax, float a, float top_p) {
     }
     return m;
   }();
-  double var[kBins] = {};
+  double mass[kBins];
+  double var[kBins];
   double total = 0.0;
   double total_var = 0.0;
   for (int q = 0; q < kBins; ++q) {
-    mass[q] += rate * static_cast<double>(sampled[q]);
-    var[q] = rate * rate * count[q] * kMidSquared[q];
+    uint64_t exact = 0;
+    uint64_t sampled = 0;
+    uint64_t count = 0;
+    for (int j = 0; j < n_parts; ++j) {
+      const Profile& p = part(j);
+      exact += p.block_max_w[q];
+      sampled += p.sampled[q];
+      count += p.count[q];
+    }
+    mass[q] = static_cast<double>(exact) + rate * static_cast<double>(sampled);
+    var[q] = rate * rate * static_cast<double>(count) * kMidSquared[q];
     total += mass[q];
     total_var += var[q];
   }
@@ -972,13 +972,19 @@ Band band_of(const Profile& pr, int64_t v, float lmax, float a, float top_p) {
   int hi = -1;
   double run = 0.0;
   double run_var = 0.0;
+  // The fraction f above a bin edge against top_p -+ kSigmas sd, compared squared (sd^2 = x /
+  // total^4): no square root per bin.
+  const double k2 = kSigmas * kSigmas;
+  const double total4 = total * total * total * total;
   for (int q = 0; q < kBins && total > 0.0; ++q) {
     run += mass[q];
     run_var += var[q];
     const double rest = total - run;
-    const double sd = std::sqrt(rest * rest * run_var + run * run * (total_var - run_var)) / (total * total);
-    if (hi < 0 && run / total >= static_cast<double>(top_p) - kSigmas * sd) hi = q;
-    if (run / total >= static_cast<double>(top_p) + kSigmas * sd + 1e-4) {
+    const double x = rest * rest * run_var + run * run * (total_var - run_var);
+    const double below = static_cast<double>(top_p) - run / total;            // f >= top_p - k sd
+    const double above = run / total - static_cast<double>(top_p) - 1e-4;     // f >= top_p + k sd + 1e-4
+    if (hi < 0 && (below <= 0.0 || below * below * total4 <= k2 * x)) hi = q;
+    if (above >= 0.0 && above * above * total4 >= k2 * x) {
       lo = q;
       break;
     }
@@ -992,9 +998,8 @@ Band band_of(const Profile& pr, int64_t v, float lmax, float a, float top_p) {
 
 // The band guessed by one core from all V.
 Band profile_band(const Isa& isa, const float* l, int64_t v, float lmax, float a, float top_p, SampleScratch& sc) {
-  Profile& pr = sc.profile[0];
-  profile_blocks(isa, l, v, 0, blocks_of(v), lmax, a, sc, pr);
-  return band_of(pr, v, lmax, a, top_p);
+  profile_blocks(isa, l, v, 0, blocks_of(v), lmax, a, sc, sc.profile[0]);
+  return band_of([&sc](int) -> const Profile& { return sc.profile[0]; }, 1, v, lmax, a, top_p);
 }
 
 // Where the nucleus ends: its last member (lb, ib) and the nucleus's weight.
@@ -1243,10 +1248,8 @@ class SampleTogether {
       // order and guesses the same band.
       profile_blocks(isa, l, v, mine.begin, mine.end, lmax, a, sc, sc.profile[0]);
       if (!sync()) return -3;
-      Profile all;
-      std::memset(&all, 0, sizeof all);
-      for (int32_t j = 0; j < n_; ++j) all.add(j == id_ ? sc.profile[0] : slice(j).profile[0]);
-      band = band_of(all, v, lmax, a, at.top_p);
+      const auto part = [this](int j) -> const Profile& { return *profile_of(j); };
+      band = band_of(part, n_, v, lmax, a, at.top_p);
     }
     const PassSpec spec{band.lam_hi,
                         band.lam_lo,
@@ -1298,6 +1301,14 @@ class SampleTogether {
         p_.v, p_.attrs, static_cast<char*>(args_->workspace) + static_cast<uint64_t>(core) * args_->workspace_size);
   }
   bool sync() { return core_->sync_cores(core_) == SK_OK; }
+  // Core `core`'s profile: at the same offset in its slice as this core's in its own.
+  const Profile* profile_of(int32_t core) const {
+    const char* mine = reinterpret_cast<const char*>(own_.profile.data());
+    const std::ptrdiff_t offset = mine - (static_cast<const char*>(args_->workspace) +
+                                          static_cast<uint64_t>(id_) * args_->workspace_size);
+    return reinterpret_cast<const Profile*>(static_cast<const char*>(args_->workspace) +
+                                            static_cast<uint64_t>(core) * args_->workspace_size + offset);
+  }
 
   const RowsPlan& p_;
   const sk_kernel_args* args_;
