@@ -280,32 +280,39 @@ SK_TARGET_AVX512 inline uint64_t lane_total(__m512i lo, __m512i hi) {
          (static_cast<uint64_t>(static_cast<uint32_t>(_mm512_reduce_add_epi32(hi))) << 16);
 }
 
+// The sums of the weights' lower 16 bits, per lane, from `w` (the sums of the whole weights
+// modulo 2^32) and `hi` (the sums of their upper 16 bits): w - hi * 2^16 modulo 2^32, exact while
+// the true sum of lower halves stays below 2^32 (a block's 64 vectors: below 2^22). One operation
+// per block instead of a mask per vector.
+SK_TARGET_AVX512 inline __m512i low_sums(__m512i w, __m512i hi) {
+  return _mm512_sub_epi32(w, _mm512_slli_epi32(hi, 16));
+}
+
 SK_TARGET_AVX512 int64_t pass_avx512(const float* l, int64_t n, int64_t b0, int64_t b1, float lmax, float a,
                                      const PassSpec& s) {
   const __m512 lm = _mm512_set1_ps(lmax);
   const __m512 av = _mm512_set1_ps(a);
   const __m512 hi_edge = _mm512_set1_ps(s.lam_hi);
   const __m512 lo_edge = _mm512_set1_ps(s.lam_lo);
-  const __m512i low16 = _mm512_set1_epi32(0xFFFF);
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   int64_t count = 0;
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t end = std::min(n, (b + 1) * kBlock);
-    __m512i all_lo = _mm512_setzero_si512();
+    // Per lane: the weights' sum modulo 2^32 and the sum of their upper 16 bits (see low_sums).
+    __m512i all_w = _mm512_setzero_si512();
     __m512i all_hi = _mm512_setzero_si512();
-    __m512i sel_lo = _mm512_setzero_si512();
+    __m512i sel_w = _mm512_setzero_si512();
     __m512i sel_hi = _mm512_setzero_si512();
     s.band_start[b] = count;
     const auto step = [&](int64_t i, __mmask16 valid, __m512 x, auto with_hi, auto with_band) SK_TARGET_AVX512 {
       const __m512i w = _mm512_maskz_mov_epi32(valid, weights16(x, lm, av));
-      const __m512i wl = _mm512_and_si512(w, low16);
       const __m512i wh = _mm512_srli_epi32(w, 16);
-      all_lo = _mm512_add_epi32(all_lo, wl);
+      all_w = _mm512_add_epi32(all_w, w);
       all_hi = _mm512_add_epi32(all_hi, wh);
       __mmask16 in_hi = 0;
       if constexpr (decltype(with_hi)::value) {
         in_hi = _mm512_mask_cmp_ps_mask(valid, x, hi_edge, _CMP_GE_OQ);
-        sel_lo = _mm512_mask_add_epi32(sel_lo, in_hi, sel_lo, wl);
+        sel_w = _mm512_mask_add_epi32(sel_w, in_hi, sel_w, w);
         sel_hi = _mm512_mask_add_epi32(sel_hi, in_hi, sel_hi, wh);
       }
       if constexpr (decltype(with_band)::value) {
@@ -330,8 +337,8 @@ SK_TARGET_AVX512 int64_t pass_avx512(const float* l, int64_t n, int64_t b0, int6
       }
     };
     run_block_parts(s, b, run);
-    s.block_all[b] = lane_total(all_lo, all_hi);
-    s.block_hi[b] = lane_total(sel_lo, sel_hi);
+    s.block_all[b] = lane_total(low_sums(all_w, all_hi), all_hi);
+    s.block_hi[b] = lane_total(low_sums(sel_w, sel_hi), sel_hi);
   }
   s.band_start[b1] = count;
   return count;
@@ -485,26 +492,24 @@ SK_TARGET_AVX2 int64_t pass_avx2(const float* l, int64_t n, int64_t b0, int64_t 
   const __m256 av = _mm256_set1_ps(a);
   const __m256 hi_edge = _mm256_set1_ps(s.lam_hi);
   const __m256 lo_edge = _mm256_set1_ps(s.lam_lo);
-  const __m256i low16 = _mm256_set1_epi32(0xFFFF);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   int64_t count = 0;
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t end = std::min(n, (b + 1) * kBlock);
-    __m256i all_lo = _mm256_setzero_si256();
+    __m256i all_w = _mm256_setzero_si256();  // as in pass_avx512
     __m256i all_hi = _mm256_setzero_si256();
-    __m256i sel_lo = _mm256_setzero_si256();
+    __m256i sel_w = _mm256_setzero_si256();
     __m256i sel_hi = _mm256_setzero_si256();
     s.band_start[b] = count;
     const auto step = [&](int64_t i, __m256i valid, __m256 x, auto with_hi, auto with_band) SK_TARGET_AVX2 {
       const __m256i w = _mm256_and_si256(valid, weights8(x, lm, av));
-      const __m256i wl = _mm256_and_si256(w, low16);
       const __m256i wh = _mm256_srli_epi32(w, 16);
-      all_lo = _mm256_add_epi32(all_lo, wl);
+      all_w = _mm256_add_epi32(all_w, w);
       all_hi = _mm256_add_epi32(all_hi, wh);
       __m256i in_hi = _mm256_setzero_si256();
       if constexpr (decltype(with_hi)::value) {
         in_hi = _mm256_and_si256(valid, _mm256_castps_si256(_mm256_cmp_ps(x, hi_edge, _CMP_GE_OQ)));
-        sel_lo = _mm256_add_epi32(sel_lo, _mm256_and_si256(in_hi, wl));
+        sel_w = _mm256_add_epi32(sel_w, _mm256_and_si256(in_hi, w));
         sel_hi = _mm256_add_epi32(sel_hi, _mm256_and_si256(in_hi, wh));
       }
       if constexpr (decltype(with_band)::value) {
@@ -531,8 +536,8 @@ SK_TARGET_AVX2 int64_t pass_avx2(const float* l, int64_t n, int64_t b0, int64_t 
       }
     };
     run_block_parts(s, b, run);
-    s.block_all[b] = lane_total8(all_lo, all_hi);
-    s.block_hi[b] = lane_total8(sel_lo, sel_hi);
+    s.block_all[b] = lane_total8(_mm256_sub_epi32(all_w, _mm256_slli_epi32(all_hi, 16)), all_hi);
+    s.block_hi[b] = lane_total8(_mm256_sub_epi32(sel_w, _mm256_slli_epi32(sel_hi, 16)), sel_hi);
   }
   s.band_start[b1] = count;
   return count;
