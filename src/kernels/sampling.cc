@@ -686,7 +686,6 @@ struct SampleScratch {
   Bounded<float> block_max;
   Bounded<uint64_t> block_all;
   Bounded<uint64_t> block_hi;
-  Bounded<uint64_t> block_members;
   Bounded<int64_t> band_start;
   Bounded<uint32_t> block_w;  // one block's weights (the draw's last walk)
   Bounded<float> val[3];      // the band, and two sets of the boundary search
@@ -725,7 +724,6 @@ SampleScratch carve_sample_scratch(int64_t v, const sk_sample_attrs& a, void* ba
   take(s.block_max, blocks);
   take(s.block_all, blocks);
   take(s.block_hi, blocks);
-  take(s.block_members, nucleus ? blocks : 0);
   take(s.band_start, all ? blocks + 1 : 0);
   take(s.block_w, all ? kBlock + kPad : 0);
   for (int q = 0; q < 3; ++q) {
@@ -748,16 +746,17 @@ SampleScratch carve_sample_scratch(int64_t v, const sk_sample_attrs& a, void* ba
 // The draw
 
 // The draw over every index whose token passes `in` (a prefix of the ranking): the first
-// member in index order whose running sum exceeds r. block_w[b] is the members' weight in block
-// b, whose sum over all blocks exceeds r.
-template <class In>
-int64_t walk_blocks(const Isa& isa, const float* l, int64_t v, float lmax, float a, const uint64_t* block_w, uint64_t r,
-                    SampleScratch& sc, In in) {
+// member in index order whose running sum exceeds r. block_w(b) is the members' weight in block
+// b, whose sum over all blocks exceeds r (asked for the blocks up to the one where r falls only).
+template <class BlockWeight, class In>
+int64_t walk_blocks(const Isa& isa, const float* l, int64_t v, float lmax, float a, const BlockWeight& block_w,
+                    uint64_t r, SampleScratch& sc, In in) {
   uint64_t acc = 0;
   const int64_t blocks = blocks_of(v);
   for (int64_t b = 0; b < blocks; ++b) {
-    if (acc + block_w[b] <= r) {
-      acc += block_w[b];
+    const uint64_t wb = block_w(b);
+    if (acc + wb <= r) {
+      acc += wb;
       continue;
     }
     const int64_t begin = b * kBlock;
@@ -787,8 +786,8 @@ int64_t sample_dense(const Isa& isa, const float* l, int64_t v, float lmax, floa
   isa.pass(l, v, 0, blocks, lmax, a, spec);
   uint64_t total = 0;
   for (int64_t b = 0; b < blocks; ++b) total += spec.block_all[b];
-  return walk_blocks(isa, l, v, lmax, a, spec.block_all, draw_point(u53, total), sc,
-                     [](float, int64_t) { return true; });
+  return walk_blocks(isa, l, v, lmax, a, [&spec](int64_t b) { return spec.block_all[b]; }, draw_point(u53, total),
+                     sc, [](float, int64_t) { return true; });
 }
 
 // Every index a candidate and only the logits equal to lmax weigh (2^30 each, the others 0): when
@@ -1112,11 +1111,11 @@ int64_t sample_nucleus(const Isa& isa, const float* l, int64_t v, float lmax, fl
       continue;
     }
     // The draw over the members in index order: per block, the hi set and the band's members.
-    uint64_t* members = sc.block_members.first(blocks);
-    for (int64_t b = 0; b < blocks; ++b) {
-      members[b] = spec.block_hi[b] + isa.member_mass(t, spec.band_start[b], spec.band_start[b + 1], end.lb,
-                                                      static_cast<uint32_t>(end.ib));
-    }
+    // (A block's members' weight is only summed when the walk reaches it.)
+    const auto members = [&](int64_t b) {
+      return spec.block_hi[b] + isa.member_mass(t, spec.band_start[b], spec.band_start[b + 1], end.lb,
+                                                static_cast<uint32_t>(end.ib));
+    };
     return walk_blocks(isa, l, v, lmax, a, members, draw_point(u53, end.mass), sc,
                        [&end](float x, int64_t i) { return member(x, i, end.lb, end.ib); });
   }
@@ -1292,7 +1291,7 @@ class SampleTogether {
     if (nucleus) return sample_nucleus(isa, l, v, lmax, a, at.top_p, u53, sc, band, total_band);
     uint64_t total = 0;
     for (int64_t b = 0; b < blocks; ++b) total += sc.block_all[b];
-    return walk_blocks(isa, l, v, lmax, a, sc.block_all.data(), draw_point(u53, total), sc,
+    return walk_blocks(isa, l, v, lmax, a, [&sc](int64_t b) { return sc.block_all[b]; }, draw_point(u53, total), sc,
                        [](float, int64_t) { return true; });
   }
 
