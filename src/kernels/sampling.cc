@@ -101,6 +101,22 @@ uint64_t draw_point(uint64_t u53, uint64_t total) {
 double nucleus_target(float top_p, uint64_t total) { return static_cast<double>(top_p) * static_cast<double>(total); }
 bool reaches(uint64_t c, double tau) { return static_cast<double>(c) >= tau; }
 
+// The profile (profile_band): kSampleRun logits of every kSampleEvery, their weights binned by
+// bin_of.
+constexpr int64_t kSampleEvery = 512;
+constexpr int64_t kSampleRun = 16;
+constexpr int kBinsPerOctave = 16;
+constexpr int kBins = 31 * kBinsPerOctave;
+constexpr uint32_t kBinZero = kBins;          // profile_bins: a sample of weight 0
+constexpr uint32_t kBinBlockMax = kBins + 1;  // a sample equal to its block's largest logit
+// A weight's bin in sixteenths of an octave below 2^30: bin 16 o + e holds [2^(30 - o) (1 + (15 -
+// e) / 16), 2^(30 - o) (1 + (16 - e) / 16)), bin 0 up to 2^31. Larger weights, lower bins.
+inline int bin_of(uint32_t w) {
+  const int lz = __builtin_clz(w);  // w > 0; w < 2^31
+  const auto mant = static_cast<int>((static_cast<uint64_t>(w) << (lz + 1) >> 28) & 15);
+  return (lz - 1) * kBinsPerOctave + (kBinsPerOctave - 1 - mant);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The passes over a row, at each register width
 
@@ -136,6 +152,10 @@ struct Isa {
   int64_t (*pass)(const float* l, int64_t n, int64_t b0, int64_t b1, float lmax, float a, const PassSpec& spec);
   // w[i] = weight_of(x[i]) for i < n.
   void (*weights)(const float* x, int64_t n, float lmax, float a, uint32_t* w);
+  // q[j] = bin_of(w[j]) for the profile's samples x[0, n) (runs of kSampleRun from consecutive
+  // blocks, two runs a block, block_max[b] the largest logit of run j's block b), kBinZero for a
+  // weight of 0 and kBinBlockMax for a sample equal to its block's largest logit.
+  void (*profile_bins)(const float* x, const uint32_t* w, int64_t n, const float* block_max, uint32_t* q);
   // out[j] = the sum of the weights of the tokens with val >= thr[j], for j < kSplits.
   void (*masses_above)(const Tokens& t, const float* thr, uint64_t* out);
   // The tokens with lo <= val < hi, in order, into out (room for t.n + 16); returns their count.
@@ -200,6 +220,16 @@ void weights_scalar(const float* x, int64_t n, float lmax, float a, uint32_t* w)
   for (int64_t i = 0; i < n; ++i) w[i] = weight_of(x[i], lmax, a);
 }
 
+constexpr int64_t kRunsPerBlock = kBlock / kSampleEvery;
+static_assert(kBlock % kSampleEvery == 0 && kSampleRun <= kSampleEvery);
+
+void profile_bins_scalar(const float* x, const uint32_t* w, int64_t n, const float* block_max, uint32_t* q) {
+  for (int64_t j = 0; j < n; ++j) {
+    const bool is_max = x[j] == block_max[j / kSampleRun / kRunsPerBlock];
+    q[j] = is_max ? kBinBlockMax : w[j] == 0 ? kBinZero : static_cast<uint32_t>(bin_of(w[j]));
+  }
+}
+
 void masses_above_scalar(const Tokens& t, const float* thr, uint64_t* out) {
   std::fill(out, out + kSplits, uint64_t{0});
   for (int64_t i = 0; i < t.n; ++i) {
@@ -225,7 +255,7 @@ uint64_t member_mass_scalar(const Tokens& t, int64_t begin, int64_t end, float l
   return m;
 }
 
-constexpr Isa kScalar = {block_maxima_scalar, pass_scalar,         weights_scalar,
+constexpr Isa kScalar = {block_maxima_scalar, pass_scalar,         weights_scalar,    profile_bins_scalar,
                          masses_above_scalar, select_range_scalar, member_mass_scalar};
 
 #if SK_KERNELS_X86
@@ -428,6 +458,28 @@ SK_TARGET_AVX512 void weights_avx512(const float* x, int64_t n, float lmax, floa
   }
 }
 
+// One run (16 samples) per vector. A weight below 2^31 with its low 8 bits cleared from 2^24 on
+// converts to float exactly, and then its exponent and top 4 mantissa bits are bin_of's octave
+// and sixteenth: bin_of(w) = 2527 - (float bits >> 19).
+SK_TARGET_AVX512 void profile_bins_avx512(const float* x, const uint32_t* w, int64_t n, const float* block_max,
+                                          uint32_t* q) {
+  static_assert(kSampleRun == 16);
+  const __m512i from24 = _mm512_set1_epi32(1 << 24);
+  const __m512i top = _mm512_set1_epi32(~0xFF);
+  const __m512i base = _mm512_set1_epi32(2527);
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 valid = simd::mask16(std::min<int64_t>(16, n - j));
+    const __m512 xv = simd::masked_load_ps(valid, x + j);
+    const __m512i wv = _mm512_maskz_loadu_epi32(valid, w + j);
+    const __m512i exact = _mm512_mask_and_epi32(wv, _mm512_cmpge_epu32_mask(wv, from24), wv, top);
+    __m512i qv = _mm512_sub_epi32(base, _mm512_srli_epi32(_mm512_castps_si512(_mm512_cvtepi32_ps(exact)), 19));
+    qv = _mm512_mask_mov_epi32(qv, _mm512_testn_epi32_mask(wv, wv), _mm512_set1_epi32(kBinZero));
+    const __m512 m = _mm512_set1_ps(block_max[j / kSampleRun / kRunsPerBlock]);
+    qv = _mm512_mask_mov_epi32(qv, _mm512_cmp_ps_mask(xv, m, _CMP_EQ_OQ), _mm512_set1_epi32(kBinBlockMax));
+    _mm512_mask_storeu_epi32(q + j, valid, qv);
+  }
+}
+
 // weight_of() of 8 logits: as weights16, with 2^k built from its exponent bits (k >= -64).
 SK_TARGET_AVX2 inline __m256i weights8(__m256 x, __m256 lm, __m256 a) {
   const __m256 t = _mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(x, lm), a), _mm256_set1_ps(kMinT));
@@ -614,9 +666,10 @@ SK_TARGET_AVX2 void weights_avx2(const float* x, int64_t n, float lmax, float a,
 }
 
 // member_mass runs on short ranges (a block's share of the band): the scalar loop does.
-constexpr Isa kAvx2 = {block_maxima_avx2, pass_avx2,         weights_avx2,
+// (The AVX2 level bins the profile in the scalar loop: a guess, so any level may.)
+constexpr Isa kAvx2 = {block_maxima_avx2, pass_avx2,         weights_avx2,      profile_bins_scalar,
                        masses_above_avx2, select_range_avx2, member_mass_scalar};
-constexpr Isa kAvx512 = {block_maxima_avx512, pass_avx512,         weights_avx512,
+constexpr Isa kAvx512 = {block_maxima_avx512, pass_avx512,         weights_avx512,    profile_bins_avx512,
                          masses_above_avx512, select_range_avx512, member_mass_avx512};
 #endif
 
@@ -637,15 +690,12 @@ const Isa& select_isa() {
 // ---------------------------------------------------------------------------------------------
 // Scratch
 
-constexpr int kBinsPerOctave = 16;  // bins of the profile (bin_of below)
-constexpr int kBins = 31 * kBinsPerOctave;
-
 // What the profile gathers from a range of blocks, per bin: the sampled weights (scaled up by the
 // sampling rate later) and their count, and the exact weights of the blocks' largest logits.
 // Cores that share a row each profile their own blocks and add their profiles up.
 struct Profile {
-  uint64_t sampled[kBins];
-  uint32_t count[kBins];
+  uint64_t sampled[kBins + 2];  // bins kBinZero and kBinBlockMax: the samples not binned
+  uint32_t count[kBins + 2];
   uint64_t block_max_w[kBins];
   int64_t taken;  // samples other than a block's largest logit
 };
@@ -676,8 +726,6 @@ struct Ranked {  // a token: its rank key (topk::pack), weight and logit
   float l;
 };
 
-constexpr int64_t kSampleEvery = 512;  // the profile reads kSampleRun logits of every 512
-constexpr int64_t kSampleRun = 16;
 constexpr int64_t kSortBelow = 48;  // the boundary search sorts a set this small
 constexpr int64_t kPad = 16;        // the vector passes store whole vectors past the end
 
@@ -693,6 +741,7 @@ struct SampleScratch {
   Bounded<uint32_t> w[3];
   Bounded<float> sample;
   Bounded<uint32_t> sample_w;
+  Bounded<uint32_t> sample_bin;
   Bounded<Profile> profile;  // one
   Bounded<Ranked> ranked;    // top-k candidates, or the tokens the boundary search sorts
   Bounded<uint64_t> keys;    // topk::select's output
@@ -733,6 +782,7 @@ SampleScratch carve_sample_scratch(int64_t v, const sk_sample_attrs& a, void* ba
   }
   take(s.sample, nucleus ? samples_of(v) + kPad : 0);
   take(s.sample_w, nucleus ? std::max(samples_of(v), blocks) + kPad : 0);
+  take(s.sample_bin, nucleus ? samples_of(v) + kPad : 0);
   take(s.profile, nucleus ? 1 : 0);
   take(s.ranked, top_k ? k : nucleus ? v : 0);
   take(s.keys, k);
@@ -786,8 +836,9 @@ int64_t sample_dense(const Isa& isa, const float* l, int64_t v, float lmax, floa
   isa.pass(l, v, 0, blocks, lmax, a, spec);
   uint64_t total = 0;
   for (int64_t b = 0; b < blocks; ++b) total += spec.block_all[b];
-  return walk_blocks(isa, l, v, lmax, a, [&spec](int64_t b) { return spec.block_all[b]; }, draw_point(u53, total),
-                     sc, [](float, int64_t) { return true; });
+  return walk_blocks(
+      isa, l, v, lmax, a, [&spec](int64_t b) { return spec.block_all[b]; }, draw_point(u53, total), sc,
+      [](float, int64_t) { return true; });
 }
 
 // Every index a candidate and only the logits equal to lmax weigh (2^30 each, the others 0): when
@@ -863,13 +914,6 @@ struct Band {
   float lam_hi;
 };
 
-// A weight's bin in sixteenths of an octave below 2^30: bin 16 o + e holds [2^(30 - o) (1 + (15 -
-// e) / 16), 2^(30 - o) (1 + (16 - e) / 16)), bin 0 up to 2^31. Larger weights, lower bins.
-inline int bin_of(uint32_t w) {
-  const int lz = __builtin_clz(w);  // w > 0; w < 2^31
-  const auto mant = static_cast<int>((static_cast<uint64_t>(w) << (lz + 1) >> 28) & 15);
-  return (lz - 1) * kBinsPerOctave + (kBinsPerOctave - 1 - mant);
-}
 // 1 + the mantissa of bin q's lower edge, and log2 of that edge relative to 2^30: every token
 // with a weight in a bin up to q has a logit at or above the logit of that weight (up to the
 // weight's own rounding, which the margins of the caller cover).
@@ -911,15 +955,15 @@ void profile_blocks(const Isa& isa, const float* l, int64_t v, int64_t b0, int64
   }
   uint32_t* w = sc.sample_w.first(std::max(samples_of(v), blocks_of(v)) + kPad);
   isa.weights(x, ns, lmax, a, w);
-  static_assert(kBlock % kSampleEvery == 0 && kSampleRun <= kSampleEvery);
+  uint32_t* q = sc.sample_bin.first(samples_of(v) + kPad);
+  isa.profile_bins(x, w, ns, sc.block_max.data() + b0, q);
+  uint64_t* sampled = out.sampled;
+  uint32_t* count = out.count;
   for (int64_t j = 0; j < ns; ++j) {
-    if (x[j] == sc.block_max[(begin + j / kSampleRun * kSampleEvery) / kBlock]) continue;
-    ++out.taken;
-    if (w[j] == 0) continue;
-    const int q = bin_of(w[j]);
-    out.sampled[q] += w[j];
-    ++out.count[q];
+    sampled[q[j]] += w[j];
+    ++count[q[j]];
   }
+  out.taken = ns - count[kBinBlockMax];
   isa.weights(sc.block_max.data() + b0, b1 - b0, lmax, a, w);
   for (int64_t b = 0; b < b1 - b0; ++b) {
     if (w[b] != 0) out.block_max_w[bin_of(w[b])] += w[b];
@@ -985,8 +1029,8 @@ Band band_of(const Part& part, int n_parts, int64_t v, float lmax, float a, floa
     run_var += var[q];
     const double rest = total - run;
     const double x = rest * rest * run_var + run * run * (total_var - run_var);
-    const double below = static_cast<double>(top_p) - run / total;            // f >= top_p - k sd
-    const double above = run / total - static_cast<double>(top_p) - 1e-4;     // f >= top_p + k sd + 1e-4
+    const double below = static_cast<double>(top_p) - run / total;         // f >= top_p - k sd
+    const double above = run / total - static_cast<double>(top_p) - 1e-4;  // f >= top_p + k sd + 1e-4
     if (hi < 0 && (below <= 0.0 || below * below * total4 <= k2 * x)) hi = q;
     if (above >= 0.0 && above * above * total4 >= k2 * x) {
       lo = q;
@@ -1113,8 +1157,8 @@ int64_t sample_nucleus(const Isa& isa, const float* l, int64_t v, float lmax, fl
     // The draw over the members in index order: per block, the hi set and the band's members.
     // (A block's members' weight is only summed when the walk reaches it.)
     const auto members = [&](int64_t b) {
-      return spec.block_hi[b] + isa.member_mass(t, spec.band_start[b], spec.band_start[b + 1], end.lb,
-                                                static_cast<uint32_t>(end.ib));
+      return spec.block_hi[b] +
+             isa.member_mass(t, spec.band_start[b], spec.band_start[b + 1], end.lb, static_cast<uint32_t>(end.ib));
     };
     return walk_blocks(isa, l, v, lmax, a, members, draw_point(u53, end.mass), sc,
                        [&end](float x, int64_t i) { return member(x, i, end.lb, end.ib); });
@@ -1291,8 +1335,9 @@ class SampleTogether {
     if (nucleus) return sample_nucleus(isa, l, v, lmax, a, at.top_p, u53, sc, band, total_band);
     uint64_t total = 0;
     for (int64_t b = 0; b < blocks; ++b) total += sc.block_all[b];
-    return walk_blocks(isa, l, v, lmax, a, [&sc](int64_t b) { return sc.block_all[b]; }, draw_point(u53, total), sc,
-                       [](float, int64_t) { return true; });
+    return walk_blocks(
+        isa, l, v, lmax, a, [&sc](int64_t b) { return sc.block_all[b]; }, draw_point(u53, total), sc,
+        [](float, int64_t) { return true; });
   }
 
  private:
@@ -1308,8 +1353,8 @@ class SampleTogether {
   // Core `core`'s profile: at the same offset in its slice as this core's in its own.
   const Profile* profile_of(int32_t core) const {
     const char* mine = reinterpret_cast<const char*>(own_.profile.data());
-    const std::ptrdiff_t offset = mine - (static_cast<const char*>(args_->workspace) +
-                                          static_cast<uint64_t>(id_) * args_->workspace_size);
+    const std::ptrdiff_t offset =
+        mine - (static_cast<const char*>(args_->workspace) + static_cast<uint64_t>(id_) * args_->workspace_size);
     return reinterpret_cast<const Profile*>(static_cast<const char*>(args_->workspace) +
                                             static_cast<uint64_t>(core) * args_->workspace_size + offset);
   }
