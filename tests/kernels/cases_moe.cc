@@ -5,13 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <barrier>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <set>
@@ -837,10 +838,38 @@ std::vector<float> identity_row(int64_t v, int kind, std::mt19937& rng) {
 }
 
 // sample.f32 on `rows` (each of length v) at the current ISA level, one core.
-// sync_cores for a kernel run on threads by hand: the std::barrier in ctx->runtime.
+// A barrier for a kernel run on threads by hand (ctx->runtime), which a core that returns gives
+// up: its partners' sync_cores then return SK_ERR_ABORTED instead of waiting forever.
+struct TestBarrier {
+  explicit TestBarrier(int n) : cores(n) {}
+  int cores;
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
+  int64_t generation = 0;
+  bool aborted = false;
+  int32_t arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    if (aborted) return SK_ERR_ABORTED;
+    const int64_t gen = generation;
+    if (++arrived == cores) {
+      arrived = 0;
+      ++generation;
+      cv.notify_all();
+      return SK_OK;
+    }
+    cv.wait(lock, [&] { return generation != gen || aborted; });
+    return generation != gen ? SK_OK : SK_ERR_ABORTED;
+  }
+  void leave() {
+    std::lock_guard<std::mutex> lock(mu);
+    aborted = true;
+    cv.notify_all();
+  }
+};
+
 int32_t barrier_sync_cores(const sk_core_ctx* ctx) {
-  static_cast<std::barrier<>*>(ctx->runtime)->arrive_and_wait();
-  return SK_OK;
+  return static_cast<TestBarrier*>(ctx->runtime)->arrive_and_wait();
 }
 
 // The sample kernel's ids for `rows`, from the reference or from the kernel on `cores` threads
@@ -857,21 +886,33 @@ std::vector<int32_t> sample_rows(const std::vector<float>& rows, int64_t b, int6
   if (reference) {
     EXPECT_EQ(sk::ref::sample_f32(&ops.args()), SK_OK);
   } else {
-    std::barrier<> barrier(cores);
+    TestBarrier barrier(cores);
+    const sk_kernel_args& args = ops.args();  // built once: args() rebuilds it
     std::vector<int32_t> rc(static_cast<size_t>(cores), -1);
+    std::vector<std::string> msg(static_cast<size_t>(cores));
     std::vector<std::thread> threads;
     for (int c = 0; c < cores; ++c) {
       threads.emplace_back([&, c] {
+        char buf[256] = {};
         sk_core_ctx ctx{};
         ctx.core_id = c;
         ctx.num_cores = cores;
         ctx.runtime = &barrier;
         ctx.sync_cores = cores > 1 ? barrier_sync_cores : nullptr;
-        rc[static_cast<size_t>(c)] = k->run(&ops.args(), &ctx);
+        ctx.error_message = buf;
+        ctx.error_capacity = sizeof buf;
+        rc[static_cast<size_t>(c)] = k->run(&args, &ctx);
+        msg[static_cast<size_t>(c)] = buf;
+        // A core that returns never syncs again: a partner still syncing is a bug of the kernel
+        // (its calls differ between cores) or follows another core's error.
+        barrier.leave();
       });
     }
     for (std::thread& t : threads) t.join();
-    for (int c = 0; c < cores; ++c) EXPECT_EQ(rc[static_cast<size_t>(c)], SK_OK) << "core " << c << " of " << cores;
+    for (int c = 0; c < cores; ++c) {
+      EXPECT_EQ(rc[static_cast<size_t>(c)], SK_OK)
+          << "core " << c << " of " << cores << ": " << msg[static_cast<size_t>(c)];
+    }
   }
   return std::vector<int32_t>(ids, ids + b);
 }
