@@ -52,20 +52,24 @@ static int32_t fail_run(const sk_kernel_args* a, const sk_core_ctx* c) {
   return add1_run(a, c);
 }
 
-/* y[i] = x[n-1-i]: every core needs what the others copied, hence the sync_all. */
-static int32_t reverse_run(const sk_kernel_args* a, const sk_core_ctx* c) {
+/* y[i] = x[n-1-i] through the workspace: every core needs what the others copied, hence a sync
+ * between the copy and the reversal (and, with `sync_after`, one more at the end). */
+typedef int32_t (*core_sync_fn)(const sk_core_ctx*);
+static int32_t reverse_with(const sk_kernel_args* a, const sk_core_ctx* c, core_sync_fn sync, int sync_after) {
   const float* x = (const float*)a->inputs[0].data;
   float* y = (float*)a->outputs[0].data;
   float* ws = (float*)a->workspace;
   int64_t n = numel(&a->outputs[0]);
   sk_range s = sk_split_range(n, c->core_id, c->num_cores, 1);
   int32_t rc;
+  if (sync == NULL) return SK_ERR_INTERNAL;
   for (int64_t i = s.begin; i < s.end; ++i) ws[i] = x[i];
-  rc = c->sync_all(c);
+  rc = sync(c);
   if (rc != SK_OK) return rc;
   for (int64_t i = s.begin; i < s.end; ++i) y[i] = ws[n - 1 - i];
-  return SK_OK;
+  return sync_after ? sync(c) : SK_OK;
 }
+static int32_t reverse_run(const sk_kernel_args* a, const sk_core_ctx* c) { return reverse_with(a, c, c->sync_all, 0); }
 static uint64_t reverse_ws(const sk_kernel_args* a) { return (uint64_t)numel(&a->outputs[0]) * 4u; }
 static int32_t reverse_access(const sk_kernel_args* a, int32_t core, int32_t cores, sk_access_range* r, int32_t cap) {
   sk_range s = sk_split_range(numel(&a->outputs[0]), core, cores, 1);
@@ -85,18 +89,7 @@ static int32_t reverse_access(const sk_kernel_args* a, int32_t core, int32_t cor
 /* reverse_run with sync_cores, a barrier over this call's cores only, called twice (a kernel may
  * call it any number of times): the second one keeps the workspace alive until every core read. */
 static int32_t reverse_cores_run(const sk_kernel_args* a, const sk_core_ctx* c) {
-  const float* x = (const float*)a->inputs[0].data;
-  float* y = (float*)a->outputs[0].data;
-  float* ws = (float*)a->workspace;
-  int64_t n = numel(&a->outputs[0]);
-  sk_range s = sk_split_range(n, c->core_id, c->num_cores, 1);
-  int32_t rc;
-  if (c->sync_cores == NULL) return SK_ERR_INTERNAL;
-  for (int64_t i = s.begin; i < s.end; ++i) ws[i] = x[i];
-  rc = c->sync_cores(c);
-  if (rc != SK_OK) return rc;
-  for (int64_t i = s.begin; i < s.end; ++i) y[i] = ws[n - 1 - i];
-  return c->sync_cores(c);
+  return reverse_with(a, c, c->sync_cores, 1);
 }
 
 /* Core 0 calls sync_cores, the others never do: a deadlock the watchdog must report. */
