@@ -1256,7 +1256,11 @@ int64_t sample_row(const RowsPlan& p, const float* l, int64_t row, SampleScratch
 // Each core's results stay in its own workspace slice; core 0 reads the others' after the
 // second sync (the access callback's workspace ranges cover every slice for this reason). The
 // paths are chosen from the attributes and the shared block maxima, so every core makes the same
-// sync_cores calls: after the block maxima, after the profile (nucleus only) and after the pass.
+// sync_cores calls: after the block maxima, after the profile (nucleus only) and after the pass,
+// or, where core 0 samples alone, a second one before it does. Before the next row's first sync
+// a core writes only its block maxima, which the others read before this row's second sync; core
+// 0 reads the others' block sums and bands after the last one, and nothing rewrites those before
+// the next row's pass.
 class SampleTogether {
  public:
   SampleTogether(const RowsPlan& p, const sk_kernel_args* args, const sk_core_ctx* core)
@@ -1285,9 +1289,15 @@ class SampleTogether {
     }
     for (int64_t b = 0; b < blocks; ++b) lmax = std::max(lmax, bm[b]);
     const float a = weight_scale(at.temperature);
-    // No probability mass, or only the largest logits weigh: core 0 alone, as sample_row.
-    if (!(lmax > -kInf) || lmax == kInf || a == kInf) return id_ == 0 ? sample_row(p_, l, row, own()) : -2;
     const uint64_t u53 = uniform53(at.seed, *p_.step, row);
+    // No probability mass, or only the largest logits weigh: core 0 alone, as sample_row does.
+    // The sync first: once every core has passed it, every core has read the others' block
+    // maxima, which the next row's then overwrite (every other path syncs again later).
+    if (!(lmax > -kInf) || lmax == kInf || a == kInf) {
+      if (!sync()) return -3;
+      if (id_ != 0) return -2;
+      return !(lmax > -kInf) ? topk::argmax(l, v) : sample_max_ties(l, v, lmax, at.top_p, u53);
+    }
     const bool nucleus = at.top_p < 1.0f;
     SampleScratch& sc = own();
     Band band{kNaN, kNaN};
