@@ -459,14 +459,16 @@ SK_TARGET_AVX512 void weights_avx512(const float* x, int64_t n, float lmax, floa
 }
 
 // One run (16 samples) per vector. A weight below 2^31 with its low 8 bits cleared from 2^24 on
-// converts to float exactly, and then its exponent and top 4 mantissa bits are bin_of's octave
-// and sixteenth: bin_of(w) = 2527 - (float bits >> 19).
+// converts to float exactly, and then its biased exponent e and top 4 mantissa bits m (the float's
+// bits >> 19 are 16 e + m) are bin_of's octave and sixteenth: for w in [2^k, 2^(k + 1)), e = 127 + k
+// and bin_of(w) = 16 (30 - k) + 15 - m = kFloatBinBase - (bits >> 19).
+constexpr int32_t kFloatBinBase = (127 + 30) * kBinsPerOctave + kBinsPerOctave - 1;
 SK_TARGET_AVX512 void profile_bins_avx512(const float* x, const uint32_t* w, int64_t n, const float* block_max,
                                           uint32_t* q) {
   static_assert(kSampleRun == 16);
   const __m512i from24 = _mm512_set1_epi32(1 << 24);
   const __m512i top = _mm512_set1_epi32(~0xFF);
-  const __m512i base = _mm512_set1_epi32(2527);
+  const __m512i base = _mm512_set1_epi32(kFloatBinBase);
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 valid = simd::mask16(std::min<int64_t>(16, n - j));
     const __m512 xv = simd::masked_load_ps(valid, x + j);
@@ -692,7 +694,7 @@ const Isa& select_isa() {
 
 // What the profile gathers from a range of blocks, per bin: the sampled weights (scaled up by the
 // sampling rate later) and their count, and the exact weights of the blocks' largest logits.
-// Cores that share a row each profile their own blocks and add their profiles up.
+// Cores that share a row each profile their own blocks; band_of sums their profiles.
 struct Profile {
   uint64_t sampled[kBins + 2];  // bins kBinZero and kBinBlockMax: the samples not binned
   uint32_t count[kBins + 2];
@@ -1253,8 +1255,9 @@ int64_t sample_row(const RowsPlan& p, const float* l, int64_t row, SampleScratch
 // sync_cores): each core takes a contiguous range of the 1024-logit blocks for the block maxima
 // and for the pass over V, and core 0 combines their exact block sums and bands and finishes
 // (the boundary search and the draw). Every sum is exact, so the token is the one core's token.
-// Each core's results stay in its own workspace slice; core 0 reads the others' after the
-// second sync (the access callback's workspace ranges cover every slice for this reason). The
+// Each core's results stay in its own workspace slice; the others read a core's block maxima and
+// profile after the first and second syncs, core 0 its block sums and band after the last (the
+// compiler counts every slice as touched by every core of such a kernel for this reason). The
 // paths are chosen from the attributes and the shared block maxima, so every core makes the same
 // sync_cores calls: after the block maxima, after the profile (nucleus only) and after the pass,
 // or, where core 0 samples alone, a second one before it does. Before the next row's first sync
@@ -1264,7 +1267,13 @@ int64_t sample_row(const RowsPlan& p, const float* l, int64_t row, SampleScratch
 class SampleTogether {
  public:
   SampleTogether(const RowsPlan& p, const sk_kernel_args* args, const sk_core_ctx* core)
-      : p_(p), args_(args), core_(core), n_(core->num_cores), id_(core->core_id), own_(slice(id_)) {}
+      : p_(p),
+        args_(args),
+        core_(core),
+        n_(core->num_cores),
+        id_(core->core_id),
+        own_(slice(id_)),
+        profile0_(slice(0).profile.data()) {}
 
   // The token of row `row`, on core 0; -2 on the other cores; -1 for an internal error;
   // -3 when a sync_cores call failed (another core's error: return SK_ERR_ABORTED).
@@ -1360,13 +1369,11 @@ class SampleTogether {
         p_.v, p_.attrs, static_cast<char*>(args_->workspace) + static_cast<uint64_t>(core) * args_->workspace_size);
   }
   bool sync() { return core_->sync_cores(core_) == SK_OK; }
-  // Core `core`'s profile: at the same offset in its slice as this core's in its own.
+  // Core `core`'s profile: one workspace slice after core core - 1's (band_of asks for it per bin,
+  // so no carving here).
   const Profile* profile_of(int32_t core) const {
-    const char* mine = reinterpret_cast<const char*>(own_.profile.data());
-    const std::ptrdiff_t offset =
-        mine - (static_cast<const char*>(args_->workspace) + static_cast<uint64_t>(id_) * args_->workspace_size);
-    return reinterpret_cast<const Profile*>(static_cast<const char*>(args_->workspace) +
-                                            static_cast<uint64_t>(core) * args_->workspace_size + offset);
+    return reinterpret_cast<const Profile*>(reinterpret_cast<const char*>(profile0_) +
+                                            static_cast<uint64_t>(core) * args_->workspace_size);
   }
 
   const RowsPlan& p_;
@@ -1375,11 +1382,19 @@ class SampleTogether {
   int32_t n_;
   int32_t id_;
   SampleScratch own_;
+  const Profile* profile0_;
 };
 
 // Whether the cores of a sample call share each row (more cores than rows) instead of taking
 // whole rows each.
 bool together(const RowsPlan& p, int32_t num_cores) { return p.b < num_cores; }
+
+// The rows core `core_id` samples alone and whose ids it writes: its share of them, or, where the
+// cores share rows, all of them on core 0.
+sk_range own_rows(const RowsPlan& p, bool sample, int32_t core_id, int32_t num_cores) {
+  if (sample && together(p, num_cores)) return core_id == 0 ? sk_range{0, p.b} : sk_range{0, 0};
+  return sk_split_range(p.b, core_id, num_cores, 1);
+}
 
 int32_t rows_run(const sk_kernel_args* args, const sk_core_ctx* core, bool sample) {
   const ErrorSink err = sink_of(core);
@@ -1399,19 +1414,7 @@ int32_t rows_run(const sk_kernel_args* args, const sk_core_ctx* core, bool sampl
             static_cast<long long>(b));
     return SK_ERR_INTERNAL;
   };
-  if (sample && together(p, core->num_cores)) {
-    // More cores than rows: they share each row. Without sync_cores (a context built by hand,
-    // cores run one at a time) core 0 samples every row alone, as the access callback says.
-    if (core->sync_cores == nullptr) {
-      if (core->core_id != 0) return SK_OK;
-      scratch = carve_sample_scratch(p.v, p.attrs, args->workspace);
-      for (int64_t b = 0; b < p.b; ++b) {
-        const int64_t id = sample_row(p, p.logits.row(b), b, scratch);
-        if (id < 0) return no_boundary(b);
-        p.ids[b * p.ids_stride] = static_cast<int32_t>(id);
-      }
-      return SK_OK;
-    }
+  if (sample && together(p, core->num_cores) && core->sync_cores != nullptr) {
     SampleTogether shared(p, args, core);
     for (int64_t b = 0; b < p.b; ++b) {
       const int64_t id = shared.row(p.logits.row(b), b);
@@ -1421,7 +1424,9 @@ int32_t rows_run(const sk_kernel_args* args, const sk_core_ctx* core, bool sampl
     }
     return SK_OK;
   }
-  const sk_range r = sk_split_range(p.b, core->core_id, core->num_cores, 1);
+  // Whole rows per core. Sharing rows without sync_cores (a context built by hand, cores run one
+  // at a time), core 0 samples every row alone, as the access callback declares.
+  const sk_range r = own_rows(p, sample, core->core_id, core->num_cores);
   if (r.begin >= r.end) return SK_OK;
   if (sample) scratch = carve_sample_scratch(p.v, p.attrs, core_slice(args, core));
   for (int64_t b = r.begin; b < r.end; ++b) {
@@ -1440,23 +1445,13 @@ int32_t rows_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cor
     return -SK_ERR_INVALID_ARGUMENT;
   }
   // Rows shared by the cores: each reads all of them (core 0's boundary search and draw read any
-  // logit), core 0 writes every id.
+  // logit); every core writes the ids of own_rows.
   const bool shared = sample && together(p, num_cores);
-  const sk_range r =
-      shared ? (core_id == 0 ? sk_range{0, p.b} : sk_range{0, 0}) : sk_split_range(p.b, core_id, num_cores, 1);
-  if (shared) {
-    RangeList list(ranges, capacity);
-    moe::add_block(list, 0, SK_ACCESS_READ, args->inputs[0], 0, p.b, 0, p.v);
-    moe::add_whole(list, 1, SK_ACCESS_READ, args->inputs[1]);
-    for (int64_t b = r.begin; b < r.end; ++b) {
-      const int64_t off = b * p.ids_stride * static_cast<int64_t>(sizeof(int32_t));
-      list.add(2, SK_ACCESS_WRITE, off, off + static_cast<int64_t>(sizeof(int32_t)));
-    }
-    return list.finish();
-  }
+  const sk_range r = own_rows(p, sample, core_id, num_cores);
+  const sk_range read = shared ? sk_range{0, p.b} : r;
   RangeList list(ranges, capacity);
-  if (r.begin >= r.end) return list.finish();
-  moe::add_block(list, 0, SK_ACCESS_READ, args->inputs[0], r.begin, r.end, 0, p.v);
+  if (read.begin >= read.end) return list.finish();
+  moe::add_block(list, 0, SK_ACCESS_READ, args->inputs[0], read.begin, read.end, 0, p.v);
   if (sample) moe::add_whole(list, 1, SK_ACCESS_READ, args->inputs[1]);
   const int32_t out = sample ? 2 : 1;
   for (int64_t b = r.begin; b < r.end; ++b) {

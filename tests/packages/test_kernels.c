@@ -104,6 +104,12 @@ static int32_t undeclared_cores_run(const sk_kernel_args* a, const sk_core_ctx* 
   return rc != SK_OK ? rc : add1_run(a, c);
 }
 
+/* A prologue that calls sync_cores: only run may (the runtime does not run prologues together). */
+static int32_t sync_in_prologue(const sk_kernel_args* a, const sk_core_ctx* c) {
+  (void)a;
+  return c->sync_cores(c);
+}
+
 /* y[i] = x[n-1-i] + 1 without sync_all: each core reads the whole input, so a chain of these is an
  * all-to-all dependency at every step (the scheduler's sync choice tests). */
 static int32_t flip_run(const sk_kernel_args* a, const sk_core_ctx* c) {
@@ -269,6 +275,8 @@ static const sk_kernel_desc kKernels[] = {
      NULL, NULL, NULL, 0},
     {SK_KERNEL_ABI_VERSION, "test.undeclared_cores.f32", SK_KERNEL_VECTOR, SK_FUSIBLE, undeclared_cores_run, NULL, NULL,
      NULL, access_elementwise, 0},
+    {SK_KERNEL_ABI_VERSION, "test.prologue_cores.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | SK_SYNCS_CORES, add1_run,
+     sync_in_prologue, NULL, NULL, access_elementwise, 0},
     {SK_KERNEL_ABI_VERSION, "test.opaque_add1.f32", SK_KERNEL_VECTOR, 0, add1_run, NULL, NULL, NULL, access_elementwise,
      0},
     {SK_KERNEL_ABI_VERSION, "test.core_scratch.f32", SK_KERNEL_VECTOR,

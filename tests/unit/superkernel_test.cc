@@ -477,13 +477,24 @@ TEST(SuperKernelRun, SyncCoresDeadlockNamesTheOp) {
   EXPECT_NE(s.message().find("sync_cores of op 'reverse'"), std::string::npos) << s.message();
 }
 
-TEST(SuperKernelRun, SyncCoresWithoutTheFlagIsAnError) {
+// sync_cores where the runtime does not run the cores together: an error naming kernel and op.
+TEST(SuperKernelRun, SyncCoresWithoutTheFlagOrFromAPrologueIsAnError) {
   auto rt = make_runtime(2);
-  auto exe = compile_ok(*rt, reverse_cores_graph("test.undeclared_cores.f32"));
-  ASSERT_TRUE(exe->set_input("x", std::vector<float>(101, 0.0f)).is_ok());
-  Status s = exe->run();
-  ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find("without the SK_SYNCS_CORES flag"), std::string::npos) << s.message();
+  const struct {
+    const char* kernel;
+    const char* why;
+  } cases[] = {{"test.undeclared_cores.f32", "without the SK_SYNCS_CORES flag"},
+               {"test.prologue_cores.f32", "from its prologue (only run may)"}};
+  for (const auto& c : cases) {
+    auto exe = compile_ok(*rt, reverse_cores_graph(c.kernel));
+    ASSERT_TRUE(exe->set_input("x", std::vector<float>(101, 0.0f)).is_ok());
+    Status s = exe->run();
+    ASSERT_FALSE(s.is_ok()) << c.kernel;
+    EXPECT_EQ(s.code(), StatusCode::kKernelError) << s.message();
+    EXPECT_NE(s.message().find(std::string("kernel '") + c.kernel + "' (op 'reverse')"), std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find(c.why), std::string::npos) << s.message();
+  }
 }
 
 TEST(Schedule, DebugCoreNumsNarrowTheSegment) {
