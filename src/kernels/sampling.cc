@@ -164,22 +164,41 @@ struct Isa {
   uint64_t (*member_mass)(const Tokens& t, int64_t begin, int64_t end, float lb, uint32_t ib);
 };
 
-// Calls run(with_hi, with_band), flags as std::bool_constant, for what block b may hold of the
-// hi set and of the band: a block whose largest logit lies below either holds none of it (most
-// blocks of a peaked row), and its pass skips that work. Always inlined, so that `run` (a lambda
-// of the vector pass, with its accumulators) is inlined into that pass as well.
+// Band tokens in a block from which the SIMD passes store the next block's band indices from
+// every vector, without a branch on an empty band. The branch costs nothing where the band is
+// sparse (a peaked row), but on a flat row about half the vectors hold a band token and it
+// mispredicts on them: on an Intel core (sk_bench_sample_cpu_time, one core) the flat row took
+// 104 us with the branch and 62 without at AVX-512 (152 and 113 at AVX2), while the peaked rows
+// took 9% (AVX2: 3%) longer without it. A branch mispredicted on 8 of a block's 64 vectors costs
+// about what 64 compresses do.
+constexpr int64_t kDenseBand = 8;
+
+// Calls run(with_hi, with_band, every_vector), flags as std::bool_constant, for what block b may
+// hold of the hi set and of the band: a block whose largest logit lies below either holds none of
+// it (most blocks of a peaked row), and its pass skips that work. every_vector (only with the
+// band) when the previous block held at least kDenseBand band tokens (`dense_band`). Always
+// inlined, so that `run` (a lambda of the vector pass, with its accumulators) is inlined into that
+// pass as well.
 template <class Run>
-__attribute__((always_inline)) inline void run_block_parts(const PassSpec& s, int64_t b, const Run& run) {
+__attribute__((always_inline)) inline void run_block_parts(const PassSpec& s, int64_t b, bool dense_band,
+                                                           const Run& run) {
   const bool hi = s.block_max[b] >= s.lam_hi;
   const bool band = s.block_max[b] >= s.lam_lo;
+  const auto with_band = [&](auto with_hi) __attribute__((always_inline)) {
+    if (dense_band) {
+      run(with_hi, std::true_type{}, std::true_type{});
+    } else {
+      run(with_hi, std::true_type{}, std::false_type{});
+    }
+  };
   if (hi && band) {
-    run(std::true_type{}, std::true_type{});
+    with_band(std::true_type{});
   } else if (hi) {
-    run(std::true_type{}, std::false_type{});
+    run(std::true_type{}, std::false_type{}, std::false_type{});
   } else if (band) {
-    run(std::false_type{}, std::true_type{});
+    with_band(std::false_type{});
   } else {
-    run(std::false_type{}, std::false_type{});
+    run(std::false_type{}, std::false_type{}, std::false_type{});
   }
 }
 
@@ -326,6 +345,8 @@ SK_TARGET_AVX512 int64_t pass_avx512(const float* l, int64_t n, int64_t b0, int6
   const __m512 lo_edge = _mm512_set1_ps(s.lam_lo);
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   int64_t count = 0;
+  uint32_t* const band_idx = s.band_idx;
+  bool dense_band = false;  // see kDenseBand
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t end = std::min(n, (b + 1) * kBlock);
     // Per lane: the weights' sum modulo 2^32 and the sum of their upper 16 bits (see low_sums).
@@ -333,8 +354,10 @@ SK_TARGET_AVX512 int64_t pass_avx512(const float* l, int64_t n, int64_t b0, int6
     __m512i all_hi = _mm512_setzero_si512();
     __m512i sel_w = _mm512_setzero_si512();
     __m512i sel_hi = _mm512_setzero_si512();
-    s.band_start[b] = count;
-    const auto step = [&](int64_t i, __mmask16 valid, __m512 x, auto with_hi, auto with_band) SK_TARGET_AVX512 {
+    const int64_t start = count;
+    s.band_start[b] = start;
+    const auto step = [&](int64_t i, __mmask16 valid, __m512 x, auto with_hi, auto with_band,
+                          auto every_vector) SK_TARGET_AVX512 {
       const __m512i w = _mm512_maskz_mov_epi32(valid, weights16(x, lm, av));
       const __m512i wh = _mm512_srli_epi32(w, 16);
       all_w = _mm512_add_epi32(all_w, w);
@@ -350,23 +373,25 @@ SK_TARGET_AVX512 int64_t pass_avx512(const float* l, int64_t n, int64_t b0, int6
                                                        lo_edge, _CMP_GE_OQ);
         // Only the indices (the caller reads the band's logits back by index), compressed in a
         // register and stored as 16 lanes (there is room): a compressing store to memory is
-        // microcoded and slow on some cores. With one compress a vector, a branch on an empty
-        // band measured as fast as none on a flat row (about half its vectors hold a band token).
-        if (band == 0) return;
+        // microcoded and slow on some cores.
+        if constexpr (!decltype(every_vector)::value) {
+          if (band == 0) return;
+        }
         const __m512i ids = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(i)));
-        _mm512_storeu_si512(s.band_idx + count, _mm512_maskz_compress_epi32(band, ids));
+        _mm512_storeu_si512(band_idx + count, _mm512_maskz_compress_epi32(band, ids));
         count += __builtin_popcount(static_cast<unsigned>(band));
       }
     };
-    const auto run = [&](auto with_hi, auto with_band) SK_TARGET_AVX512 {
+    const auto run = [&](auto with_hi, auto with_band, auto every_vector) SK_TARGET_AVX512 {
       int64_t i = b * kBlock;
-      for (; i + 16 <= end; i += 16) step(i, 0xFFFF, _mm512_loadu_ps(l + i), with_hi, with_band);
+      for (; i + 16 <= end; i += 16) step(i, 0xFFFF, _mm512_loadu_ps(l + i), with_hi, with_band, every_vector);
       if (i < end) {
         const __mmask16 valid = simd::mask16(end - i);
-        step(i, valid, simd::masked_load_ps(valid, l + i), with_hi, with_band);
+        step(i, valid, simd::masked_load_ps(valid, l + i), with_hi, with_band, every_vector);
       }
     };
-    run_block_parts(s, b, run);
+    run_block_parts(s, b, dense_band, run);
+    dense_band = count - start >= kDenseBand;
     s.block_all[b] = lane_total(low_sums(all_w, all_hi), all_hi);
     s.block_hi[b] = lane_total(low_sums(sel_w, sel_hi), sel_hi);
   }
@@ -548,14 +573,18 @@ SK_TARGET_AVX2 int64_t pass_avx2(const float* l, int64_t n, int64_t b0, int64_t 
   const __m256 lo_edge = _mm256_set1_ps(s.lam_lo);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   int64_t count = 0;
+  uint32_t* const band_idx = s.band_idx;
+  bool dense_band = false;  // see kDenseBand
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t end = std::min(n, (b + 1) * kBlock);
     __m256i all_w = _mm256_setzero_si256();  // as in pass_avx512
     __m256i all_hi = _mm256_setzero_si256();
     __m256i sel_w = _mm256_setzero_si256();
     __m256i sel_hi = _mm256_setzero_si256();
-    s.band_start[b] = count;
-    const auto step = [&](int64_t i, __m256i valid, __m256 x, auto with_hi, auto with_band) SK_TARGET_AVX2 {
+    const int64_t start = count;
+    s.band_start[b] = start;
+    const auto step = [&](int64_t i, __m256i valid, __m256 x, auto with_hi, auto with_band,
+                          auto every_vector) SK_TARGET_AVX2 {
       const __m256i w = _mm256_and_si256(valid, weights8(x, lm, av));
       const __m256i wh = _mm256_srli_epi32(w, 16);
       all_w = _mm256_add_epi32(all_w, w);
@@ -571,25 +600,28 @@ SK_TARGET_AVX2 int64_t pass_avx2(const float* l, int64_t n, int64_t b0, int64_t 
         const __m256i band = _mm256_andnot_si256(
             in_hi, _mm256_and_si256(nonzero, _mm256_castps_si256(_mm256_cmp_ps(x, lo_edge, _CMP_GE_OQ))));
         const auto bits = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(band)));
-        // A branch on an empty band: measured 8% faster than none on a flat row (paired runs).
-        if (bits != 0) {
-          const __m256i perm = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(kCompress[bits])));
-          _mm256_storeu_si256(
-              reinterpret_cast<__m256i*>(s.band_idx + count),
-              _mm256_permutevar8x32_epi32(_mm256_add_epi32(lane, _mm256_set1_epi32(static_cast<int>(i))), perm));
-          count += __builtin_popcount(bits);
+        if constexpr (!decltype(every_vector)::value) {
+          if (bits == 0) return;
         }
+        const __m256i perm = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(kCompress[bits])));
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(band_idx + count),
+            _mm256_permutevar8x32_epi32(_mm256_add_epi32(lane, _mm256_set1_epi32(static_cast<int>(i))), perm));
+        count += __builtin_popcount(bits);
       }
     };
-    const auto run = [&](auto with_hi, auto with_band) SK_TARGET_AVX2 {
+    const auto run = [&](auto with_hi, auto with_band, auto every_vector) SK_TARGET_AVX2 {
       int64_t i = b * kBlock;
-      for (; i + 8 <= end; i += 8) step(i, _mm256_set1_epi32(-1), _mm256_loadu_ps(l + i), with_hi, with_band);
+      for (; i + 8 <= end; i += 8) {
+        step(i, _mm256_set1_epi32(-1), _mm256_loadu_ps(l + i), with_hi, with_band, every_vector);
+      }
       if (i < end) {
         const __m256i valid = simd::mask8(end - i);
-        step(i, valid, simd::maskload_ps(l + i, valid), with_hi, with_band);
+        step(i, valid, simd::maskload_ps(l + i, valid), with_hi, with_band, every_vector);
       }
     };
-    run_block_parts(s, b, run);
+    run_block_parts(s, b, dense_band, run);
+    dense_band = count - start >= kDenseBand;
     s.block_all[b] = lane_total8(_mm256_sub_epi32(all_w, _mm256_slli_epi32(all_hi, 16)), all_hi);
     s.block_hi[b] = lane_total8(_mm256_sub_epi32(sel_w, _mm256_slli_epi32(sel_hi, 16)), sel_hi);
   }
@@ -700,6 +732,10 @@ struct Profile {
   uint32_t count[kBins + 2];
   uint64_t block_max_w[kBins];
   int64_t taken;  // samples other than a block's largest logit
+  // The bins [first_bin, end_bin) hold every sample and block maximum of a nonzero weight (a
+  // flat row's span a few octaves of the 31): band_of reads only those.
+  int32_t first_bin;
+  int32_t end_bin;
 };
 
 // A fixed-capacity array in the core's workspace slice. Capacities come from the vocabulary
@@ -970,6 +1006,13 @@ void profile_blocks(const Isa& isa, const float* l, int64_t v, int64_t b0, int64
   for (int64_t b = 0; b < b1 - b0; ++b) {
     if (w[b] != 0) out.block_max_w[bin_of(w[b])] += w[b];
   }
+  const auto touched = [&out](int bin) { return out.count[bin] != 0 || out.block_max_w[bin] != 0; };
+  int32_t first_bin = 0;
+  while (first_bin < kBins && !touched(first_bin)) ++first_bin;
+  int32_t end_bin = kBins;
+  while (end_bin > first_bin && !touched(end_bin - 1)) --end_bin;
+  out.first_bin = first_bin;
+  out.end_bin = end_bin;
 }
 
 // A guess at the band from a profile of all V: 16 logits of every 512 (scaled up by the
@@ -996,11 +1039,35 @@ Band band_of(const Part& part, int n_parts, int64_t v, float lmax, float a, floa
     }
     return m;
   }();
+  // Bins outside every part's touched range add exact zeros to every sum below, and the search
+  // ends by the last touched bin (its running sum is the total): skipping them changes no result.
+  int first = kBins;
+  int end = 0;
+  for (int j = 0; j < n_parts; ++j) {
+    if (part(j).first_bin >= part(j).end_bin) continue;
+    first = std::min(first, static_cast<int>(part(j).first_bin));
+    end = std::max(end, static_cast<int>(part(j).end_bin));
+  }
+  // With top_p <= 0 the search would stop at bin 0 whatever it holds.
+  if (top_p <= 0.0f) first = 0;
+  // Another core's profile was just written in its cache: asking for all of its lines at once
+  // lets them arrive together rather than as the loop reaches each.
+  for (int j = 0; j < n_parts; ++j) {
+    const Profile& p = part(j);
+    const auto fetch = [first, end](const auto* bins) {
+      const char* lo = reinterpret_cast<const char*>(bins + first);
+      const char* hi = reinterpret_cast<const char*>(bins + end);
+      for (const char* c = lo; c < hi; c += 64) __builtin_prefetch(c);
+    };
+    fetch(p.block_max_w);
+    fetch(p.sampled);
+    fetch(p.count);
+  }
   double mass[kBins];
   double var[kBins];
   double total = 0.0;
   double total_var = 0.0;
-  for (int q = 0; q < kBins; ++q) {
+  for (int q = first; q < end; ++q) {
     uint64_t exact = 0;
     uint64_t sampled = 0;
     uint64_t count = 0;
@@ -1010,8 +1077,11 @@ Band band_of(const Part& part, int n_parts, int64_t v, float lmax, float a, floa
       sampled += p.sampled[q];
       count += p.count[q];
     }
-    mass[q] = static_cast<double>(exact) + rate * static_cast<double>(sampled);
-    var[q] = rate * rate * static_cast<double>(count) * kMidSquared[q];
+    // As signed integers (every sum is below V * 2^30 < 2^63): a conversion from int64 is one
+    // instruction, from uint64 a branch and several.
+    mass[q] =
+        static_cast<double>(static_cast<int64_t>(exact)) + rate * static_cast<double>(static_cast<int64_t>(sampled));
+    var[q] = rate * rate * static_cast<double>(static_cast<int64_t>(count)) * kMidSquared[q];
     total += mass[q];
     total_var += var[q];
   }
@@ -1026,7 +1096,7 @@ Band band_of(const Part& part, int n_parts, int64_t v, float lmax, float a, floa
   // total^4): no square root per bin.
   const double k2 = kSigmas * kSigmas;
   const double total4 = total * total * total * total;
-  for (int q = 0; q < kBins && total > 0.0; ++q) {
+  for (int q = first; q < end && total > 0.0; ++q) {
     run += mass[q];
     run_var += var[q];
     const double rest = total - run;
