@@ -26,6 +26,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "aligned_bytes.h"
+
 namespace {
 
 double thread_seconds() {
@@ -52,7 +54,7 @@ Stats time_calls(const std::function<void()>& call, int runs) {
 }
 
 struct Operand {
-  std::vector<unsigned char> bytes;
+  sk::bench::AlignedBytes bytes;  // 64-byte aligned, as the runtime aligns tensors
   sk_tensor_arg arg{};
 };
 

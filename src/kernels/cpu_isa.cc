@@ -8,9 +8,36 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace sk::kernels {
 namespace {
+
+// AMX-TILE, AMX-BF16 and AMX-INT8 (CPUID.(7,0):EDX bits 24, 22, 25), the tile state enabled in
+// XCR0 (bits 17 and 18), and the tile data granted to this process: Linux keeps the 8 KiB state
+// off until a process asks (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); without the grant the
+// first tile instruction is fatal.
+bool amx_usable() {
+#if defined(__linux__) && defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  constexpr unsigned kAmx = (1u << 22) | (1u << 24) | (1u << 25);
+  if ((edx & kAmx) != kAmx) return false;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || (ecx & (1u << 27)) == 0) return false;  // OSXSAVE
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  constexpr unsigned kTileState = (1u << 17) | (1u << 18);
+  if ((lo & kTileState) != kTileState) return false;
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
 
 int probe_cpu() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -27,7 +54,8 @@ int probe_cpu() {
   if (!__builtin_cpu_supports("avx512vnni")) return kIsaAvx512;
   // Every CPU with AVX512_BF16 has AVX512_VNNI too; one without it would stop at avx512 above.
   if (!__builtin_cpu_supports("avx512bf16")) return kIsaAvx512Vnni;
-  return kIsaAvx512Bf16;
+  if (!amx_usable()) return kIsaAvx512Bf16;
+  return kIsaAmx;
 #else
   return kIsaScalar;
 #endif
@@ -85,6 +113,8 @@ const char* isa_level_name(int level) {
       return "avx512_vnni";
     case kIsaAvx512Bf16:
       return "avx512_bf16";
+    case kIsaAmx:
+      return "amx";
     default:
       return "unknown";
   }

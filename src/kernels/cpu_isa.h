@@ -9,6 +9,9 @@
 //   avx512       + AVX-512 F/BW/VL
 //   avx512_vnni  + AVX512_VNNI (VPDPBUSD: the int8 matmuls)
 //   avx512_bf16  + AVX512_BF16 (VDPBF16PS: matmul.bf16 rounds x to bf16)
+//   amx          + AMX-TILE, AMX-BF16, AMX-INT8, with the tile state enabled by the OS and granted
+//                  to the process (Linux: arch_prctl ARCH_REQ_XCOMP_PERM, asked once here):
+//                  matmul.bf16 (and the grouped matmul's bf16 experts) on AMX tiles
 //
 // The environment variable SK_ISA (one of those names) lowers the choice, never above what the
 // CPU supports, so that one machine can run every path it has:
@@ -32,7 +35,8 @@ enum IsaLevel : int {
   kIsaAvx512 = 2,
   kIsaAvx512Vnni = 3,
   kIsaAvx512Bf16 = 4,
-  kIsaMaxLevel = kIsaAvx512Bf16,
+  kIsaAmx = 5,
+  kIsaMaxLevel = kIsaAmx,
 };
 
 // Highest level the CPU and OS support.
@@ -47,7 +51,7 @@ int current_isa_level();
 // Forces `level` (capped at detected_isa_level()); a negative level restores the default.
 // Returns the level in effect afterwards.
 int force_isa_level(int level);
-// "scalar", "avx2", "avx512", "avx512_vnni", "avx512_bf16", or "unknown".
+// "scalar", "avx2", "avx512", "avx512_vnni", "avx512_bf16", "amx", or "unknown".
 const char* isa_level_name(int level);
 
 }  // namespace sk::kernels

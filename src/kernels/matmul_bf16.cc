@@ -14,6 +14,8 @@
 //     hsum_lanes (the GEMV on short rows runs those FMAs itself, with the same bits). Rounding x
 //     to bf16 costs up to 2^-8 relative per product, an error that grows as sqrt(K): the
 //     reference tolerance of this level (reference.h) is wider than matmul.f32's.
+//   amx: x rounded as at avx512_bf16, then one chain of TDPBF16PS per element over K in steps of
+//     32 (matmul_bf16_amx.cc), with avx512_bf16's reference tolerance.
 // Tiles and K blocks only change which dot products advance together, never the operations
 // inside one, so results do not depend on M, N, the core split or alignment.
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include "kernels/kernel_util.h"
 #include "kernels/kernels.h"
 #include "kernels/masked_io.h"
+#include "kernels/matmul_bf16_amx.h"
 #include "kernels/matmul_driver.h"
 #include "kernels/matmul_half.h"
 #include "kernels/simd.h"
@@ -184,6 +187,10 @@ struct Bf16xRows {
 void gemm_rows(const float* x, int64_t sx, const uint16_t* w, int64_t sw, float* y, int64_t sy, int64_t m, int64_t n,
                int64_t k) {
 #if SK_KERNELS_X86
+  if (selected_isa_level() == kIsaAmx) {
+    gemm_bf16_amx(x, sx, w, sw, y, sy, m, n, k);
+    return;
+  }
   if (selected_isa_level() == kIsaAvx512Bf16) {
     gemm::run(Bf16xRows{kAvx512Bf16, x, sx}, w, sw, y, sy, m, n, k);
     return;

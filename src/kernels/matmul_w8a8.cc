@@ -298,6 +298,7 @@ struct W8Path {
 W8Path select_path() {
 #if SK_KERNELS_X86
   switch (selected_isa_level()) {
+    case kIsaAmx:  // the VNNI tiles: the AMX-INT8 ones are not written yet
     case kIsaAvx512Bf16:
     case kIsaAvx512Vnni:
       return {kAvx512Vnni, 128};

@@ -58,8 +58,11 @@ inline std::vector<void*> loaded_definitions(const char* symbol) {
 
 }  // namespace detail
 
+// The highest level the package knows (src/kernels/cpu_isa.h).
+inline constexpr int kMaxIsaLevel = 5;
+
 // Forces the built-in kernels' ISA level (0 scalar, 1 avx2, 2 avx512, 3 avx512_vnni,
-// 4 avx512_bf16; capped at the CPU's) in every loaded copy of the package; -1 restores the
+// 4 avx512_bf16, 5 amx; capped at the CPU's) in every loaded copy of the package; -1 restores the
 // default. Returns the level in effect (the same in every copy), or -1 when no copy is loaded.
 inline int force_isa(int level) {
   int in_effect = -1;
@@ -72,15 +75,15 @@ inline int force_isa(int level) {
 // SK_ISA the default level is SK_ISA's, and the levels above it are still reachable by forcing.
 inline std::vector<int> isa_levels() {
   std::vector<int> levels;
-  for (int level = 0; level <= 4; ++level)
+  for (int level = 0; level <= kMaxIsaLevel; ++level)
     if (force_isa(level) == level) levels.push_back(level);
   force_isa(-1);
   return levels;
 }
 
 inline const char* isa_name(int level) {
-  static const char* const kNames[] = {"scalar", "avx2", "avx512", "avx512_vnni", "avx512_bf16"};
-  return level >= 0 && level <= 4 ? kNames[level] : "default";
+  static const char* const kNames[] = {"scalar", "avx2", "avx512", "avx512_vnni", "avx512_bf16", "amx"};
+  return level >= 0 && level <= kMaxIsaLevel ? kNames[level] : "default";
 }
 
 // Names of the built-in package's kernels (a runtime must have loaded it).

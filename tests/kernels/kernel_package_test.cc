@@ -97,17 +97,19 @@ const sk_kernel_desc* find_kernel(std::string_view name) {
 }
 
 // The package's ISA levels (src/kernels/cpu_isa.h), in order.
-constexpr int kNumIsaLevels = 5;
+constexpr int kNumIsaLevels = 6;
 constexpr int kIsaAvx512 = 2;
+constexpr int kIsaAvx512Bf16 = 4;
 
 const char* isa_name(int level) {
-  static constexpr const char* kNames[kNumIsaLevels] = {"scalar", "avx2", "avx512", "avx512_vnni", "avx512_bf16"};
+  static constexpr const char* kNames[kNumIsaLevels] = {"scalar",      "avx2",        "avx512",
+                                                        "avx512_vnni", "avx512_bf16", "amx"};
   return level >= 0 && level < kNumIsaLevels ? kNames[level] : "default";
 }
 
 // The reference whose tolerance holds at `level`: the bf16-weight matmuls widen the weights
 // exactly below avx512_bf16, so there they are held to the f32 matmuls' tolerance (their
-// reference row's wider one is for the rounding of x at avx512_bf16, reference.h).
+// reference row's wider one is for the rounding of x from avx512_bf16 on, reference.h).
 const sk::ref::Reference* reference_at_level(const std::string& kernel, int level) {
   const sk::ref::Reference* ref = sk::ref::find_reference(kernel);
   static const sk::ref::Reference kWidened[] = {
@@ -116,7 +118,7 @@ const sk::ref::Reference* reference_at_level(const std::string& kernel, int leve
       {"grouped_matmul.bf16", sk::ref::grouped_matmul_bf16, sk::ref::find_reference("grouped_matmul.f32")->abs_tol,
        sk::ref::find_reference("grouped_matmul.f32")->rel_tol},
   };
-  if (level >= kNumIsaLevels - 1) return ref;
+  if (level >= kIsaAvx512Bf16) return ref;
   for (const sk::ref::Reference& r : kWidened) {
     if (kernel == r.kernel) return &r;
   }
