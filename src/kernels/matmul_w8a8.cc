@@ -12,7 +12,9 @@
 //
 // The sum is exact, so its order is free: every ISA level gives the same bits, each with the
 // int8 dot product it has (the loops are the shared driver's, matmul_driver.h):
-//   avx512_vnni and up:  VPDPBUSD on (w + 128) as u8 (w with its sign bit flipped) times q,
+//   amx:                 TDPBSSD on AMX tiles (matmul_w8a8_amx.cc) from kW8AmxMinRows rows of q
+//                        on, the VNNI tiles below;
+//   avx512_vnni, _bf16:  VPDPBUSD on (w + 128) as u8 (w with its sign bit flipped) times q,
 //                        minus 128 * sum(q), summed once per row of q per call;
 //   avx512:              VPMADDUBSW on |w| as u8 times q with w's sign (masked negation),
 //                        VPMADDWD by 1 into int32;
@@ -29,6 +31,7 @@
 #include "kernels/kernels.h"
 #include "kernels/masked_io.h"
 #include "kernels/matmul_driver.h"
+#include "kernels/matmul_w8a8_amx.h"
 #include "kernels/simd.h"
 
 #define SK_TARGET_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma")))
@@ -56,6 +59,10 @@ constexpr int64_t kW8KStepL2 = 16384;
 // 19.0-22.3. Small Llama W8A8 decode (K = 1024 but for down_proj): 1 thread 106 -> 128
 // tokens/s, 2 threads 167 -> 200 (medians of alternated rounds). The sums are exact: same bits.
 constexpr int64_t kW8GemvRowAtATimeMaxK = 1024;
+// The fewest rows of q that take the AMX tiles at the amx level (the sums are exact, so either
+// path gives the same bits). One core, N = K = 4096, µs, VNNI against AMX
+// (sk_bench_matmul_cpu_time w8a8): M = 4 590 / 674, M = 8 875 / 708, M = 16 1562 / 780.
+constexpr int64_t kW8AmxMinRows = 6;
 static_assert(gemm::kPanelBytes >= kW8MaxK + 64,
               "a row of the largest K must fit the panel: quantize.i8 needs all of it");
 
@@ -298,7 +305,7 @@ struct W8Path {
 W8Path select_path() {
 #if SK_KERNELS_X86
   switch (selected_isa_level()) {
-    case kIsaAmx:  // the VNNI tiles: the AMX-INT8 ones are not written yet
+    case kIsaAmx:  // gemm_rows takes the AMX tiles before this
     case kIsaAvx512Bf16:
     case kIsaAvx512Vnni:
       return {kAvx512Vnni, 128};
@@ -393,6 +400,12 @@ void gemm_rows(const W8Rows& rows, const int8_t* w, int64_t sw, const float* ws,
     for (int64_t m = 0; m < M; ++m) std::fill(y + m * sy, y + m * sy + N, 0.0f);
     return;
   }
+#if SK_KERNELS_X86
+  if (selected_isa_level() == kIsaAmx && M >= kW8AmxMinRows) {
+    gemm_w8a8_amx(rows, w, sw, ws, sws, y, sy, M, N, K);
+    return;
+  }
+#endif
   const W8Path path = select_path();
   int32_t row_sums[gemm::kMBlock] = {};
   gemm::run(Int8Rows{path.tiles, path.w_offset, rows, ws, sws, row_sums}, w, sw, y, sy, M, N, K);

@@ -576,7 +576,9 @@ TEST(MatmulFamily, W8a8DynIsQuantizeThenW8a8) {
   const sk_kernel_desc* kw = kernel("matmul.w8a8");
   const sk_kernel_desc* kd = kernel("matmul.w8a8_dyn");
   ASSERT_TRUE(kq != nullptr && kw != nullptr && kd != nullptr);
-  const int64_t m = 5, n = 37, k = 4100;
+  // 7 rows: at the amx level the AMX tiles (from 6 rows) against the other levels' VNNI and
+  // integer tiles; K = 4100 has a partial last step of 64.
+  const int64_t m = 7, n = 37, k = 4100;
   Tensor x = dense(SK_DTYPE_F32, {m, k});
   Tensor w = dense(SK_DTYPE_I8, {n, k});
   Tensor ws = dense(SK_DTYPE_F32, {n});
