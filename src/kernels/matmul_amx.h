@@ -5,7 +5,8 @@
 //     using W = uint16_t;                      // weight element (bf16 here)
 //     static constexpr bool kInt8 = false;     // TDPBSSD on int8, or TDPBF16PS on bf16
 //     // Rows [m0, m0 + rows) of x as 32-bit groups (2 bf16 or 4 int8 along k): group g of row r at
-//     // xp[(r / 16) * xp_block + g * 16 + r % 16], groups past K zero (xp arrives zeroed).
+//     // xp[(r / 16) * xp_block + g * 16 + r % 16], with zeros past K up to a whole 64-byte step
+//     // (the places of the rows past `rows` are left as they are: their outputs are not read).
 //     void pack(int64_t m0, int64_t rows, int64_t k, uint32_t* xp, int64_t xp_block) const;
 //     // y_row[i] for i < count: output n0 + i of row m (row_in_group of the packed group) from
 //     // its accumulator c[i * 16] (f32 bits, or int32).
@@ -24,6 +25,11 @@
 // µs): M = 1 1192 / 1230 / 1243 with 1 / 2 / 4 blocks of outputs side by side (each block streams
 // 16 weight rows at once, and more streams than the prefetchers follow cost more than the
 // instruction chains they overlap), M = 16 1270 / 1295 / 1304; M = 32 1453 with 2 and 1746 with 1.
+// Tiles are double-buffered where the shape leaves them free: the A tile (one block of outputs)
+// and the B tile (one block of rows) alternate between steps, and groups of at most two C tiles
+// alternate between tiles 0-1 and 2-3, since a tile is not renamed: a load into it waits until the
+// previous instruction reading it is done (LongCat-small bf16 decode at 2 cores, L3-resident
+// weights: 420 -> 470 tokens/s).
 //
 // Callers: matmul_bf16_amx.cc, matmul_w8a8_amx.cc. Only where selected_isa_level() is kIsaAmx
 // (cpu_isa.h: the OS granted the process the tile state).
@@ -51,6 +57,7 @@ namespace sk::kernels::amx {
 inline constexpr int64_t kTile = 16;      // rows of every tile; outputs and x rows per C tile
 inline constexpr int64_t kRowBytes = 64;  // bytes of every tile row
 inline constexpr int64_t kGroupBlocks = 4;
+inline constexpr int64_t kPrefetchRowsBytes = 2048;  // OutBlock::next
 
 struct alignas(64) TileConfig {
   uint8_t palette = 1;
@@ -145,54 +152,75 @@ struct OutBlock {
   const uint8_t* k_tail;  // 16 rows of 64 bytes
   int64_t n0;             // first output
   int64_t n;              // outputs that are real (up to 16)
+  // On short rows, the w rows of the next block, brought into L2 a step at a time: the tile loads
+  // read 16 rows side by side, which the prefetchers follow badly on short rows (LongCat-small
+  // bf16 decode, rows of 1-2 KiB, in L3: 2 cores 463-475 -> 480-485 tokens/s); on long rows the
+  // same prefetch cost 5% (one core, N = K = 4096).
+  const uint8_t* next = nullptr;
 };
 
 // NB blocks of outputs by MB blocks of x rows (NB * MB <= 4 C tiles), over `steps` whole steps,
 // then the tail step when the blocks have one. xp: MB packed blocks of x rows, xp_block uint32
 // apart, 16 uint32 (one group of each row) per group along k.
-template <int NB, int MB, class Format>
+template <int NB, int MB, int CB, class Format>
 SK_TARGET_AMX void run_group(const Format& f, const OutBlock* ob, const uint32_t* xp, int64_t xp_block, int64_t steps,
                              float* y, int64_t sy, int64_t m0, int64_t m) {
-  static_assert(NB * MB <= 4);
+  static_assert(CB + NB * MB <= 4);
   constexpr bool kInt8 = Format::kInt8;
   constexpr auto mbs = std::make_integer_sequence<int, MB>();
-  for_each_index(std::make_integer_sequence<int, NB * MB>(), [](auto c) SK_TARGET_AMX { tile_zero_c<c>(); });
-  const auto step = [&](int64_t s, const uint8_t* const* a, const int64_t* a_stride) SK_TARGET_AMX {
+  for_each_index(std::make_integer_sequence<int, NB * MB>(), [](auto c) SK_TARGET_AMX { tile_zero_c<CB + c>(); });
+  // Step parity q picks the A tile when one A tile serves the step (NB = 1) and the B tile when
+  // one B tile does (MB = 1), so that the next step's loads need not wait for this step's
+  // instructions to finish reading their tiles.
+  const auto step = [&](int64_t s, auto q, const uint8_t* const* a, const int64_t* a_stride) SK_TARGET_AMX {
     const uint32_t* xs = xp + s * kTile * kTile;
     if constexpr (MB <= 2) {
-      for_each_index(mbs, [&](auto mb) SK_TARGET_AMX { tile_load<6 + mb>(xs + mb * xp_block, kRowBytes); });
+      constexpr int kB0 = MB == 1 ? 6 + q : 6;
+      for_each_index(mbs, [&](auto mb) SK_TARGET_AMX { tile_load<kB0 + mb>(xs + mb * xp_block, kRowBytes); });
       for_each_index(std::make_integer_sequence<int, NB>(), [&](auto nb) SK_TARGET_AMX {
-        constexpr int kA = 4 + nb % 2;
+        constexpr int kA = NB == 1 ? 4 + q : 4 + nb % 2;
         tile_load<kA>(a[nb], a_stride[nb]);
-        for_each_index(mbs, [&](auto mb) SK_TARGET_AMX { tile_dp<nb * MB + mb, kA, 6 + mb, kInt8>(); });
+        for_each_index(mbs, [&](auto mb) SK_TARGET_AMX { tile_dp<CB + nb * MB + mb, kA, kB0 + mb, kInt8>(); });
       });
     } else {
       static_assert(NB == 1);
-      tile_load<4>(a[0], a_stride[0]);
+      constexpr int kA = 4 + q;
+      tile_load<kA>(a[0], a_stride[0]);
       for_each_index(mbs, [&](auto mb) SK_TARGET_AMX {
         constexpr int kB = 6 + mb % 2;
         tile_load<kB>(xs + mb * xp_block, kRowBytes);
-        tile_dp<mb, 4, kB, kInt8>();
+        tile_dp<CB + mb, kA, kB, kInt8>();
       });
     }
   };
   const uint8_t* a[NB];
   int64_t a_stride[NB];
   for (int nb = 0; nb < NB; ++nb) a_stride[nb] = ob[nb].sw_bytes;
-  for (int64_t s = 0; s < steps; ++s) {
-    for (int nb = 0; nb < NB; ++nb) a[nb] = ob[nb].w + s * kRowBytes;
-    step(s, a, a_stride);
+  const auto whole_step = [&](int64_t s, auto q) SK_TARGET_AMX {
+    for (int nb = 0; nb < NB; ++nb) {
+      a[nb] = ob[nb].w + s * kRowBytes;
+      if (ob[nb].next == nullptr) continue;
+      const char* p = reinterpret_cast<const char*>(ob[nb].next + s * kRowBytes);
+      for (int r = 0; r < kTile; ++r) _mm_prefetch(p + r * a_stride[nb], _MM_HINT_T1);
+    }
+    step(s, q, a, a_stride);
+  };
+  int64_t s = 0;
+  for (; s + 2 <= steps; s += 2) {
+    whole_step(s, std::integral_constant<int, 0>{});
+    whole_step(s + 1, std::integral_constant<int, 1>{});
   }
+  if (s < steps) whole_step(s, std::integral_constant<int, 0>{});
   if (ob[0].k_tail != nullptr) {
     for (int nb = 0; nb < NB; ++nb) {
       a[nb] = ob[nb].k_tail;
       a_stride[nb] = kRowBytes;
     }
-    step(steps, a, a_stride);
+    step(steps, std::integral_constant<int, 1>{}, a, a_stride);
   }
   alignas(64) uint32_t c[NB * MB][kTile][kTile];
   for_each_index(std::make_integer_sequence<int, NB * MB>(),
-                 [&](auto t) SK_TARGET_AMX { tile_store_c<t>(&c[t][0][0]); });
+                 [&](auto t) SK_TARGET_AMX { tile_store_c<CB + t>(&c[t][0][0]); });
   // The stores above are invisible to the compiler (as the tile loads' reads are).
   asm volatile("" ::: "memory");
   for (int nb = 0; nb < NB; ++nb) {
@@ -206,12 +234,20 @@ SK_TARGET_AMX void run_group(const Format& f, const OutBlock* ob, const uint32_t
   }
 }
 
+// Groups of NB blocks of outputs. Groups of at most two C tiles alternate between tiles 0-1 and
+// 2-3, so that a group's instructions need not wait for the previous group's C tiles to be stored.
 template <int NB, int MB, class Format>
 SK_TARGET_AMX void run_blocks(const Format& f, const OutBlock* ob, int64_t count, const uint32_t* xp, int64_t xp_block,
                               int64_t steps, float* y, int64_t sy, int64_t m0, int64_t m) {
   int64_t b = 0;
-  for (; b + NB <= count; b += NB) run_group<NB, MB>(f, ob + b, xp, xp_block, steps, y, sy, m0, m);
-  for (; b < count; ++b) run_group<1, MB>(f, ob + b, xp, xp_block, steps, y, sy, m0, m);
+  if constexpr (NB * MB <= 2) {
+    for (; b + 2 * NB <= count; b += 2 * NB) {
+      run_group<NB, MB, 0>(f, ob + b, xp, xp_block, steps, y, sy, m0, m);
+      run_group<NB, MB, 2>(f, ob + b + NB, xp, xp_block, steps, y, sy, m0, m);
+    }
+  }
+  for (; b + NB <= count; b += NB) run_group<NB, MB, 0>(f, ob + b, xp, xp_block, steps, y, sy, m0, m);
+  for (; b < count; ++b) run_group<1, MB, 0>(f, ob + b, xp, xp_block, steps, y, sy, m0, m);
 }
 
 template <class Format>
@@ -239,6 +275,9 @@ SK_TARGET_AMX void gemm(const Format& f, const typename Format::W* w, int64_t sw
   const int64_t sw_bytes = sw * static_cast<int64_t>(sizeof(W));
   blocks.resize(static_cast<size_t>(full + (rest > 0 ? 1 : 0)));
   for (int64_t b = 0; b < full; ++b) blocks[b] = {wb + b * kTile * sw_bytes, sw_bytes, nullptr, b * kTile, kTile};
+  if (row_bytes <= kPrefetchRowsBytes) {
+    for (int64_t b = 0; b + 1 < full; ++b) blocks[b].next = blocks[b + 1].w;
+  }
   if (main_bytes < row_bytes) {
     k_tails.assign(static_cast<size_t>(full * kTile * kRowBytes), 0);
     for (int64_t b = 0; b < full; ++b) {
@@ -262,7 +301,7 @@ SK_TARGET_AMX void gemm(const Format& f, const typename Format::W* w, int64_t sw
   for (int64_t m0 = 0; m0 < m; m0 += kGroupBlocks * kTile) {
     const int64_t mg = std::min(kGroupBlocks * kTile, m - m0);
     const int64_t mbs = (mg + kTile - 1) / kTile;
-    std::memset(xp.data(), 0, sizeof(uint32_t) * static_cast<size_t>(mbs * xp_block));
+    // Rows past mg are not cleared: their columns of the C tiles are never read.
     f.pack(m0, mg, k, xp.data(), xp_block);
     // The packing's stores are read by tile loads, which the compiler does not see.
     asm volatile("" ::: "memory");
