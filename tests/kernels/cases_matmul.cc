@@ -563,7 +563,7 @@ TEST(MatmulFamily, Bf16RoundedXErrorGrowsAsSqrtK) {
       }
       const double bound = 2.5e-3 * std::sqrt(static_cast<double>(k));
       EXPECT_LE(worst, bound) << "K = " << k;
-      RecordProperty("max_error_k" + std::to_string(k), std::to_string(worst));
+      RecordProperty(std::string("max_error_") + name + "_k" + std::to_string(k), std::to_string(worst));
       std::printf("matmul.bf16 %s, K = %lld: max |error| %.4g, bound %.4g\n", name, static_cast<long long>(k), worst,
                   bound);
     }
