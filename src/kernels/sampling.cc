@@ -169,8 +169,8 @@ struct Isa {
 // sparse (a peaked row), but on a flat row about half the vectors hold a band token and it
 // mispredicts on them: on an Intel core (sk_bench_sample_cpu_time, one core) the flat row took
 // 104 us with the branch and 62 without at AVX-512 (152 and 113 at AVX2), while the peaked rows
-// took 9% (AVX2: 3%) longer without it. A branch mispredicted on 8 of a block's 64 vectors costs
-// about what 64 compresses do.
+// took 9% (AVX2: 3%) longer without it. The threshold is an estimate, not a measured optimum: a
+// branch mispredicted on 8 of a block's 64 vectors costs about what 64 compresses do.
 constexpr int64_t kDenseBand = 8;
 
 // Calls run(with_hi, with_band, every_vector), flags as std::bool_constant, for what block b may
@@ -732,8 +732,8 @@ struct Profile {
   uint32_t count[kBins + 2];
   uint64_t block_max_w[kBins];
   int64_t taken;  // samples other than a block's largest logit
-  // The bins [first_bin, end_bin) hold every sample and block maximum of a nonzero weight (a
-  // flat row's span a few octaves of the 31): band_of reads only those.
+  // The bins [first_bin, end_bin) hold every sample and block maximum of a nonzero weight:
+  // band_of reads (and prefetches) only those (371 of the 496 on sk_bench_kernels' flat row).
   int32_t first_bin;
   int32_t end_bin;
 };
@@ -1041,6 +1041,8 @@ Band band_of(const Part& part, int n_parts, int64_t v, float lmax, float a, floa
   }();
   // Bins outside every part's touched range add exact zeros to every sum below, and the search
   // ends by the last touched bin (its running sum is the total): skipping them changes no result.
+  // (Below the first touched bin the search cannot stop either: top_p > 0, checked with the
+  // attributes.)
   int first = kBins;
   int end = 0;
   for (int j = 0; j < n_parts; ++j) {
@@ -1048,8 +1050,6 @@ Band band_of(const Part& part, int n_parts, int64_t v, float lmax, float a, floa
     first = std::min(first, static_cast<int>(part(j).first_bin));
     end = std::max(end, static_cast<int>(part(j).end_bin));
   }
-  // With top_p <= 0 the search would stop at bin 0 whatever it holds.
-  if (top_p <= 0.0f) first = 0;
   // Another core's profile was just written in its cache: asking for all of its lines at once
   // lets them arrive together rather than as the loop reaches each.
   for (int j = 0; j < n_parts; ++j) {
@@ -1077,11 +1077,8 @@ Band band_of(const Part& part, int n_parts, int64_t v, float lmax, float a, floa
       sampled += p.sampled[q];
       count += p.count[q];
     }
-    // As signed integers (every sum is below V * 2^30 < 2^63): a conversion from int64 is one
-    // instruction, from uint64 a branch and several.
-    mass[q] =
-        static_cast<double>(static_cast<int64_t>(exact)) + rate * static_cast<double>(static_cast<int64_t>(sampled));
-    var[q] = rate * rate * static_cast<double>(static_cast<int64_t>(count)) * kMidSquared[q];
+    mass[q] = static_cast<double>(exact) + rate * static_cast<double>(sampled);
+    var[q] = rate * rate * static_cast<double>(count) * kMidSquared[q];
     total += mass[q];
     total_var += var[q];
   }
