@@ -46,6 +46,10 @@ struct W8Rows {
 // check it with their operand names); k = 0 gives zeros.
 void gemm_w8a8(const W8Rows& rows, const int8_t* w, int64_t sw, const float* w_scale, int64_t sws, float* y, int64_t sy,
                int64_t m, int64_t n, int64_t k);
+// Row m of the left operand, k values from k0, as q (matmul_w8a8.cc): q's -128 read as -127, or x
+// quantised like quantize.i8 (then k0 must be 0: the scale is the whole row's). Returns the row's
+// scale. Every W8A8 path packs its rows through this.
+float w8_row_q(const W8Rows& rows, int64_t m, int64_t k0, int64_t kn, int8_t* q);
 
 // quantize.cc: symmetric per-row quantisation, the definition quantize.i8 documents:
 // scale = max|x| / 127 (NaN ignored), q = round_half_even(clamp(x / scale, -127, 127)) with

@@ -278,23 +278,27 @@ SK_TARGET_AMX void gemm(const Format& f, const typename Format::W* w, int64_t sw
   if (row_bytes <= kPrefetchRowsBytes) {
     for (int64_t b = 0; b + 1 < full; ++b) blocks[b].next = blocks[b + 1].w;
   }
+  // Each copied row is written whole, its k padding with zeros; the rows of a partial block past
+  // `rest` keep whatever they held (their outputs are never read), so nothing is cleared twice.
+  const auto copy_row = [](uint8_t* dst, const uint8_t* src, int64_t bytes, int64_t padded) {
+    std::memcpy(dst, src, static_cast<size_t>(bytes));
+    std::memset(dst + bytes, 0, static_cast<size_t>(padded - bytes));
+  };
   if (main_bytes < row_bytes) {
-    k_tails.assign(static_cast<size_t>(full * kTile * kRowBytes), 0);
+    k_tails.resize(static_cast<size_t>(full * kTile * kRowBytes));
     for (int64_t b = 0; b < full; ++b) {
       uint8_t* t = k_tails.data() + b * kTile * kRowBytes;
       for (int64_t r = 0; r < kTile; ++r) {
-        std::memcpy(t + r * kRowBytes, wb + (b * kTile + r) * sw_bytes + main_bytes,
-                    static_cast<size_t>(row_bytes - main_bytes));
+        copy_row(t + r * kRowBytes, wb + (b * kTile + r) * sw_bytes + main_bytes, row_bytes - main_bytes, kRowBytes);
       }
       blocks[b].k_tail = t;
     }
   }
   if (rest > 0) {
     const int64_t ld = k_pad * static_cast<int64_t>(sizeof(W));
-    n_tail.assign(static_cast<size_t>(kTile * ld), 0);
-    for (int64_t r = 0; r < rest; ++r) {
-      std::memcpy(n_tail.data() + r * ld, wb + (full * kTile + r) * sw_bytes, static_cast<size_t>(row_bytes));
-    }
+    n_tail.resize(static_cast<size_t>(kTile * ld));
+    for (int64_t r = 0; r < rest; ++r)
+      copy_row(n_tail.data() + r * ld, wb + (full * kTile + r) * sw_bytes, row_bytes, ld);
     blocks[full] = {n_tail.data(), ld, nullptr, full * kTile, rest};
   }
   load_tile_config();

@@ -54,14 +54,4 @@ SK_TARGET_AMX void gemm_bf16_amx(const float* x, int64_t sx, const uint16_t* w, 
 
 }  // namespace sk::kernels
 
-#else
-
-namespace sk::kernels {
-
-void gemm_bf16_amx(const float*, int64_t, const uint16_t*, int64_t, float*, int64_t, int64_t, int64_t, int64_t) {
-  __builtin_trap();  // never selected off x86
-}
-
-}  // namespace sk::kernels
-
-#endif
+#endif  // SK_KERNELS_X86: the callers take this path only there

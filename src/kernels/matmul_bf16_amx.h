@@ -3,8 +3,8 @@
 //   // y[m * sy + n] = sum over k of bf16(x[m * sx + k]) * w[n * sw + k], m < M, n < N
 //   gemm_bf16_amx(x, sx, w, sw, y, sy, M, N, K);
 //
-// Only called where selected_isa_level() is kIsaAmx (cpu_isa.h: the OS granted this process the
-// tile state). See matmul_bf16_amx.cc for the numerics.
+// Defined on x86 builds only, and only called where selected_isa_level() is kIsaAmx (cpu_isa.h:
+// the OS granted this process the tile state). See matmul_bf16_amx.cc for the numerics.
 #ifndef SUPERKERNEL_KERNELS_MATMUL_BF16_AMX_H_
 #define SUPERKERNEL_KERNELS_MATMUL_BF16_AMX_H_
 

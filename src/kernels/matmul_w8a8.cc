@@ -305,7 +305,7 @@ struct W8Path {
 W8Path select_path() {
 #if SK_KERNELS_X86
   switch (selected_isa_level()) {
-    case kIsaAmx:  // gemm_rows takes the AMX tiles before this
+    case kIsaAmx:  // below kW8AmxMinRows rows (gemm_rows takes the AMX tiles from there)
     case kIsaAvx512Bf16:
     case kIsaAvx512Vnni:
       return {kAvx512Vnni, 128};
@@ -357,13 +357,7 @@ struct Int8Rows {
     // k0 is always 0: every accepted K fits the panel whole (static_assert above).
     for (int64_t m = 0; m < mb; ++m) {
       int8_t* dst = panel + m * ld;
-      if (rows.x != nullptr) {
-        rs[m] = quantize_row(rows.x + (m0 + m) * rows.stride + k0, kn, dst);
-      } else {
-        const int8_t* src = rows.q + (m0 + m) * rows.stride + k0;
-        for (int64_t k = 0; k < kn; ++k) dst[k] = src[k] < -127 ? static_cast<int8_t>(-127) : src[k];
-        rs[m] = rows.scale[(m0 + m) * rows.scale_stride];
-      }
+      rs[m] = w8_row_q(rows, m0 + m, k0, kn, dst);
       std::fill(dst + kn, dst + ld, int8_t{0});
       if (w_offset != 0) {
         int32_t sum = 0;  // |sum| <= 127 * kW8MaxK
@@ -393,6 +387,17 @@ struct Int8Rows {
     }
   }
 };
+
+}  // namespace
+
+float w8_row_q(const W8Rows& rows, int64_t m, int64_t k0, int64_t kn, int8_t* q) {
+  if (rows.x != nullptr) return quantize_row(rows.x + m * rows.stride + k0, kn, q);
+  const int8_t* src = rows.q + m * rows.stride + k0;
+  for (int64_t k = 0; k < kn; ++k) q[k] = src[k] < -127 ? static_cast<int8_t>(-127) : src[k];
+  return rows.scale[m * rows.scale_stride];
+}
+
+namespace {
 
 void gemm_rows(const W8Rows& rows, const int8_t* w, int64_t sw, const float* ws, int64_t sws, float* y, int64_t sy,
                int64_t M, int64_t N, int64_t K) {

@@ -31,14 +31,7 @@ struct Int8Format {
     const int64_t k_pad = (k + amx::kRowBytes - 1) / amx::kRowBytes * amx::kRowBytes;
     q.assign(static_cast<size_t>(k_pad), 0);
     for (int64_t r = 0; r < count; ++r) {
-      const int64_t m = m0 + r;
-      if (rows.x != nullptr) {
-        row_scale[r] = quantize_row(rows.x + m * rows.stride, k, q.data());
-      } else {
-        const int8_t* src = rows.q + m * rows.stride;
-        for (int64_t i = 0; i < k; ++i) q[static_cast<size_t>(i)] = src[i] < -127 ? static_cast<int8_t>(-127) : src[i];
-        row_scale[r] = rows.scale[m * rows.scale_stride];
-      }
+      row_scale[r] = w8_row_q(rows, m0 + r, 0, k, q.data());
       uint32_t* dst = xp + (r / amx::kTile) * xp_block + r % amx::kTile;
       for (int64_t k0 = 0; k0 < k; k0 += amx::kRowBytes) {
         amx::scatter_groups(dst + (k0 / 4) * amx::kTile, _mm512_loadu_si512(q.data() + k0));
@@ -66,15 +59,4 @@ SK_TARGET_AMX void gemm_w8a8_amx(const W8Rows& rows, const int8_t* w, int64_t sw
 
 }  // namespace sk::kernels
 
-#else
-
-namespace sk::kernels {
-
-void gemm_w8a8_amx(const W8Rows&, const int8_t*, int64_t, const float*, int64_t, float*, int64_t, int64_t, int64_t,
-                   int64_t) {
-  __builtin_trap();  // never selected off x86
-}
-
-}  // namespace sk::kernels
-
-#endif
+#endif  // SK_KERNELS_X86: the callers take this path only there

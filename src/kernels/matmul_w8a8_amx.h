@@ -3,7 +3,7 @@
 //   // as gemm_w8a8 (gemv_kernels.h): the same bits, whatever the level
 //   gemm_w8a8_amx(rows, w, sw, w_scale, sws, y, sy, M, N, K);
 //
-// Only called where selected_isa_level() is kIsaAmx (cpu_isa.h).
+// Defined on x86 builds only, and only called where selected_isa_level() is kIsaAmx (cpu_isa.h).
 #ifndef SUPERKERNEL_KERNELS_MATMUL_W8A8_AMX_H_
 #define SUPERKERNEL_KERNELS_MATMUL_W8A8_AMX_H_
 

@@ -570,6 +570,41 @@ TEST(MatmulFamily, Bf16RoundedXErrorGrowsAsSqrtK) {
   }
 }
 
+// A kernel may keep per-thread buffers from one call to the next (the AMX tiles copy the last
+// partial 32-k step and the last partial block of 16 weight rows into them, padded with zeros,
+// and Call::run runs every core on this thread): a later call with shorter tails must find zeros
+// where an earlier one left its weights. x is zero there too, so only a non-finite leftover shows
+// (inf * 0 = NaN): the earlier call's weights are all +inf. N = 21 is one block of 16 rows and a
+// partial one of 5; K = 60 then 36 leaves 28, then 4, in the last step.
+TEST(MatmulFamily, EarlierCallsDoNotLeakIntoLaterTails) {
+  const sk_kernel_desc* kb = kernel("matmul.bf16");
+  ASSERT_NE(kb, nullptr);
+  constexpr int64_t kM = 3;
+  constexpr int64_t kN = 21;
+  Tensor x = dense(SK_DTYPE_F32, {kM, 36});
+  Tensor w = dense(SK_DTYPE_BF16, {kN, 36});
+  fill_uniform(x, 41);
+  fill_uniform(w, 42);
+  Tensor x_inf = dense(SK_DTYPE_F32, {kM, 60});
+  Tensor w_inf = dense(SK_DTYPE_BF16, {kN, 60});
+  fill_uniform(x_inf, 43);
+  for (int64_t i = 0; i < kN * 60; ++i) w_inf.data<uint16_t>()[i] = sk::f32_to_bf16(INFINITY);
+  for (int level : levels()) {
+    SCOPED_TRACE("isa level " + std::to_string(level));
+    IsaForced forced(level);
+    for (int cores : {1, 2}) {
+      Tensor first = dense(SK_DTYPE_F32, {kM, kN});
+      Tensor after = dense(SK_DTYPE_F32, {kM, kN});
+      Tensor y_inf = dense(SK_DTYPE_F32, {kM, kN});
+      ASSERT_EQ(Call({&x, &w}, {&first}).run(*kb, cores), SK_OK);
+      ASSERT_EQ(Call({&x_inf, &w_inf}, {&y_inf}).run(*kb, cores), SK_OK);
+      ASSERT_EQ(Call({&x, &w}, {&after}).run(*kb, cores), SK_OK);
+      for (int64_t i = 0; i < kM * kN; ++i) ASSERT_TRUE(std::isfinite(first.data<float>()[i])) << i;
+      EXPECT_EQ(after.bytes, first.bytes) << cores << " cores";
+    }
+  }
+}
+
 // matmul.w8a8_dyn is quantize.i8 followed by matmul.w8a8, bit for bit, at every ISA level.
 TEST(MatmulFamily, W8a8DynIsQuantizeThenW8a8) {
   const sk_kernel_desc* kq = kernel("quantize.i8");
