@@ -106,20 +106,30 @@ inline Expected<std::vector<std::vector<double>>> time_interleaved(const std::ve
   return seconds;
 }
 
+// Runs `calls` round-robin for at least `seconds` (untimed): lets the scheduler and the runtime's
+// load policy see a load that just started or stopped before timed rounds begin.
+inline Status settle(const std::vector<std::function<Status()>>& calls, double seconds) {
+  const double end = now_seconds() + seconds;
+  while (now_seconds() < end)
+    for (const auto& call : calls) SK_RETURN_IF_ERROR(call());
+  return Status::ok();
+}
+
 struct Args {
   std::string json;
   int runs = 15;
   bool quick = false;
-  std::vector<std::string> only;   // bench names to run (empty: all)
-  std::vector<std::string> modes;  // modes to run (empty: all)
-  int cores = 0;                   // run only this core count (0: 1 and 2)
-  bool dump = false;               // also measure the data dump's cost
-  bool trace = false;              // also measure tracing's cost (debug_op_exec_trace)
-  bool recompute = false;          // also measure superkernel mode with recompute on
-  bool jit = false;                // also the JIT backend (super_kernel_optimize_options.jit)
-  bool preload = false;            // also code preload (preload_code per-func and max)
-  int replicas = 0;                // also kernel replication with this many copies (0: not measured)
-  bool contend = false;            // also time every configuration beside a busy process (busy_load.h)
+  std::vector<std::string> only;         // bench names to run (empty: all)
+  std::vector<std::string> modes;        // modes to run (empty: all)
+  int cores = 0;                         // run only this core count (0: 1 and 2)
+  bool dump = false;                     // also measure the data dump's cost
+  bool trace = false;                    // also measure tracing's cost (debug_op_exec_trace)
+  bool recompute = false;                // also measure superkernel mode with recompute on
+  bool jit = false;                      // also the JIT backend (super_kernel_optimize_options.jit)
+  bool preload = false;                  // also code preload (preload_code per-func and max)
+  int replicas = 0;                      // also kernel replication with this many copies (0: not measured)
+  bool contend = false;                  // also time every configuration beside a busy process (busy_load.h)
+  std::string load_policy = "adaptive";  // RuntimeOptions::load_policy (with --contend's programs)
 };
 
 // `accepts_contend`: the program implements --contend (a program that does not refuses it as an
@@ -158,6 +168,8 @@ inline Args parse_args(int argc, char** argv, const char* usage, bool accepts_co
       a.replicas = std::max(2, std::atoi(need("--replicas").c_str()));
     } else if (s == "--contend" && accepts_contend) {
       a.contend = true;
+    } else if (s == "--load-policy" && accepts_contend) {
+      a.load_policy = need("--load-policy");
     } else if (s == "--mode") {
       a.modes.push_back(need("--mode"));
     } else if (s == "--cores") {

@@ -30,7 +30,8 @@
 
 namespace sk::bench {
 
-enum class LoadPlacement { kNone, kUnpinned, kPinned };
+// kAfter: quiet again, after the loads stopped (the runtime's load policy must notice they left).
+enum class LoadPlacement { kNone, kUnpinned, kPinned, kAfter };
 
 inline const char* load_placement_name(LoadPlacement p) {
   switch (p) {
@@ -40,6 +41,8 @@ inline const char* load_placement_name(LoadPlacement p) {
       return "unpinned";
     case LoadPlacement::kPinned:
       return "pinned";
+    case LoadPlacement::kAfter:
+      return "after";
   }
   return "?";
 }
@@ -49,7 +52,7 @@ class BusyLoad {
   // kUnpinned: the child may run on any of `cpus` (normally every CPU the process may use);
   // kPinned: on `pinned_cpu` only. kNone starts nothing.
   BusyLoad(LoadPlacement placement, int pinned_cpu, const std::vector<int>& cpus = {}) {
-    if (placement == LoadPlacement::kNone) return;
+    if (placement == LoadPlacement::kNone || placement == LoadPlacement::kAfter) return;
     cpu_set_t set;
     CPU_ZERO(&set);
     if (placement == LoadPlacement::kPinned) {

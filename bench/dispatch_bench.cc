@@ -70,7 +70,7 @@ void print_contended(const std::vector<bench::Result>& results, const std::vecto
   for (const std::string& c : columns) std::printf(" %14s", (c + " xq").c_str());
   std::printf(" %17s\n", "superkernel/graph");
   for (const auto& [name, cores] : rows) {
-    for (const char* load : {"quiet", "unpinned", "pinned"}) {
+    for (const char* load : {"quiet", "unpinned", "pinned", "after"}) {
       const std::string suffix = std::string(load) == "quiet" ? "" : std::string("@") + load;
       auto find = [&](const std::string& column) -> const bench::Result* {
         auto it = by_key.find(name + "/" + std::to_string(cores) + "/" + column + suffix);
@@ -106,8 +106,11 @@ const char* kUsage =
     "                         [--replicas N] (adds superkernel+replicas: N copies of the kernel package,\n"
     "                                     and superkernel+jit+replicas with --jit)\n"
     "                         [--contend] (times every configuration again beside one busy process,\n"
-    "                                     unpinned and then pinned to the run's last CPU: <mode>@unpinned,\n"
-    "                                     <mode>@pinned, with each one's ratio to its quiet time)\n"
+    "                                     unpinned and then pinned to the run's last CPU, then quiet again:\n"
+    "                                     <mode>@unpinned, <mode>@pinned, <mode>@after, with each one's\n"
+    "                                     ratio to its quiet time)\n"
+    "                         [--load-policy adaptive|static|one_thread] (RuntimeOptions::load_policy;\n"
+    "                                     default adaptive)\n"
     "  benches: chain_elementwise chain_matvec_norm_256 chain_matvec_norm_512\n";
 
 }  // namespace
@@ -126,6 +129,12 @@ int main(int argc, char** argv) {
     if (!bench::cores_selected(args, cores)) continue;
     RuntimeOptions ro;
     ro.num_cores = cores;
+    auto policy = load_policy_from_name(args.load_policy);
+    if (!policy) {
+      std::fprintf(stderr, "--load-policy: %s\n", policy.status().message().c_str());
+      return 2;
+    }
+    ro.load_policy = *policy;
     auto rt = Runtime::create(ro);
     if (!rt) {
       std::fprintf(stderr, "runtime: %s\n", rt.status().to_string().c_str());
@@ -211,21 +220,35 @@ int main(int argc, char** argv) {
           return s ? s : s.with_context(b.name + "/" + p.config->name);
         });
       // Quiet first, then (--contend) the same rounds beside one busy process, unpinned and then
-      // pinned to the last CPU this runtime uses (a worker's, not the launching thread's).
+      // pinned to the last CPU this runtime uses (a worker's, not the launching thread's), then
+      // quiet again once it stopped.
       std::vector<bench::LoadPlacement> loads = {bench::LoadPlacement::kNone};
-      if (args.contend) loads.insert(loads.end(), {bench::LoadPlacement::kUnpinned, bench::LoadPlacement::kPinned});
+      if (args.contend)
+        loads.insert(loads.end(),
+                     {bench::LoadPlacement::kUnpinned, bench::LoadPlacement::kPinned, bench::LoadPlacement::kAfter});
       std::vector<double> quiet_median(prepared.size(), 0.0);
       for (bench::LoadPlacement load : loads) {
+        const bool loaded = load == bench::LoadPlacement::kUnpinned || load == bench::LoadPlacement::kPinned;
         bench::BusyLoad busy(load, cpus[static_cast<size_t>(cores - 1)], cpus);
-        if (load != bench::LoadPlacement::kNone && !busy.running()) {
+        if (loaded && !busy.running()) {
           std::fprintf(stderr, "cannot start the %s load: %s\n", bench::load_placement_name(load),
                        busy.error().c_str());
           return 1;
         }
-        // Loaded rounds get more warm-up: the scheduler's load averages take a few milliseconds
-        // to see the new process.
-        auto seconds = bench::time_interleaved(calls, load == bench::LoadPlacement::kNone ? 1 : 3, args.runs);
-        if (load != bench::LoadPlacement::kNone && !busy.stop()) {
+        // A load that just started or stopped gets 50 ms of untimed rounds: the scheduler's load
+        // averages and the runtime's load policy take a few milliseconds to see it.
+        if (load != bench::LoadPlacement::kNone)
+          if (Status s = bench::settle(calls, 0.05); !s) {
+            std::fprintf(stderr, "%s\n", s.to_string().c_str());
+            return 1;
+          }
+        const int64_t one_thread_before = (*rt)->one_thread_launches();
+        auto seconds = bench::time_interleaved(calls, 1, args.runs);
+        if (cores > 1)
+          std::fprintf(
+              stderr, "  %s: %lld launches ran on one thread (load policy %s)\n", bench::load_placement_name(load),
+              static_cast<long long>((*rt)->one_thread_launches() - one_thread_before), args.load_policy.c_str());
+        if (loaded && !busy.stop()) {
           std::fprintf(stderr, "the %s load stopped during the rounds\n", bench::load_placement_name(load));
           return 1;
         }
@@ -253,7 +276,7 @@ int main(int argc, char** argv) {
         // Every configuration against graph mode under the same load.
         const size_t first = results.size() - prepared.size();
         for (size_t i = 0; i < prepared.size(); ++i) {
-          if (prepared[i].config->name != "graph" || load == bench::LoadPlacement::kNone) continue;
+          if (prepared[i].config->name != "graph" || !loaded) continue;
           for (size_t j = 0; j < prepared.size(); ++j)
             if (results[first + i].median > 0)
               results[first + j].ratios["graph"] = results[first + j].median / results[first + i].median;

@@ -28,6 +28,17 @@ namespace sk {
 // The most cores one runtime drives (each is a pinned worker thread with its own sync state).
 inline constexpr int kMaxRuntimeCores = 1024;
 
+// Where a launch's cores run when another process takes some of the runtime's CPUs.
+enum class LoadPolicy {
+  kAdaptive,   // one thread per core; on a 2-core runtime whose CPU another process holds, every
+               // launch on the free CPU's thread, its cores interleaved, until the load is gone
+  kStatic,     // always one thread per core
+  kOneThread,  // every launch on the calling thread, its cores interleaved (tests, measurements)
+};
+// "adaptive", "static", "one_thread"; the policy for a name, or an error listing them.
+Expected<LoadPolicy> load_policy_from_name(std::string_view name);
+const char* load_policy_name(LoadPolicy policy);
+
 struct RuntimeOptions {
   int num_cores = 0;                 // 0: every CPU available to the process; at most kMaxRuntimeCores
   int cube_cores = 0;                // cores [0, cube_cores) form the cube group, the rest the vector group;
@@ -36,6 +47,7 @@ struct RuntimeOptions {
   bool allow_oversubscribe = false;  // tests only: more cores than CPUs
   int64_t spin_us = 200;             // longest spin before a waiting core sleeps (less: docs/ARCHITECTURE.md)
   double watchdog_seconds = 30.0;    // a sync wait longer than this fails the run as a deadlock
+  LoadPolicy load_policy = LoadPolicy::kAdaptive;  // docs/OPTIONS.md
   bool load_builtin_kernels = true;
   std::vector<std::string> kernel_packages;  // extra packages to load at start
 };
@@ -50,6 +62,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   Status load_kernel_package(const std::string& path);
   std::vector<std::string> kernel_names() const;
   int num_cores() const;
+  // Launches that ran every core on one thread (the load policy), since the runtime started.
+  int64_t one_thread_launches() const;
   // "avx512", "avx2" or "scalar": the widest vector ISA the CPU offers.
   static std::string cpu_isa();
 

@@ -299,8 +299,10 @@ void bind_runtime(nb::module_& m) {
       .def_static(
           "create",
           [](int num_cores, int cube_cores, bool pin_threads, bool allow_oversubscribe, int64_t spin_us,
-             double watchdog_seconds, bool load_builtin_kernels, std::vector<std::string> kernel_packages) {
+             double watchdog_seconds, bool load_builtin_kernels, std::vector<std::string> kernel_packages,
+             const std::string& load_policy) {
             sk::RuntimeOptions o;
+            o.load_policy = unwrap(sk::load_policy_from_name(load_policy));
             o.num_cores = num_cores;
             o.cube_cores = cube_cores;
             o.pin_threads = pin_threads;
@@ -313,12 +315,15 @@ void bind_runtime(nb::module_& m) {
           },
           arg("num_cores") = 0, arg("cube_cores") = 0, arg("pin_threads") = true, arg("allow_oversubscribe") = false,
           arg("spin_us") = 200, arg("watchdog_seconds") = 30.0, arg("load_builtin_kernels") = true,
-          arg("kernel_packages") = std::vector<std::string>{}, "Starts a runtime (RuntimeOptions, docs/OPTIONS.md).")
+          arg("kernel_packages") = std::vector<std::string>{}, arg("load_policy") = "adaptive",
+          "Starts a runtime (RuntimeOptions, docs/OPTIONS.md).")
       .def(
           "load_kernel_package", [](sk::Runtime& r, const std::string& path) { check(r.load_kernel_package(path)); },
           arg("path"))
       .def("kernel_names", &sk::Runtime::kernel_names)
       .def_prop_ro("num_cores", &sk::Runtime::num_cores)
+      .def_prop_ro("one_thread_launches", &sk::Runtime::one_thread_launches,
+                   "Launches that ran every core on one thread (the load policy) since the runtime started.")
       .def_static("cpu_isa", &sk::Runtime::cpu_isa)
       .def(
           "compile",

@@ -305,10 +305,11 @@ Status read_model(Reader& r, const Entry& section, Config& cfg) {
 
 Status read_runtime(Reader& r, const Entry& section, Config& cfg) {
   RuntimeSection& rt = cfg.runtime;
-  return r.for_each(section, {"cores", "cube_cores", "core_limits"}, [&](const Entry& e) -> Status {
+  return r.for_each(section, {"cores", "cube_cores", "load_policy", "core_limits"}, [&](const Entry& e) -> Status {
     const std::string& k = e.key.Scalar();
     if (k == "cores") return r.integer(e, 0, 1024, rt.cores);
     if (k == "cube_cores") return r.integer(e, 0, 1024, rt.cube_cores);
+    if (k == "load_policy") return r.choice(e, {"adaptive", "static", "one_thread"}, rt.load_policy);
     return r.for_each(e, {"moe", "prefetch"}, [&](const Entry& stream) -> Status {
       StreamCoreLimit limit{stream.key.Scalar(), 0, 0, r.at(stream.key)};
       Status s = r.for_each(stream, {"cube", "vector"}, [&](const Entry& v) -> Status {

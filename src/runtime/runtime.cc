@@ -19,6 +19,9 @@ Expected<std::shared_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   dev.allow_oversubscribe = options.allow_oversubscribe;
   dev.spin_us = options.spin_us;
   dev.watchdog_seconds = options.watchdog_seconds;
+  dev.load_policy = options.load_policy == LoadPolicy::kStatic      ? cpu::LoadPolicy::kStatic
+                    : options.load_policy == LoadPolicy::kOneThread ? cpu::LoadPolicy::kOneThread
+                                                                    : cpu::LoadPolicy::kAdaptive;
   auto device = cpu::CpuDevice::create(dev);
   if (!device) return device.status();
   std::shared_ptr<Runtime> rt(new Runtime());
@@ -35,6 +38,26 @@ Expected<std::shared_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
 Status Runtime::load_kernel_package(const std::string& path) { return impl_->registry.load_package(path); }
 std::vector<std::string> Runtime::kernel_names() const { return impl_->registry.kernel_names(); }
 int Runtime::num_cores() const { return impl_->device->num_cores(); }
+int64_t Runtime::one_thread_launches() const { return impl_->device->one_thread_launches(); }
+
+Expected<LoadPolicy> load_policy_from_name(std::string_view name) {
+  for (LoadPolicy p : {LoadPolicy::kAdaptive, LoadPolicy::kStatic, LoadPolicy::kOneThread})
+    if (name == load_policy_name(p)) return p;
+  return Status::invalid_argument("load_policy '" + std::string(name) +
+                                  "' is not one of: adaptive, static, one_thread");
+}
+
+const char* load_policy_name(LoadPolicy policy) {
+  switch (policy) {
+    case LoadPolicy::kStatic:
+      return "static";
+    case LoadPolicy::kOneThread:
+      return "one_thread";
+    case LoadPolicy::kAdaptive:
+      break;
+  }
+  return "adaptive";
+}
 
 std::string Runtime::cpu_isa() {
   __builtin_cpu_init();

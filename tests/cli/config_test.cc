@@ -150,6 +150,15 @@ TEST(ConfigErrors, DuplicateKey) {
                "set twice (first at line 29)");
 }
 
+TEST(Config, LoadPolicyIsReadAndAnUnknownOneIsAnErrorListingThem) {
+  auto cfg = parse_config(replace(kValid, "  cube_cores: 0", "  cube_cores: 0\n  load_policy: static"), kFile);
+  ASSERT_TRUE(cfg) << cfg.status().message();
+  EXPECT_EQ(cfg->runtime.load_policy, "static");
+  EXPECT_EQ(parse_config(kValid, kFile)->runtime.load_policy, "adaptive");
+  expect_error(replace(kValid, "  cube_cores: 0", "  cube_cores: 0\n  load_policy: solo"), 24, "runtime.load_policy",
+               "expected one of adaptive, static, one_thread, got 'solo'");
+}
+
 TEST(ConfigErrors, BadExeMode) {
   expect_error(replace(kValid, "exe_mode: graph", "exe_mode: npugraph_ex"), 2, "model_config.exe_mode",
                "expected one of eager, graph, superkernel, got 'npugraph_ex'");

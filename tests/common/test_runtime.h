@@ -15,8 +15,10 @@ namespace sk::testing {
 
 // A runtime for tests: may use more cores than CPUs (tests run side by side on 2-CPU machines),
 // threads unpinned, short spins so oversubscribed waits sleep soon.
-inline std::shared_ptr<Runtime> make_runtime(int cores, double watchdog_seconds = 60.0, int cube_cores = 0) {
+inline std::shared_ptr<Runtime> make_runtime(int cores, double watchdog_seconds = 60.0, int cube_cores = 0,
+                                             LoadPolicy load_policy = LoadPolicy::kAdaptive) {
   RuntimeOptions o;
+  o.load_policy = load_policy;
   o.num_cores = cores;
   o.cube_cores = cube_cores;
   o.allow_oversubscribe = true;

@@ -89,12 +89,16 @@ TEST(FamiliesProperty, EveryFamilyOptionAndIsaLevelIsBitIdenticalAcrossModesAndC
     std::shared_ptr<Runtime> rt;
     std::string name;
   };
-  // 1 to 3 cores, and 3 split into a cube core and two vector cores (matmuls on the one, the
-  // vector kernels on the others).
-  const std::vector<Machine> runtimes = {{testing::make_runtime(1, 20.0), "1 core"},
-                                         {testing::make_runtime(2, 20.0), "2 cores"},
-                                         {testing::make_runtime(3, 20.0), "3 cores"},
-                                         {testing::make_runtime(3, 20.0, 1), "3 cores (1 cube, 2 vector)"}};
+  // 1 to 3 cores, 3 split into a cube core and two vector cores (matmuls on the one, the vector
+  // kernels on the others), and 2 and 3 cores interleaved on one thread (the load policy's form
+  // for a loaded CPU).
+  const std::vector<Machine> runtimes = {
+      {testing::make_runtime(1, 20.0), "1 core"},
+      {testing::make_runtime(2, 20.0), "2 cores"},
+      {testing::make_runtime(3, 20.0), "3 cores"},
+      {testing::make_runtime(3, 20.0, 1), "3 cores (1 cube, 2 vector)"},
+      {testing::make_runtime(2, 20.0, 0, LoadPolicy::kOneThread), "2 cores on one thread"},
+      {testing::make_runtime(3, 20.0, 1, LoadPolicy::kOneThread), "3 cores (1 cube, 2 vector) on one thread"}};
   const std::vector<int> levels = testing::isa_levels();
   ASSERT_FALSE(levels.empty()) << "the built-in package's ISA level cannot be forced";
   const int graphs = static_cast<int>(testing::property_seeds(96));
@@ -223,6 +227,8 @@ TEST(FamiliesProperty, EveryFamilyOptionAndIsaLevelIsBitIdenticalAcrossModesAndC
   // attention over a cache that starts empty, projected), every built-in kernel ran, every ISA
   // level ran, and every value of every option was compared (with enough graphs to draw them all).
   EXPECT_LT(all_zero_graphs, graphs / 10 + 1);
+  EXPECT_GT(runtimes[4].rt->one_thread_launches(), 0);
+  EXPECT_GT(runtimes[5].rt->one_thread_launches(), 0);
   for (const std::string& k : testing::builtin_kernel_names())
     if (testing::why_no_family(k) == nullptr) {
       EXPECT_GT(kernel_graphs[k], 0) << "built-in kernel '" << k

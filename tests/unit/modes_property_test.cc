@@ -66,8 +66,12 @@ std::vector<Variant> backend_variants() {
 }
 
 TEST(ModesProperty, RandomGraphsAreBitIdenticalAcrossModesAndCoreCounts) {
+  // The last two run every launch's cores interleaved on one thread (the load policy's form for
+  // a loaded CPU): the same instructions in another order the waits allow.
   std::vector<std::shared_ptr<Runtime>> runtimes = {testing::make_runtime(1), testing::make_runtime(2),
-                                                    testing::make_runtime(3)};
+                                                    testing::make_runtime(3),
+                                                    testing::make_runtime(2, 60.0, 0, LoadPolicy::kOneThread),
+                                                    testing::make_runtime(3, 60.0, 0, LoadPolicy::kOneThread)};
   std::vector<int> recomputed(runtimes.size(), 0);
   const uint32_t seeds = testing::property_seeds(90);
   int all_zero_graphs = 0;
@@ -109,6 +113,9 @@ TEST(ModesProperty, RandomGraphsAreBitIdenticalAcrossModesAndCoreCounts) {
   EXPECT_EQ(recomputed[0], 0);
   EXPECT_GT(recomputed[1], 0);
   EXPECT_GT(recomputed[2], 0);
+  EXPECT_GT(runtimes[3]->one_thread_launches(), 0);
+  EXPECT_GT(runtimes[4]->one_thread_launches(), 0);
+  EXPECT_EQ(runtimes[2]->one_thread_launches(), 0) << "the adaptive policy moves launches of 2-core runtimes only";
 }
 
 // Property: random graphs with MoE blocks (their grouped matmuls are tiling-sink kernels, some

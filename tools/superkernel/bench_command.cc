@@ -296,7 +296,8 @@ int bench_command(const BenchArgs& args) {
     for (size_t m = 0; m < runs.size(); ++m) runs[m].step_s = std::move(step_s[m]);
   }
   // --contend: the same rounds beside one busy process, unpinned (the scheduler places it) and then
-  // pinned to the last CPU the runtime uses (a worker's, not the launching thread's).
+  // pinned to the last CPU the runtime uses (a worker's, not the launching thread's), then quiet
+  // again once it stopped ("after").
   struct LoadedRounds {
     bench::LoadPlacement load;
     std::vector<std::vector<double>> step_s;  // per mode
@@ -304,19 +305,26 @@ int bench_command(const BenchArgs& args) {
   std::vector<LoadedRounds> loaded;
   if (args.contend) {
     const std::vector<int>& cpus = bench::kProcessCpus;
-    for (bench::LoadPlacement load : {bench::LoadPlacement::kUnpinned, bench::LoadPlacement::kPinned}) {
+    for (bench::LoadPlacement load :
+         {bench::LoadPlacement::kUnpinned, bench::LoadPlacement::kPinned, bench::LoadPlacement::kAfter}) {
       const std::string name = bench::load_placement_name(load);
       bench::BusyLoad busy(load, cpus[static_cast<size_t>(std::min<int>(cores, static_cast<int>(cpus.size())) - 1)],
                            cpus);
-      if (!busy.running()) {
+      const bool busy_load = load != bench::LoadPlacement::kAfter;
+      if (busy_load && !busy.running()) {
         progress.done();
         return fail(Status::internal("--contend: cannot start the " + name + " load: " + busy.error()), kExitFailed);
       }
       LoadedRounds lr{load, {}};
-      // More warm-up: the scheduler takes a few milliseconds to account for the new process.
-      Status st = time_rounds(std::max(cfg.bench.warmup, 3), name + " load: ", lr.step_s);
+      // 50 ms of untimed steps first: the scheduler and the runtime's load policy take a few
+      // milliseconds to see a load start or stop.
+      Status st = Status::ok();
+      for (const double end = bench::now_seconds() + 0.05; st && bench::now_seconds() < end;)
+        for (size_t m = 0; st && m < runs.size(); ++m) st = runs[m].gen->rerun_step();
+      if (st) st = time_rounds(cfg.bench.warmup, name + " load: ", lr.step_s);
       const bool alive = busy.stop();
-      if (st && !alive) st = Status::internal("--contend: the " + name + " load stopped during the rounds");
+      if (st && busy_load && !alive)
+        st = Status::internal("--contend: the " + name + " load stopped during the rounds");
       if (!st) {
         progress.done();
         return fail(st, kExitFailed);
@@ -351,7 +359,8 @@ int bench_command(const BenchArgs& args) {
     std::printf("; rank 0 of %d (tp %d, ep %d), cores and size per rank", s.comm->size(), cfg.parallel.tp,
                 cfg.parallel.ep);
   std::printf("\n\n");
-  std::printf("| model | size | mode | cores | test | step ms | t/s | vs eager | vs graph | outside kernels | %% triad |\n");
+  std::printf(
+      "| model | size | mode | cores | test | step ms | t/s | vs eager | vs graph | outside kernels | %% triad |\n");
   std::printf("|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
   std::vector<bench::Result> results;
   const double eager_s = bench::stats_of(runs[0].step_s).median, graph_s = bench::stats_of(runs[1].step_s).median;
@@ -429,7 +438,8 @@ int bench_command(const BenchArgs& args) {
     }
     std::printf(
         "  (unpinned: the busy process may run on any CPU of this process; pinned: on CPU %d, the last "
-        "the runtime uses; docs/PERFORMANCE.md, \"Under a co-located load\")\n",
+        "the runtime uses; after: quiet again, once it stopped; docs/PERFORMANCE.md, \"Under a co-located "
+        "load\")\n",
         bench::kProcessCpus[static_cast<size_t>(std::min<int>(cores, static_cast<int>(bench::kProcessCpus.size())) -
                                                 1)]);
   }

@@ -280,6 +280,9 @@ Expected<std::shared_ptr<Runtime>> create_runtime(const config::Config& cfg) {
   RuntimeOptions ro;
   ro.num_cores = cfg.runtime.cores;
   ro.cube_cores = cfg.runtime.cube_cores;
+  auto policy = load_policy_from_name(cfg.runtime.load_policy);  // the config reader checked the name
+  if (!policy) return at_key(cfg, "runtime.load_policy", policy.status());
+  ro.load_policy = *policy;
   auto rt = Runtime::create(ro);
   if (!rt) return at_key(cfg, cfg.runtime.cores ? "runtime.cores" : "runtime", rt.status());
   return rt;

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -50,6 +51,13 @@ Expected<std::unique_ptr<CpuDevice>> CpuDevice::create(const CpuDeviceOptions& o
   resolved.num_cores = n;
   std::unique_ptr<CpuDevice> dev(new CpuDevice(resolved));
   dev->cpus_ = std::move(cpus);
+  // The adaptive policy moves the launching thread between the cores' CPUs: it needs them pinned,
+  // and two of them (load_monitor.h).
+  if (resolved.load_policy == LoadPolicy::kAdaptive && resolved.pin_threads && resolved.pin_caller && n == 2) {
+    std::vector<int> core_cpus;
+    for (int c = 0; c < n; ++c) core_cpus.push_back(dev->cpus_[static_cast<size_t>(c) % dev->cpus_.size()]);
+    dev->monitor_ = std::make_unique<LoadMonitor>(std::move(core_cpus));
+  }
   for (int c = 1; c < n; ++c) dev->workers_.emplace_back([d = dev.get(), c] { d->worker_main(c); });
   return dev;
 }
@@ -98,6 +106,7 @@ WaitControl CpuDevice::wait_control(const std::atomic<uint32_t>* abort) const {
 void CpuDevice::worker_main(int core) {
   pin_current_thread(core);
   thread_clocks_[core].set_to_current_thread();
+  if (monitor_) monitor_->set_thread(core, gettid());
   WaitControl idle;  // idle workers wait forever, without a watchdog
   idle.spin_ns = options_.spin_us * 1000;
   uint64_t seen = 0;
@@ -112,7 +121,7 @@ void CpuDevice::worker_main(int core) {
   }
 }
 
-void CpuDevice::launch(int n, CoreFn fn, void* ctx) {
+void CpuDevice::launch(int n, CoreFn fn, void* ctx, CoreFn all_cores) {
   SK_CHECK(n >= 1 && n <= num_cores_) << "launch of " << n << " cores on a " << num_cores_ << "-core device";
   std::lock_guard<std::mutex> lock(launch_mu_);
   if (options_.pin_caller && options_.pin_threads && pinned_caller_ != std::this_thread::get_id()) {
@@ -120,14 +129,37 @@ void CpuDevice::launch(int n, CoreFn fn, void* ctx) {
       caller_pinned_ = pthread_getaffinity_np(pthread_self(), sizeof(caller_mask_), &caller_mask_) == 0;
     pin_current_thread(0);
     pinned_caller_ = std::this_thread::get_id();
+    caller_cpu_index_ = 0;
   }
   // Core 0 is whichever thread launches; its workers' waits need that thread's clock.
   if (clocked_caller_ != std::this_thread::get_id()) {
     thread_clocks_[0].set_to_current_thread();
     clocked_caller_ = std::this_thread::get_id();
+    if (monitor_) monitor_->set_thread(0, gettid());
   }
   const uint64_t seq = ++seq_;
   ++epoch_;
+  // The load policy: every core on this thread, on the CPU it names (adaptive) or where it is.
+  int solo_cpu = -1;
+  if (monitor_) solo_cpu = monitor_->advise(now_ns());
+  const bool one_thread =
+      (n == 1 || all_cores) && (solo_cpu >= 0 || (options_.load_policy == LoadPolicy::kOneThread && n > 1));
+  if (monitor_) {
+    const int cpu_index = one_thread ? solo_cpu : 0;
+    if (cpu_index != caller_cpu_index_) {
+      pin_current_thread(cpu_index);
+      caller_cpu_index_ = cpu_index;
+    }
+  }
+  if (one_thread) {
+    if (n > 1) {
+      ++one_thread_launches_;
+      all_cores(ctx, 0);
+    } else {
+      fn(ctx, 0);
+    }
+    return;
+  }
   for (int c = 1; c < n; ++c) {
     // Plain writes: worker c is idle (it finished its previous launch, which we waited for), and
     // publish() below releases them to it.

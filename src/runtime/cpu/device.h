@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "program/program.h"
+#include "runtime/cpu/load_monitor.h"
 #include "runtime/cpu/sync.h"
 #include "superkernel/status.h"
 
@@ -23,10 +24,11 @@ struct CpuDeviceOptions {
   int num_cores = 0;   // 0: every CPU in the process's affinity mask
   int cube_cores = 0;  // size of the cube group (cores [0, cube_cores)); 0: no split
   bool pin_threads = true;
-  bool pin_caller = true;            // also pin the launching thread to the first CPU
-  bool allow_oversubscribe = false;  // tests only: more cores than CPUs
-  int64_t spin_us = 200;             // longest spin before sleeping (wait policy: sync.h)
-  double watchdog_seconds = 30.0;    // a wait longer than this is reported as a deadlock
+  bool pin_caller = true;                          // also pin the launching thread to the first CPU
+  bool allow_oversubscribe = false;                // tests only: more cores than CPUs
+  int64_t spin_us = 200;                           // longest spin before sleeping (wait policy: sync.h)
+  double watchdog_seconds = 30.0;                  // a wait longer than this is reported as a deadlock
+  LoadPolicy load_policy = LoadPolicy::kAdaptive;  // where launches run when CPUs are loaded
 };
 
 class CpuDevice {
@@ -46,8 +48,13 @@ class CpuDevice {
 
   // Runs fn(ctx, c) for every core c in [0, n): the caller runs core 0, workers 1..n-1. Returns
   // when all have returned. Launches are serialised; the returned epoch tags this launch's sync
-  // values (see sync.h) and is passed to fn through `current_epoch()`.
-  void launch(int n, CoreFn fn, void* ctx);
+  // values (see sync.h) and is passed to fn through `current_epoch()`. When `all_cores` is given
+  // and the load policy (load_monitor.h) puts the launch on one thread, all_cores(ctx, 0) runs on
+  // the calling thread instead and must run every core.
+  void launch(int n, CoreFn fn, void* ctx, CoreFn all_cores = nullptr);
+  // Launches that ran on one thread, and how often the load monitor changed its advice.
+  int64_t one_thread_launches() const { return one_thread_launches_; }
+  int64_t placement_changes() const { return monitor_ ? monitor_->changes() : 0; }
   uint64_t current_epoch() const { return epoch_; }
 
   // Sync counters owned by the device so that epoch tagging carries across launches.
@@ -77,7 +84,10 @@ class CpuDevice {
   std::unique_ptr<Counter[]> progress_;           // point-to-point signals, one per core
   std::unique_ptr<Counter[]> barriers_;           // kMaxBarrierGroups x num_cores
   std::unique_ptr<ThreadClock[]> thread_clocks_;  // one per core
-  std::thread::id clocked_caller_{};              // the thread whose clock is core 0's
+  std::unique_ptr<LoadMonitor> monitor_;          // LoadPolicy::kAdaptive only
+  int caller_cpu_index_ = 0;                      // the CPU the launching thread is pinned to (index into cpus_)
+  int64_t one_thread_launches_ = 0;
+  std::thread::id clocked_caller_{};  // the thread whose clock is core 0's
   std::vector<std::thread> workers_;
   std::mutex launch_mu_;
   uint64_t seq_ = 0;

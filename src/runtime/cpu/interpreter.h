@@ -28,7 +28,15 @@ struct LaunchOptions {
   std::vector<std::vector<RawTraceEvent>>* trace = nullptr;
 };
 
+// Runs `launch` on the device: one thread per core, or, when the device's load policy says so
+// (load_monitor.h) and no kernel of the launch syncs cores inside a call, every core on one thread.
 Status run_launch(CpuDevice& device, PlanOp* ops, const Launch& launch, const LaunchOptions& options = {});
+
+struct LaunchState;
+// Every core of the launch bound to `ls` on the calling thread: each runs until it must wait for
+// another, then the next one that can go on does (the JIT's launches when the device puts them on
+// one thread). Same results as one thread per core; errors recorded in `ls` as there.
+void run_interleaved(LaunchState& ls);
 
 }  // namespace sk::cpu
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/cpu/code_preload.h"
+#include "runtime/cpu/interpreter.h"
 #include "runtime/cpu/launch_state.h"
 
 #if defined(__x86_64__)
@@ -254,6 +255,10 @@ void run_core(void* raw, int core) {
   }
 }
 
+// Every core of the launch on one thread (the device's load policy), by the interpreter: the
+// generated functions run a core from start to end and cannot stop at a wait for another.
+void run_all_cores(void* raw, int /*thread*/) { run_interleaved(static_cast<JitLaunch*>(raw)->ls); }
+
 }  // namespace
 
 struct JitProgram::Impl {
@@ -302,7 +307,7 @@ Expected<std::unique_ptr<JitProgram>> JitProgram::build(CpuDevice& device, Plan&
 Status JitProgram::run(int32_t index) {
   JitLaunch& jl = *impl_->launches[static_cast<size_t>(index)];
   jl.ls.reset_for_run();
-  impl_->device->launch(jl.ls.launch->num_cores, run_core, &jl);
+  impl_->device->launch(jl.ls.launch->num_cores, run_core, &jl, jl.ls.interleavable ? run_all_cores : nullptr);
   return jl.ls.error;
 }
 

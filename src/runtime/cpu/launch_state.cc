@@ -23,10 +23,13 @@ void LaunchState::bind(CpuDevice& device, PlanOp* plan_ops, const Launch& l) {
   }
   // The cores of each op that syncs them, from the RUN instructions (local id b of c cores).
   op_syncs.clear();
+  interleavable = true;
   for (int c = 0; c < l.num_cores; ++c) {
     for (const Instr& in : l.cores[c].instrs) {
-      if (in.op != Opcode::kRun || !(plan_ops[in.a].kernel && (plan_ops[in.a].kernel->desc->flags & SK_SYNCS_CORES)))
-        continue;
+      if (in.op != Opcode::kRun || !plan_ops[in.a].kernel) continue;
+      const uint32_t flags = plan_ops[in.a].kernel->desc->flags;
+      if (flags & (SK_SYNCS_CORES | SK_USES_SYNC_ALL)) interleavable = false;
+      if (!(flags & SK_SYNCS_CORES)) continue;
       auto it = std::find_if(op_syncs.begin(), op_syncs.end(), [&](const OpSync& s) { return s.op_index == in.a; });
       if (it == op_syncs.end()) {
         it = op_syncs.emplace(op_syncs.end());
@@ -43,8 +46,10 @@ void LaunchState::reset_for_run() {
   abort.store(0, std::memory_order_relaxed);
   error_claimed.store(0, std::memory_order_relaxed);
   error = Status::ok();
-  for (CoreState& cs : cores)
+  for (CoreState& cs : cores) {
     for (uint32_t& count : cs.barrier_count) count = 0;
+    cs.interleaved = false;
+  }
 }
 
 namespace {
@@ -90,10 +95,24 @@ void wait_failed(LaunchState& ls, CoreState& cs, WaitResult r, const std::string
 
 }  // namespace
 
-bool barrier(LaunchState& ls, CoreState& cs, int group) {
+uint64_t barrier_arrive(LaunchState& ls, CoreState& cs, int group) {
   const uint32_t count = ++cs.barrier_count[group];
   const uint64_t target = tag(cs.epoch, count);
   publish(ls.dev->barrier(group, cs.core), target);
+  return target;
+}
+
+bool barrier_complete(const LaunchState& ls, const CoreState& cs, int group, uint64_t target) {
+  for (int32_t m : ls.launch->groups[group].cores)
+    if (m != cs.core && ls.dev->barrier(group, m).value.load(std::memory_order_acquire) < target) return false;
+  return true;
+}
+
+bool barrier(LaunchState& ls, CoreState& cs, int group) {
+  return barrier_wait(ls, cs, group, barrier_arrive(ls, cs, group));
+}
+
+bool barrier_wait(LaunchState& ls, CoreState& cs, int group, uint64_t target) {
   for (int32_t m : ls.launch->groups[group].cores) {
     if (m == cs.core) continue;
     WaitResult r = wait_at_least(ls.dev->barrier(group, m), target, ls.wait, ls.dev->thread_clock(m));
@@ -108,6 +127,16 @@ bool barrier(LaunchState& ls, CoreState& cs, int group) {
 
 int32_t sync_all_entry(const sk_core_ctx* ctx) {
   auto* cs = static_cast<CoreState*>(ctx->runtime);
+  if (cs->interleaved) {
+    // Only launches whose kernels declare no sync run interleaved: this one broke the contract,
+    // and waiting here would wait for cores this very thread has to run.
+    const Instr& in = cs->ls->launch->cores[cs->core].instrs[cs->pc];
+    std::snprintf(cs->error, kErrorBytes,
+                  "kernel '%s' called sync_all without declaring SK_USES_SYNC_ALL (undeclared, its cores may share "
+                  "one thread)",
+                  cs->ls->ops[in.a].kernel_name.c_str());
+    return SK_ERR_INVALID_ARGUMENT;
+  }
   return barrier(*cs->ls, *cs, 0) ? SK_OK : SK_ERR_ABORTED;
 }
 

@@ -28,6 +28,11 @@ struct alignas(kSyncAlign) CoreState {
   uint64_t epoch = 0;  // this launch's tag, read from the device when the core starts
   size_t pc = 0;       // instruction being executed, for error messages
   int32_t rc = 0;      // JIT: return code of the kernel or tiling that stopped the core
+  // run_interleaved (interpreter.h): where this core stopped when it had to let another run.
+  uint64_t parked_barrier = 0;  // the target of the BARRIER it arrived at, 0 when none
+  int64_t parked_since = 0;     // traced runs: when its current WAIT or BARRIER began
+  bool finished = false;        // it ran its last instruction
+  bool interleaved = false;     // this run shares its thread with the launch's other cores
   char error[kErrorBytes] = {};
 };
 
@@ -50,6 +55,9 @@ struct LaunchState {
   Status error;
   std::vector<CoreState> cores;
   std::vector<OpSync> op_syncs;  // for the launch's ops that sync their cores
+  // No kernel of the launch waits for another core inside a call (sync_all, sync_cores), so one
+  // thread may run all its cores, switching between them at WAIT and BARRIER (run_interleaved).
+  bool interleavable = true;
 
   // Binds the state to one launch (the JIT keeps it, and the addresses of its fields, for every
   // run of the launch).
@@ -89,6 +97,12 @@ inline sk_core_ctx core_ctx_for(const Instr& in, CoreState& cs) {
 }
 // BARRIER `group` on core `cs`; false when the launch aborted or the watchdog fired (recorded).
 bool barrier(LaunchState& ls, CoreState& cs, int group);
+// The two halves of a barrier for a thread that must not block: arrive (returns the target every
+// member's counter must reach), then test, as often as needed.
+uint64_t barrier_arrive(LaunchState& ls, CoreState& cs, int group);
+bool barrier_complete(const LaunchState& ls, const CoreState& cs, int group, uint64_t target);
+// Blocks until barrier_complete (false, recorded, when the launch aborted or the watchdog fired).
+bool barrier_wait(LaunchState& ls, CoreState& cs, int group, uint64_t target);
 // The slow half of WAIT `in` at `cs.pc`; false when it did not complete (a timeout is recorded).
 bool wait_slow(LaunchState& ls, CoreState& cs, const Instr& in);
 // A RUN, PROLOGUE or TILING at `cs.pc` returned `rc` != SK_OK: records the error (unless it is
