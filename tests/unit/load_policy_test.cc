@@ -17,6 +17,7 @@
 
 #include "common/test_runtime.h"
 #include "runtime/cpu/load_monitor.h"
+#include "superkernel/attrs_moe.h"
 #include "superkernel/compile.h"
 #include "superkernel/ops.h"
 #include "superkernel/runtime.h"
@@ -198,7 +199,58 @@ TEST(LoadPolicy, AFailingKernelGivesTheSameErrorOnOneThread) {
   }
 }
 
-TEST(LoadPolicy, LaunchesWhoseKernelsSyncCoresKeepOneThreadPerCore) {
+TEST(LoadPolicy, KernelsThatSyncTheirCoresRunWithoutSyncCoresOnOneThreadAndGiveTheSameBits) {
+  // SK_SYNCS_CORES kernels get no sync_cores on one thread (the ABI's "cores run one at a time")
+  // and do without: test.reverse_cores.f32 reads x directly, sample.f32 on rows shared by the
+  // cores (batch 1 < 2 cores) lets core 0 sample them alone.
+  auto one = testing::make_runtime(2, 60.0, 0, LoadPolicy::kOneThread);
+  auto spread = testing::make_runtime(2, 60.0, 0, LoadPolicy::kStatic);
+  const int64_t vocab = 5000;
+  for (bool sample : {false, true}) {
+    Graph g;
+    Tensor x = g.input("x", DType::kF32, {1, vocab});
+    Tensor t;
+    {
+      SuperKernelScope scope(g, "s");
+      t = add1(g, x);
+      if (sample) {
+        const sk_sample_attrs a{42, 0.9f, 0.8f, 0, 0};
+        std::vector<uint8_t> blob(sizeof a);
+        std::memcpy(blob.data(), &a, sizeof a);
+        const int64_t step_value = 3;
+        Tensor step = g.constant("step", DType::kI64, {1}, &step_value, sizeof step_value);
+        t = call_kernel(g, "sample.f32", {t, step}, {{DType::kI32, {1}, ""}}, blob, "sample")[0];
+      } else {
+        t = call_kernel(g, "test.reverse_cores.f32", {t}, {{DType::kF32, {1, vocab}, ""}}, {}, "reverse")[0];
+      }
+    }
+    g.output(t, "y");
+    for (uint32_t seed = 1; seed <= 4; ++seed) {
+      const std::vector<float> xs = testing::random_floats(vocab, seed, -4.0f, 4.0f);
+      for (ExecutionMode m : {ExecutionMode::kEager, ExecutionMode::kSuperKernel})
+        for (bool jit : {false, true}) {
+          if (jit && m == ExecutionMode::kEager) continue;
+          auto bytes = [&](Runtime& rt) {
+            auto exe = rt.compile(g, options(m, jit));
+            EXPECT_TRUE(exe) << exe.status().to_string();
+            EXPECT_TRUE((*exe)->set_input("x", xs).is_ok());
+            const Status st = (*exe)->run();
+            EXPECT_TRUE(st.is_ok()) << st.to_string();
+            auto out = (*exe)->tensor("y");
+            std::vector<uint8_t> b(out->bytes());
+            EXPECT_TRUE((*exe)->read("y", b.data(), b.size()).is_ok());
+            return b;
+          };
+          const int64_t before = one->one_thread_launches();
+          EXPECT_EQ(bytes(*one), bytes(*spread))
+              << "sample=" << sample << " seed " << seed << " " << execution_mode_name(m) << " jit=" << jit;
+          EXPECT_GT(one->one_thread_launches(), before);
+        }
+    }
+  }
+}
+
+TEST(LoadPolicy, LaunchesWithAKernelThatSyncsAllCoresKeepOneThreadPerCore) {
   // test.reverse_sync.f32 declares SK_USES_SYNC_ALL: its launch never runs on one thread.
   auto one = testing::make_runtime(2, 60.0, 0, LoadPolicy::kOneThread);
   auto spread = testing::make_runtime(2, 60.0, 0, LoadPolicy::kStatic);

@@ -28,7 +28,7 @@ void LaunchState::bind(CpuDevice& device, PlanOp* plan_ops, const Launch& l) {
     for (const Instr& in : l.cores[c].instrs) {
       if (in.op != Opcode::kRun || !plan_ops[in.a].kernel) continue;
       const uint32_t flags = plan_ops[in.a].kernel->desc->flags;
-      if (flags & (SK_SYNCS_CORES | SK_USES_SYNC_ALL)) interleavable = false;
+      if (flags & SK_USES_SYNC_ALL) interleavable = false;
       if (!(flags & SK_SYNCS_CORES)) continue;
       auto it = std::find_if(op_syncs.begin(), op_syncs.end(), [&](const OpSync& s) { return s.op_index == in.a; });
       if (it == op_syncs.end()) {

@@ -55,8 +55,9 @@ struct LaunchState {
   Status error;
   std::vector<CoreState> cores;
   std::vector<OpSync> op_syncs;  // for the launch's ops that sync their cores
-  // No kernel of the launch waits for another core inside a call (sync_all, sync_cores), so one
-  // thread may run all its cores, switching between them at WAIT and BARRIER (run_interleaved).
+  // No kernel of the launch waits for the launch's cores inside a call (SK_USES_SYNC_ALL), so one
+  // thread may run all its cores, switching between them at WAIT and BARRIER (run_interleaved);
+  // kernels that sync only their own cores (SK_SYNCS_CORES) then run without sync_cores.
   bool interleavable = true;
 
   // Binds the state to one launch (the JIT keeps it, and the addresses of its fields, for every
@@ -93,6 +94,11 @@ inline sk_core_ctx core_ctx_for(const Instr& in, CoreState& cs) {
   ctx.flags = (in.flags & kInstrAhead) ? SK_CORE_AHEAD : 0;
   ctx.poll = poll_entry;
   ctx.sync_cores = sync_cores_entry;
+  // A core interleaved with the others on one thread cannot wait for them inside a call: a kernel
+  // that may sync its cores gets no sync_cores there, as the ABI allows ("cores run one at a
+  // time"), and does without. A kernel without the flag keeps the entry, which refuses the call.
+  if (cs.interleaved && in.op == Opcode::kRun && (cs.ls->ops[in.a].kernel->desc->flags & SK_SYNCS_CORES))
+    ctx.sync_cores = nullptr;
   return ctx;
 }
 // BARRIER `group` on core `cs`; false when the launch aborted or the watchdog fired (recorded).

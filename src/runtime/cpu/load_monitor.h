@@ -68,7 +68,7 @@ inline constexpr double kIdleShare = 0.5;
 // everything, long enough for the idle counter's resolution (cpuidle: microseconds; /proc/stat:
 // 10 ms ticks).
 inline constexpr int64_t kSpreadWindowNs = 4'000'000;
-inline constexpr int64_t kSoloWindowNs = 16'000'000;
+inline constexpr int64_t kSoloWindowNs = 8'000'000;
 inline constexpr int64_t kSoloWindowTicksNs = 80'000'000;
 // A window whose threads wanted to run less than this says nothing about their CPUs.
 inline constexpr int64_t kMinBusyNs = 500'000;
