@@ -88,10 +88,14 @@ inline std::vector<double> time_runs(const std::function<void()>& fn, int warmup
 // that slow drifts of a shared machine hit all of them alike. Each sample is the second of two
 // back-to-back calls: the first brings the call's own data back into the caches, where the
 // previous call left its own. Returns seconds per sample, per call, or the first failure.
+// `min_seconds`: keep adding rounds past `runs` until the timed rounds lasted this long (so that
+// a median under a co-located load spans many scheduler slices).
 inline Expected<std::vector<std::vector<double>>> time_interleaved(const std::vector<std::function<Status()>>& calls,
-                                                                   int warmup, int runs) {
+                                                                   int warmup, int runs, double min_seconds = 0) {
   std::vector<std::vector<double>> seconds(calls.size());
-  for (int round = 0; round < warmup + runs; ++round) {
+  double timed_from = 0;
+  for (int round = 0; round < warmup + runs || now_seconds() - timed_from < min_seconds; ++round) {
+    if (round == warmup) timed_from = now_seconds();
     for (size_t i = 0; i < calls.size(); ++i) {
       const size_t c = (i + static_cast<size_t>(round)) % calls.size();
       double t = 0;

@@ -243,7 +243,9 @@ int main(int argc, char** argv) {
             return 1;
           }
         const int64_t one_thread_before = (*rt)->one_thread_launches();
-        auto seconds = bench::time_interleaved(calls, 1, args.runs);
+        // With --contend every load's rounds last at least 0.25 s, so that the medians span many
+        // of the scheduler's slices (milliseconds).
+        auto seconds = bench::time_interleaved(calls, 1, args.runs, args.contend ? 0.25 : 0.0);
         if (cores > 1)
           std::fprintf(
               stderr, "  %s: %lld launches ran on one thread (load policy %s)\n", bench::load_placement_name(load),
@@ -266,7 +268,8 @@ int main(int argc, char** argv) {
           } else {
             mode += std::string("@") + bench::load_placement_name(load);
           }
-          bench::Result r(b.name, mode, cores, "ns_per_node", st.median, st.min, st.max, args.runs, "ns");
+          bench::Result r(b.name, mode, cores, "ns_per_node", st.median, st.min, st.max,
+                          static_cast<int>(ns_per_node.size()), "ns");
           if (load != bench::LoadPlacement::kNone) {
             r.settings = std::string("load=") + bench::load_placement_name(load);
             if (quiet_median[i] > 0) r.ratios["quiet"] = st.median / quiet_median[i];

@@ -274,10 +274,16 @@ int bench_command(const BenchArgs& args) {
   }
 
   // Interleaved rounds, every mode once per round, so drift on a busy machine hits all alike.
+  // With --contend every load's rounds also last at least kContendSeconds, so that the medians
+  // span many of the scheduler's slices (milliseconds) rather than a few.
+  constexpr double kContendSeconds = 0.25;
+  const double min_seconds = args.contend ? kContendSeconds : 0.0;
   auto time_rounds = [&](int warmup, const std::string& what, std::vector<std::vector<double>>& step_s) -> Status {
     step_s.assign(runs.size(), {});
-    for (int r = -warmup; r < cfg.bench.runs; ++r) {
-      if (r >= 0 && r % 5 == 0)
+    double timed_from = 0;
+    for (int r = -warmup; r < cfg.bench.runs || bench::now_seconds() - timed_from < min_seconds; ++r) {
+      if (r == 0) timed_from = bench::now_seconds();
+      if (r >= 0 && r % 5 == 0 && r < cfg.bench.runs)
         progress.update(what + "timing round " + std::to_string(r + 1) + "/" + std::to_string(cfg.bench.runs));
       for (size_t m = 0; m < runs.size(); ++m) {
         const double t0 = bench::now_seconds();
@@ -396,7 +402,7 @@ int bench_command(const BenchArgs& args) {
   std::printf(
       "\nmedian ± median absolute deviation of %d interleaved steps per mode (after %d warm-up rounds); "
       "vs = step time ratio\n",
-      cfg.bench.runs, cfg.bench.warmup);
+      static_cast<int>(runs.front().step_s.size()), cfg.bench.warmup);
   std::printf("outside kernels = 1 - kernel time / step, both from the fastest of %d traced steps per mode:",
               kTracedRuns);
   for (size_t i = 0; i < runs.size(); ++i)
@@ -412,9 +418,9 @@ int bench_command(const BenchArgs& args) {
               decode_steps(cfg, model));
   if (!loaded.empty()) {
     std::printf(
-        "\nbeside one busy process (step ms, median of %d interleaved steps per mode; x quiet = step under the "
-        "load / quiet step; vs graph = step / graph mode's step under the same load):\n",
-        cfg.bench.runs);
+        "\nbeside one busy process (step ms, median of at least %d interleaved steps per mode and %.2f s per load; "
+        "x quiet = step under the load / quiet step; vs graph = step / graph mode's step under the same load):\n",
+        cfg.bench.runs, kContendSeconds);
     std::printf("| load | mode | step ms | x quiet | vs graph |\n|---|---|---:|---:|---:|\n");
     for (size_t m = 0; m < runs.size(); ++m)
       std::printf("| quiet | %s | %.3f | 1.00 | %.2f |\n", execution_mode_name(runs[m].mode),
