@@ -214,3 +214,27 @@ def test_runtime_lists_the_builtin_kernels():
     assert "matmul.f32" in names and "rms_norm.f32" in names
     assert sk.runtime().num_cores >= 1
     assert sk.Runtime.cpu_isa() in ("avx512", "avx2", "scalar")
+
+
+def test_load_policy_one_thread_gives_the_same_bits_and_a_bad_name_lists_the_policies():
+    rng = np.random.default_rng(1)
+    w = rng.uniform(-0.1, 0.1, (64, 64)).astype(np.float32)
+    gamma = rng.uniform(0.5, 1.5, 64).astype(np.float32)
+    x = rng.uniform(-1, 1, (2, 64)).astype(np.float32)
+    g = hello_graph(w, gamma)
+    outs = {}
+    for policy in ("static", "one_thread"):
+        rt = sk.Runtime.create(num_cores=2, pin_threads=False, allow_oversubscribe=True, load_policy=policy)
+        for mode, opts in MODES.items():
+            exe = sk.compile(g, opts, runtime=rt)
+            exe.set_input("x", x)
+            exe.run()
+            outs[(policy, mode)] = exe.read("y")
+        if policy == "one_thread":
+            assert rt.one_thread_launches > 0
+        else:
+            assert rt.one_thread_launches == 0
+    for mode in MODES:
+        assert np.array_equal(outs[("one_thread", mode)].view(np.uint32), outs[("static", mode)].view(np.uint32)), mode
+    with pytest.raises(ValueError, match="adaptive, static, one_thread"):
+        sk.Runtime.create(num_cores=1, load_policy="solo")
