@@ -181,7 +181,12 @@ int LoadMonitor::advise(int64_t now_ns) {
     }
     if (idle >= 0 && idle_at_start_ >= 0)
       w.idle_cpus = static_cast<double>(idle - idle_at_start_) / static_cast<double>(now_ns - window_start_);
-    solo_ = judge_load(w, before);
+    const int verdict = judge_load(w, before);
+    // Leaving every core its thread takes kLoadedWindows loaded windows in a row: a burst of
+    // another task shorter than that costs less to wait out than a window on one thread.
+    loaded_windows_ = before < 0 && verdict >= 0 ? loaded_windows_ + 1 : 0;
+    solo_ = before < 0 && loaded_windows_ < kLoadedWindows ? -1 : verdict;
+    if (solo_ >= 0) loaded_windows_ = 0;
     if (solo_ != before) ++changes_;
   }
   window_start_ = now_ns;

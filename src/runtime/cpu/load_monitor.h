@@ -11,8 +11,8 @@
 // The monitor decides from two counters the kernel keeps:
 //   - each thread's run delay (/proc/self/task/<tid>/schedstat: time runnable but not running).
 //     While every core has its own thread, a thread that spent at least kLoadedShare of the time
-//     it wanted to run waiting for its CPU means another process holds that CPU: the launches
-//     move to the CPU of the thread that waited least.
+//     it wanted to run waiting for its CPU, in kLoadedWindows windows in a row, means another
+//     process holds that CPU: the launches move to the CPU of the thread that waited least.
 //   - the idle time of the device's other CPUs (/sys/devices/system/cpu/cpuN/cpuidle, in
 //     microseconds, or /proc/stat's 10 ms ticks where the kernel has no cpuidle). While one thread
 //     runs everything, the others sleep and their run delay says nothing. Once the other CPUs
@@ -72,6 +72,8 @@ inline constexpr int64_t kSoloWindowNs = 8'000'000;
 inline constexpr int64_t kSoloWindowTicksNs = 80'000'000;
 // A window whose threads wanted to run less than this says nothing about their CPUs.
 inline constexpr int64_t kMinBusyNs = 500'000;
+// Spread windows in a row that must find a loaded thread before the launches move to one thread.
+inline constexpr int kLoadedWindows = 2;
 
 class LoadMonitor {
  public:
@@ -102,6 +104,7 @@ class LoadMonitor {
   std::vector<int> fds_;  // /proc/self/task/<tid>/schedstat per thread, -1 when unknown
   int stat_fd_ = -1;      // /proc/stat
   int solo_ = -1;
+  int loaded_windows_ = 0;  // spread windows in a row that judge_load found loaded
   int64_t window_start_ = -1;
   std::vector<SchedSample> at_start_;
   int64_t idle_at_start_ = -1;  // read_idle_ns() when the window started
