@@ -228,6 +228,10 @@ int main(int argc, char** argv) {
         return usage_error(
             "--json is not implemented for a sweep (--dtype, --threads, --pp, --batch, --format, "
             "--mode); it writes the three-mode comparison");
+      if (bench.contend)
+        return usage_error(
+            "--contend is not implemented for a sweep (--dtype, --threads, --pp, --batch, --format, "
+            "--mode); it times the three-mode comparison beside a busy process (set model.dtype in the config)");
       return sk::cli::bench_sweep_command(bench);
     }
     if (!bench.json.empty())
