@@ -39,12 +39,17 @@ def reference(x, w, gamma):
     return h + x
 
 
-def test_three_modes_agree_bit_for_bit_and_match_numpy():
-    rng = np.random.default_rng(0)
+def random_hello(seed):
+    """hello_graph with random weights, its input x, and the weights for the reference."""
+    rng = np.random.default_rng(seed)
     w = rng.uniform(-0.1, 0.1, (64, 64)).astype(np.float32)
     gamma = rng.uniform(0.5, 1.5, 64).astype(np.float32)
     x = rng.uniform(-1, 1, (2, 64)).astype(np.float32)
-    g = hello_graph(w, gamma)
+    return hello_graph(w, gamma), x, w, gamma
+
+
+def test_three_modes_agree_bit_for_bit_and_match_numpy():
+    g, x, w, gamma = random_hello(0)
     outs = {}
     for mode, opts in MODES.items():
         exe = sk.compile(g, opts)
@@ -217,11 +222,7 @@ def test_runtime_lists_the_builtin_kernels():
 
 
 def test_load_policy_one_thread_gives_the_same_bits_and_a_bad_name_lists_the_policies():
-    rng = np.random.default_rng(1)
-    w = rng.uniform(-0.1, 0.1, (64, 64)).astype(np.float32)
-    gamma = rng.uniform(0.5, 1.5, 64).astype(np.float32)
-    x = rng.uniform(-1, 1, (2, 64)).astype(np.float32)
-    g = hello_graph(w, gamma)
+    g, x, _, _ = random_hello(1)
     outs = {}
     for policy in ("static", "one_thread"):
         rt = sk.Runtime.create(num_cores=2, pin_threads=False, allow_oversubscribe=True, load_policy=policy)

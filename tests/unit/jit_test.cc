@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/chain_graph.h"
 #include "common/program_checks.h"
 #include "common/test_runtime.h"
 #include "packages/kernel_registry.h"
@@ -35,22 +36,7 @@ CompileOptions options(ExecutionMode mode, bool jit, PreloadCode preload = Prelo
   return o;
 }
 
-// A decode-like chain: matvec, rms_norm, element-wise ops, several sub-kernels per core.
-std::unique_ptr<Graph> chain(bool scoped) {
-  auto g = std::make_unique<Graph>("chain");
-  const int64_t n = 96;
-  Tensor x = g->input("x", DType::kF32, {1, n});
-  Tensor w = g->constant_f32("w", {n, n}, testing::random_floats(n * n, 1, -0.1f, 0.1f));
-  Tensor gamma = g->constant_f32("gamma", {n}, testing::random_floats(n, 2, 0.9f, 1.1f));
-  Tensor bias = g->constant_f32("bias", {1, n}, testing::random_floats(n, 3));
-  std::optional<SuperKernelScope> scope;
-  if (scoped) scope.emplace(*g, "chain");
-  Tensor t = x;
-  for (int i = 0; i < 6; ++i) t = add(*g, mul(*g, rms_norm(*g, matmul(*g, t, w), gamma, 1e-6f), t), bias);
-  scope.reset();
-  g->output(t, "y");
-  return g;
-}
+std::unique_ptr<Graph> chain(bool scoped) { return testing::decode_chain(scoped); }
 
 std::vector<float> run_chain(Runtime& rt, const Graph& g, const CompileOptions& o, int runs = 3) {
   auto exe = compile_ok(rt, g, o);

@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 
+#include "common/chain_graph.h"
 #include "common/test_runtime.h"
 #include "runtime/cpu/load_monitor.h"
 #include "superkernel/attrs_moe.h"
@@ -87,21 +88,7 @@ Tensor add1(Graph& g, Tensor x, const std::string& name = "") {
   return call_kernel(g, "test.add1.f32", {x}, {{DType::kF32, g.tensor(x).shape, ""}}, {}, name)[0];
 }
 
-// A decode-like chain over every core: matvec, rms_norm, element-wise ops.
-std::unique_ptr<Graph> chain(bool scoped) {
-  auto g = std::make_unique<Graph>("chain");
-  const int64_t n = 96;
-  Tensor x = g->input("x", DType::kF32, {1, n});
-  Tensor w = g->constant_f32("w", {n, n}, testing::random_floats(n * n, 1, -0.1f, 0.1f));
-  Tensor gamma = g->constant_f32("gamma", {n}, testing::random_floats(n, 2, 0.9f, 1.1f));
-  std::optional<SuperKernelScope> scope;
-  if (scoped) scope.emplace(*g, "chain");
-  Tensor t = x;
-  for (int i = 0; i < 5; ++i) t = add1(*g, mul(*g, rms_norm(*g, matmul(*g, t, w), gamma, 1e-6f), t));
-  scope.reset();
-  g->output(t, "y");
-  return g;
-}
+std::unique_ptr<Graph> chain(bool scoped) { return testing::decode_chain(scoped); }
 
 CompileOptions options(ExecutionMode mode, bool jit, bool trace = false) {
   CompileOptions o = CompileOptions::for_mode(mode);
@@ -127,7 +114,7 @@ TEST(LoadPolicy, OneThreadGivesTheSameBitsInEveryModeAndBackend) {
     auto one = testing::make_runtime(cores, 60.0, 0, LoadPolicy::kOneThread);
     for (bool scoped : {false, true}) {
       auto g = chain(scoped);
-      const std::vector<float> x = testing::random_floats(96, 4);
+      const std::vector<float> x = testing::random_floats(testing::kChainWidth, 4);
       for (ExecutionMode m : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel})
         for (bool jit : {false, true})
           for (bool trace : {false, true}) {
@@ -153,7 +140,7 @@ TEST(LoadPolicy, TracedRunOnOneThreadRecordsEveryCoresInstructions) {
   auto count = [&](Runtime& rt) {
     auto exe = rt.compile(*g, options(ExecutionMode::kSuperKernel, false, true));
     EXPECT_TRUE(exe);
-    EXPECT_TRUE((*exe)->set_input("x", testing::random_floats(96, 4)).is_ok());
+    EXPECT_TRUE((*exe)->set_input("x", testing::random_floats(testing::kChainWidth, 4)).is_ok());
     EXPECT_TRUE((*exe)->run().is_ok());
     std::map<std::pair<int, int>, int> per_core_kind;
     for (const TraceEvent& e : (*exe)->trace()) {
@@ -318,7 +305,7 @@ TEST(LoadPolicy, AdaptiveLeavesACpuAnotherThreadHoldsAndComesBackOnceItIsFree) {
   auto g = chain(true);
   auto exe = (*rt)->compile(*g, options(ExecutionMode::kSuperKernel, false));
   ASSERT_TRUE(exe) << exe.status().to_string();
-  ASSERT_TRUE((*exe)->set_input("x", testing::random_floats(96, 4)).is_ok());
+  ASSERT_TRUE((*exe)->set_input("x", testing::random_floats(testing::kChainWidth, 4)).is_ok());
   ASSERT_TRUE((*exe)->run().is_ok());
   const std::vector<float> want = (*exe)->output_f32("y");
   ASSERT_EQ((*rt)->one_thread_launches(), 0) << "moved before any load";
