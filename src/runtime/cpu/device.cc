@@ -153,7 +153,7 @@ void CpuDevice::launch(int n, CoreFn fn, void* ctx, CoreFn all_cores) {
   }
   if (one_thread) {
     if (n > 1) {
-      ++one_thread_launches_;
+      one_thread_launches_.fetch_add(1, std::memory_order_relaxed);
       all_cores(ctx, 0);
     } else {
       fn(ctx, 0);

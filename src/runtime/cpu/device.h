@@ -8,6 +8,7 @@
 
 #include <sched.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -52,9 +53,8 @@ class CpuDevice {
   // and the load policy (load_monitor.h) puts the launch on one thread, all_cores(ctx, 0) runs on
   // the calling thread instead and must run every core.
   void launch(int n, CoreFn fn, void* ctx, CoreFn all_cores = nullptr);
-  // Launches that ran on one thread, and how often the load monitor changed its advice.
-  int64_t one_thread_launches() const { return one_thread_launches_; }
-  int64_t placement_changes() const { return monitor_ ? monitor_->changes() : 0; }
+  // Launches that ran on one thread (read from any thread).
+  int64_t one_thread_launches() const { return one_thread_launches_.load(std::memory_order_relaxed); }
   uint64_t current_epoch() const { return epoch_; }
 
   // Sync counters owned by the device so that epoch tagging carries across launches.
@@ -86,7 +86,7 @@ class CpuDevice {
   std::unique_ptr<ThreadClock[]> thread_clocks_;  // one per core
   std::unique_ptr<LoadMonitor> monitor_;          // LoadPolicy::kAdaptive only
   int caller_cpu_index_ = 0;                      // the CPU the launching thread is pinned to (index into cpus_)
-  int64_t one_thread_launches_ = 0;
+  std::atomic<int64_t> one_thread_launches_{0};
   std::thread::id clocked_caller_{};  // the thread whose clock is core 0's
   std::vector<std::thread> workers_;
   std::mutex launch_mu_;

@@ -187,7 +187,6 @@ int LoadMonitor::advise(int64_t now_ns) {
     loaded_windows_ = before < 0 && verdict >= 0 ? loaded_windows_ + 1 : 0;
     solo_ = before < 0 && loaded_windows_ < kLoadedWindows ? -1 : verdict;
     if (solo_ >= 0) loaded_windows_ = 0;
-    if (solo_ != before) ++changes_;
   }
   window_start_ = now_ns;
   at_start_ = std::move(now);

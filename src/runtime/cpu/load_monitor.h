@@ -88,8 +88,6 @@ class LoadMonitor {
   // the CPU the launching thread runs all of it on. Reads the counters at most once per window;
   // between windows it costs one comparison.
   int advise(int64_t now_ns);
-  // How many times the placement changed (for reports and tests).
-  int64_t changes() const { return changes_; }
 
  private:
   SchedSample read_thread(int t) const;
@@ -111,7 +109,6 @@ class LoadMonitor {
   std::vector<char> stat_buf_;
   int cpuidle_ = -1;                           // cpuidle readable: -1 not tried yet, 0 no, 1 yes
   std::vector<std::vector<int>> cpuidle_fds_;  // per CPU, every idle state's `time` file
-  int64_t changes_ = 0;
 };
 
 }  // namespace sk::cpu
