@@ -222,6 +222,8 @@ def main() -> int:
     p.add_argument("--no-inductor", action="store_true", help="skip torch.compile with inductor (slow to compile)")
     p.add_argument("--no-huge-pages", action="store_true",
                    help="leave torch's tensors on 4 KiB pages (default: THP_MEM_ALLOC_ENABLE=1, as the C++ model)")
+    p.add_argument("--load-policy", default="adaptive", choices=["adaptive", "static", "one_thread"],
+                   help="the superkernel runtime's load policy (docs/OPTIONS.md)")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--kernel-time", type=int, default=0, metavar="STEPS",
                    help="also trace STEPS steps of the backend's superkernel-mode step and the C++ model's and "
@@ -246,10 +248,12 @@ def main() -> int:
     torch.ones(1024, 1024) @ torch.ones(1024, 1024)
     import superkernel as sk
 
-    sk.configure_runtime(num_cores=cores)
+    sk.configure_runtime(num_cores=cores, load_policy=args.load_policy)
     results = []
     isa = sk.Runtime.cpu_isa()
-    print(f"machine: {cores} cores, {isa}; torch {torch.__version__}; batch 1, prompt {PROMPT}, "
+    one_thread_before = sk.runtime().one_thread_launches
+    print(f"machine: {cores} cores, {isa}, load policy {args.load_policy}; torch {torch.__version__}; "
+          f"batch 1, prompt {PROMPT}, "
           f"static cache {CACHE_LEN}; median of {args.runs} interleaved rounds after {args.warmup}; "
           f"torch on {'4 KiB' if args.no_huge_pages else 'huge'} pages", file=sys.stderr)
     for name in args.sizes.split(","):
@@ -293,9 +297,12 @@ def main() -> int:
         sys.stdout.flush()
         if args.kernel_time:
             kernel_time(size, args.kernel_time)
+    print(f"superkernel launches that ran on one thread (load policy {args.load_policy}): "
+          f"{sk.runtime().one_thread_launches - one_thread_before}", file=sys.stderr)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"machine": {"cores": cores, "isa": isa}, "results": results}, f, indent=1)
+            json.dump({"machine": {"cores": cores, "isa": isa, "load_policy": args.load_policy}, "results": results},
+                      f, indent=1)
     return 0
 
 
