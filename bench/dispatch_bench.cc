@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
     if (!bench::cores_selected(args, cores)) continue;
     RuntimeOptions ro;
     ro.num_cores = cores;
-    auto policy = load_policy_from_name(args.load_policy);
+    auto policy = parse_load_policy(args.load_policy);
     if (!policy) {
       std::fprintf(stderr, "--load-policy: %s\n", policy.status().message().c_str());
       return 2;

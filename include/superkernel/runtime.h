@@ -20,6 +20,7 @@
 
 #include "superkernel/compile.h"
 #include "superkernel/graph.h"
+#include "superkernel/load_policy.h"
 #include "superkernel/options.h"
 #include "superkernel/status.h"
 
@@ -27,17 +28,6 @@ namespace sk {
 
 // The most cores one runtime drives (each is a pinned worker thread with its own sync state).
 inline constexpr int kMaxRuntimeCores = 1024;
-
-// Where a launch's cores run when another process takes some of the runtime's CPUs.
-enum class LoadPolicy {
-  kAdaptive,   // one thread per core; on a 2-core runtime whose CPU another process holds, every
-               // launch on the free CPU's thread, its cores interleaved, until the load is gone
-  kStatic,     // always one thread per core
-  kOneThread,  // every launch on the calling thread, its cores interleaved (tests, measurements)
-};
-// "adaptive", "static", "one_thread"; the policy for a name, or an error listing them.
-Expected<LoadPolicy> load_policy_from_name(std::string_view name);
-const char* load_policy_name(LoadPolicy policy);
 
 struct RuntimeOptions {
   int num_cores = 0;                 // 0: every CPU available to the process; at most kMaxRuntimeCores

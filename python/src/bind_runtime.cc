@@ -302,7 +302,7 @@ void bind_runtime(nb::module_& m) {
              double watchdog_seconds, bool load_builtin_kernels, std::vector<std::string> kernel_packages,
              const std::string& load_policy) {
             sk::RuntimeOptions o;
-            o.load_policy = unwrap(sk::load_policy_from_name(load_policy));
+            o.load_policy = unwrap(sk::parse_load_policy(load_policy));
             o.num_cores = num_cores;
             o.cube_cores = cube_cores;
             o.pin_threads = pin_threads;

@@ -19,9 +19,7 @@ Expected<std::shared_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   dev.allow_oversubscribe = options.allow_oversubscribe;
   dev.spin_us = options.spin_us;
   dev.watchdog_seconds = options.watchdog_seconds;
-  dev.load_policy = options.load_policy == LoadPolicy::kStatic      ? cpu::LoadPolicy::kStatic
-                    : options.load_policy == LoadPolicy::kOneThread ? cpu::LoadPolicy::kOneThread
-                                                                    : cpu::LoadPolicy::kAdaptive;
+  dev.load_policy = options.load_policy;
   auto device = cpu::CpuDevice::create(dev);
   if (!device) return device.status();
   std::shared_ptr<Runtime> rt(new Runtime());
@@ -40,10 +38,10 @@ std::vector<std::string> Runtime::kernel_names() const { return impl_->registry.
 int Runtime::num_cores() const { return impl_->device->num_cores(); }
 int64_t Runtime::one_thread_launches() const { return impl_->device->one_thread_launches(); }
 
-Expected<LoadPolicy> load_policy_from_name(std::string_view name) {
+Expected<LoadPolicy> parse_load_policy(std::string_view text) {
   for (LoadPolicy p : {LoadPolicy::kAdaptive, LoadPolicy::kStatic, LoadPolicy::kOneThread})
-    if (name == load_policy_name(p)) return p;
-  return Status::invalid_argument("load_policy '" + std::string(name) +
+    if (text == load_policy_name(p)) return p;
+  return Status::invalid_argument("load_policy '" + std::string(text) +
                                   "' is not one of: adaptive, static, one_thread");
 }
 

@@ -74,11 +74,11 @@ TEST(LoadMonitor, SoloStaysWhileTheOtherCpuIsBusyAndLeavesOnceItIsIdle) {
 
 TEST(LoadPolicy, NamesRoundTripAndAnUnknownNameIsAnErrorListingThem) {
   for (LoadPolicy p : {LoadPolicy::kAdaptive, LoadPolicy::kStatic, LoadPolicy::kOneThread}) {
-    auto back = load_policy_from_name(load_policy_name(p));
+    auto back = parse_load_policy(load_policy_name(p));
     ASSERT_TRUE(back);
     EXPECT_EQ(*back, p);
   }
-  auto bad = load_policy_from_name("solo");
+  auto bad = parse_load_policy("solo");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.status().message().find("'solo'"), std::string::npos) << bad.status().message();
   EXPECT_NE(bad.status().message().find("adaptive, static, one_thread"), std::string::npos);

@@ -311,6 +311,8 @@ int bench_command(const BenchArgs& args) {
   std::vector<LoadedRounds> loaded;
   if (args.contend) {
     const std::vector<int>& cpus = bench::kProcessCpus;
+    std::vector<std::function<Status()>> steps;
+    for (ModeRun& run : runs) steps.push_back([&run] { return run.gen->rerun_step(); });
     for (bench::LoadPlacement load :
          {bench::LoadPlacement::kUnpinned, bench::LoadPlacement::kPinned, bench::LoadPlacement::kAfter}) {
       const std::string name = bench::load_placement_name(load);
@@ -324,9 +326,7 @@ int bench_command(const BenchArgs& args) {
       LoadedRounds lr{load, {}};
       // 50 ms of untimed steps first: the scheduler and the runtime's load policy take a few
       // milliseconds to see a load start or stop.
-      Status st = Status::ok();
-      for (const double end = bench::now_seconds() + 0.05; st && bench::now_seconds() < end;)
-        for (size_t m = 0; st && m < runs.size(); ++m) st = runs[m].gen->rerun_step();
+      Status st = bench::settle(steps, 0.05);
       if (st) st = time_rounds(cfg.bench.warmup, name + " load: ", lr.step_s);
       const bool alive = busy.stop();
       if (st && busy_load && !alive)

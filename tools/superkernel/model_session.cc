@@ -280,7 +280,7 @@ Expected<std::shared_ptr<Runtime>> create_runtime(const config::Config& cfg) {
   RuntimeOptions ro;
   ro.num_cores = cfg.runtime.cores;
   ro.cube_cores = cfg.runtime.cube_cores;
-  auto policy = load_policy_from_name(cfg.runtime.load_policy);  // the config reader checked the name
+  auto policy = parse_load_policy(cfg.runtime.load_policy);  // the config reader checked the name
   if (!policy) return at_key(cfg, "runtime.load_policy", policy.status());
   ro.load_policy = *policy;
   auto rt = Runtime::create(ro);

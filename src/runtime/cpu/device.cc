@@ -139,25 +139,21 @@ void CpuDevice::launch(int n, CoreFn fn, void* ctx, CoreFn all_cores) {
   }
   const uint64_t seq = ++seq_;
   ++epoch_;
-  // The load policy: every core on this thread, on the CPU it names (adaptive) or where it is.
-  int solo_cpu = -1;
-  if (monitor_) solo_cpu = monitor_->advise(now_ns());
-  const bool one_thread =
-      (n == 1 || all_cores) && (solo_cpu >= 0 || (options_.load_policy == LoadPolicy::kOneThread && n > 1));
+  // The load policy (load_monitor.h): the CPU the monitor names for running on one thread, if any.
+  const int solo_cpu = monitor_ ? monitor_->advise(now_ns()) : -1;
+  const bool on_one_thread = n > 1 && all_cores && (solo_cpu >= 0 || options_.load_policy == LoadPolicy::kOneThread);
   if (monitor_) {
-    const int cpu_index = one_thread ? solo_cpu : 0;
+    // The launching thread sits on the named CPU for whatever it runs alone (a one-core launch
+    // too), and back on its own CPU for a launch that needs every core's thread.
+    const int cpu_index = solo_cpu >= 0 && (n == 1 || on_one_thread) ? solo_cpu : 0;
     if (cpu_index != caller_cpu_index_) {
       pin_current_thread(cpu_index);
       caller_cpu_index_ = cpu_index;
     }
   }
-  if (one_thread) {
-    if (n > 1) {
-      one_thread_launches_.fetch_add(1, std::memory_order_relaxed);
-      all_cores(ctx, 0);
-    } else {
-      fn(ctx, 0);
-    }
+  if (on_one_thread) {
+    one_thread_launches_.fetch_add(1, std::memory_order_relaxed);
+    all_cores(ctx, 0);
     return;
   }
   for (int c = 1; c < n; ++c) {

@@ -17,6 +17,7 @@
 #include "program/program.h"
 #include "runtime/cpu/load_monitor.h"
 #include "runtime/cpu/sync.h"
+#include "superkernel/load_policy.h"
 #include "superkernel/status.h"
 
 namespace sk::cpu {

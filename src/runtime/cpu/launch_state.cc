@@ -132,8 +132,8 @@ int32_t sync_all_entry(const sk_core_ctx* ctx) {
     // and waiting here would wait for cores this very thread has to run.
     const Instr& in = cs->ls->launch->cores[cs->core].instrs[cs->pc];
     std::snprintf(cs->error, kErrorBytes,
-                  "kernel '%s' called sync_all without declaring SK_USES_SYNC_ALL (undeclared, its cores may share "
-                  "one thread)",
+                  "kernel '%s' called sync_all without declaring SK_USES_SYNC_ALL, so its cores may run on one "
+                  "thread and cannot wait for each other",
                   cs->ls->ops[in.a].kernel_name.c_str());
     return SK_ERR_INVALID_ARGUMENT;
   }

@@ -69,6 +69,7 @@ void LoadMonitor::set_thread(int core, pid_t tid) {
   if (slot >= 0) close(slot);
   slot = fd;           // -1 (no schedstat in this kernel): the monitor never sees this thread as loaded
   window_start_ = -1;  // the counters now belong to another thread: start a fresh window
+  next_check_ns_.store(INT64_MIN, std::memory_order_relaxed);
 }
 
 SchedSample LoadMonitor::read_thread(int t) const {
@@ -163,10 +164,8 @@ int64_t LoadMonitor::read_stat_idle_ns(int except) {
 }
 
 int LoadMonitor::advise(int64_t now_ns) {
+  if (now_ns < next_check_ns_.load(std::memory_order_relaxed)) return advice_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
-  if (fds_.size() != 2) return -1;  // see the header: only two-core devices move launches
-  const int64_t window = solo_ < 0 ? kSpreadWindowNs : cpuidle_ == 1 ? kSoloWindowNs : kSoloWindowTicksNs;
-  if (window_start_ >= 0 && now_ns - window_start_ < window) return solo_;
   const size_t n = fds_.size();
   std::vector<SchedSample> now(n);
   for (size_t t = 0; t < n; ++t) now[t] = read_thread(static_cast<int>(t));
@@ -191,6 +190,9 @@ int LoadMonitor::advise(int64_t now_ns) {
   window_start_ = now_ns;
   at_start_ = std::move(now);
   idle_at_start_ = solo_ < 0 ? -1 : solo_ == before ? idle : read_idle_ns(solo_);
+  const int64_t window = solo_ < 0 ? kSpreadWindowNs : cpuidle_ == 1 ? kSoloWindowNs : kSoloWindowTicksNs;
+  advice_.store(solo_, std::memory_order_relaxed);
+  next_check_ns_.store(now_ns + window, std::memory_order_relaxed);
   return solo_;
 }
 

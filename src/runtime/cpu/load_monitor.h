@@ -32,18 +32,13 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+#include <climits>
 #include <cstdint>
 #include <mutex>
 #include <vector>
 
 namespace sk::cpu {
-
-// How the device places a launch's cores on its threads.
-enum class LoadPolicy {
-  kAdaptive,   // one thread per core, until another process takes one of their CPUs (above)
-  kStatic,     // always one thread per core
-  kOneThread,  // every launch that can on the launching thread (tests, and to measure the cost)
-};
 
 // A thread's scheduler counters, ns.
 struct SchedSample {
@@ -86,7 +81,8 @@ class LoadMonitor {
   void set_thread(int core, pid_t tid);
   // Where the next launch runs: -1, each core on its own thread; else the index (into `cpus`) of
   // the CPU the launching thread runs all of it on. Reads the counters at most once per window;
-  // between windows it costs one comparison.
+  // between windows it costs two relaxed loads. Called by one thread at a time (the device's
+  // launches are serialised).
   int advise(int64_t now_ns);
 
  private:
@@ -97,7 +93,11 @@ class LoadMonitor {
   int64_t read_cpuidle_ns(int except);
   int64_t read_stat_idle_ns(int except);
 
-  std::mutex mu_;
+  // advise() between windows reads only these two (no lock): the wall time of the next check
+  // (INT64_MIN: at the next call, e.g. after set_thread) and the current advice.
+  std::atomic<int64_t> next_check_ns_{INT64_MIN};
+  std::atomic<int> advice_{-1};
+  std::mutex mu_;  // the rest
   std::vector<int> cpus_;
   std::vector<int> fds_;  // /proc/self/task/<tid>/schedstat per thread, -1 when unknown
   int stat_fd_ = -1;      // /proc/stat
