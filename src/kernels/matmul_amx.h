@@ -332,6 +332,12 @@ SK_TARGET_AMX void gemm(const Format& f, const typename Format::W* w, int64_t sw
   _tile_release();
 }
 
+// Where row r of a packed group starts (the layout pack() writes, above): its group g is at
+// [g * kTile] from there.
+inline uint32_t* packed_row(uint32_t* xp, int64_t xp_block, int64_t r) {
+  return xp + (r / kTile) * xp_block + r % kTile;
+}
+
 // Scatters 16 uint32 groups (one 64-byte step of one x row) to their places in the packed
 // layout: group g to dst[g * 16].
 SK_TARGET_AMX inline void scatter_groups(uint32_t* dst, __m512i groups) {

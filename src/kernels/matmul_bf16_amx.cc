@@ -28,7 +28,7 @@ struct Bf16Format {
   SK_TARGET_AMX void pack(int64_t m0, int64_t rows, int64_t k, uint32_t* xp, int64_t xp_block) const {
     for (int64_t r = 0; r < rows; ++r) {
       const float* row = x + (m0 + r) * sx;
-      uint32_t* dst = xp + (r / amx::kTile) * xp_block + r % amx::kTile;
+      uint32_t* dst = amx::packed_row(xp, xp_block, r);
       for (int64_t k0 = 0; k0 < k; k0 += 32) {
         const int64_t lo_n = std::clamp<int64_t>(k - k0, 0, 16);
         const int64_t hi_n = std::clamp<int64_t>(k - k0 - 16, 0, 16);

@@ -32,7 +32,7 @@ struct Int8Format {
     q.assign(static_cast<size_t>(k_pad), 0);
     for (int64_t r = 0; r < count; ++r) {
       row_scale[r] = w8_row_q(rows, m0 + r, 0, k, q.data());
-      uint32_t* dst = xp + (r / amx::kTile) * xp_block + r % amx::kTile;
+      uint32_t* dst = amx::packed_row(xp, xp_block, r);
       for (int64_t k0 = 0; k0 < k; k0 += amx::kRowBytes) {
         amx::scatter_groups(dst + (k0 / 4) * amx::kTile, _mm512_loadu_si512(q.data() + k0));
       }
