@@ -100,9 +100,20 @@ enum {
                                       producer of its inputs finishes */
   SK_USES_SYNC_ALL = 1u << 2,      /* run() calls core->sync_all exactly `sync_all_count` times */
   SK_WORKSPACE_PER_CORE = 1u << 3, /* workspace_size() is per core: see sk_kernel_args.workspace */
-  SK_SYNCS_CORES = 1u << 4         /* run() may call core->sync_cores: its cores run together */
+  SK_SYNCS_CORES = 1u << 4,        /* run() may call core->sync_cores: its cores run together */
+  /* The runtime may run core k of n as the m calls of cores k*m .. k*m+m-1 of n*m, on other
+   * threads, and may abandon a call it started. The kernel promises: `access` lists exactly the
+   * bytes each core writes (not more); it writes nothing else (no workspace, no inputs); the
+   * addresses it reads and writes depend only on shapes, strides and attributes, never on input
+   * values (a call whose inputs change under it computes garbage, but touches nothing else); it
+   * writes its outputs only through the operands' `data` pointers, which the runtime may point
+   * into scratch memory. The runtime checks with `access` that the m calls write exactly what
+   * core k of n writes and read nothing more (sk_split_range splits nest that way), and runs the
+   * call whole when they do not. Used to share large calls with a core the scheduler slows. */
+  SK_CHUNKABLE = 1u << 5
 };
-#define SK_KNOWN_FLAGS (SK_FUSIBLE | SK_TILING_SINK | SK_USES_SYNC_ALL | SK_WORKSPACE_PER_CORE | SK_SYNCS_CORES)
+#define SK_KNOWN_FLAGS \
+  (SK_FUSIBLE | SK_TILING_SINK | SK_USES_SYNC_ALL | SK_WORKSPACE_PER_CORE | SK_SYNCS_CORES | SK_CHUNKABLE)
 
 /* A strided view of one operand. Strides are in elements; shape[i] * stride[i] may exceed the
  * extent of dense storage only for views (slices, transposes). A stride may be 0 (a broadcast /
@@ -227,7 +238,9 @@ typedef struct sk_range {
 } sk_range;
 
 /* Splits [0, n) into `parts` contiguous chunks, each a multiple of `align` (except the last),
- * and returns chunk `part`. Deterministic: depends only on its arguments. */
+ * and returns chunk `part`: units [floor(units * part / parts), floor(units * (part + 1) / parts)).
+ * Deterministic: depends only on its arguments. The splits nest: chunk k of `parts` is exactly
+ * chunks k*m .. k*m+m-1 of parts*m (what SK_CHUNKABLE relies on). */
 static inline sk_range sk_split_range(int64_t n, int32_t part, int32_t parts, int64_t align) {
   sk_range r;
   int64_t units, per, rem, b, e;
@@ -236,8 +249,9 @@ static inline sk_range sk_split_range(int64_t n, int32_t part, int32_t parts, in
   units = (n + align - 1) / align;
   per = units / parts;
   rem = units % parts;
-  b = (int64_t)part * per + (part < rem ? part : rem);
-  e = b + per + (part < rem ? 1 : 0);
+  /* floor(units * part / parts) without the product: rem * part < parts^2 cannot overflow. */
+  b = (int64_t)part * per + rem * part / parts;
+  e = (int64_t)(part + 1) * per + rem * (part + 1) / parts;
   b *= align;
   e *= align;
   r.begin = b < n ? b : n;

@@ -11,7 +11,8 @@ namespace sk::kernels {
 namespace {
 
 // What a kernel has beyond run and access; every built-in kernel is fusible and none calls
-// sync_all (sample.f32 syncs its own cores with sync_cores, which needs no feeding).
+// sync_all (sample.f32 syncs its own cores with sync_cores, which needs no feeding). The float
+// GEMVs split N with sk_split_range and write exactly their access ranges: SK_CHUNKABLE.
 struct Extras {
   uint32_t flags = 0;  // added to SK_FUSIBLE
   sk_prologue_fn prologue = nullptr;
@@ -32,13 +33,16 @@ constexpr sk_kernel_desc kKernels[] = {
     kernel("rms_norm.f32", SK_KERNEL_VECTOR, rms_norm_f32_run, rms_norm_f32_access,
            {.prologue = rms_norm_f32_prologue}),
     kernel("softmax.f32", SK_KERNEL_VECTOR, softmax_f32_run, softmax_f32_access),
-    kernel("matmul.f32", SK_KERNEL_CUBE, matmul_f32_run, matmul_f32_access, {.prologue = matmul_f32_prologue}),
+    kernel("matmul.f32", SK_KERNEL_CUBE, matmul_f32_run, matmul_f32_access,
+           {.flags = SK_CHUNKABLE, .prologue = matmul_f32_prologue}),
     kernel("embedding.f32", SK_KERNEL_VECTOR, embedding_f32_run, embedding_f32_access),
     kernel("copy", SK_KERNEL_VECTOR, copy_run, copy_access),
     kernel("prefetch", SK_KERNEL_VECTOR, prefetch_run, prefetch_access),
     // ---- matmul family (bf16 / f16 / W8A8 GEMV-GEMM, activation quantisation, grouped GEMM) ----
-    kernel("matmul.bf16", SK_KERNEL_CUBE, matmul_bf16_run, matmul_bf16_access, {.prologue = matmul_bf16_prologue}),
-    kernel("matmul.f16", SK_KERNEL_CUBE, matmul_f16_run, matmul_f16_access, {.prologue = matmul_f16_prologue}),
+    kernel("matmul.bf16", SK_KERNEL_CUBE, matmul_bf16_run, matmul_bf16_access,
+           {.flags = SK_CHUNKABLE, .prologue = matmul_bf16_prologue}),
+    kernel("matmul.f16", SK_KERNEL_CUBE, matmul_f16_run, matmul_f16_access,
+           {.flags = SK_CHUNKABLE, .prologue = matmul_f16_prologue}),
     kernel("quantize.i8", SK_KERNEL_VECTOR, quantize_i8_run, quantize_i8_access),
     kernel("matmul.w8a8", SK_KERNEL_CUBE, matmul_w8a8_run, matmul_w8a8_access, {.prologue = matmul_w8a8_prologue}),
     kernel("matmul.w8a8_dyn", SK_KERNEL_CUBE, matmul_w8a8_dyn_run, matmul_w8a8_dyn_access,

@@ -442,10 +442,16 @@ TEST(KernelPackage, TableIsWellFormed) {
     EXPECT_NE(k.run, nullptr);
     EXPECT_NE(k.access, nullptr);
     EXPECT_EQ((k.flags & SK_USES_SYNC_ALL) != 0, k.sync_all_count != 0);
+    if (k.flags & SK_CHUNKABLE) {
+      EXPECT_EQ(k.workspace_size, nullptr) << "a chunkable kernel has no workspace";
+      EXPECT_EQ(k.flags & (SK_USES_SYNC_ALL | SK_SYNCS_CORES | SK_TILING_SINK), 0u);
+    }
     EXPECT_NE(sk::ref::find_reference(k.name), nullptr) << "no reference implementation";
     if (v0.count(k.name)) {
       EXPECT_EQ(k.type, std::string(k.name) == "matmul.f32" ? SK_KERNEL_CUBE : SK_KERNEL_VECTOR);
-      EXPECT_EQ(k.flags, static_cast<uint32_t>(SK_FUSIBLE));
+      // matmul.f32 writes exactly its access ranges with a nesting split: chunkable.
+      EXPECT_EQ(k.flags, std::string(k.name) == "matmul.f32" ? static_cast<uint32_t>(SK_FUSIBLE | SK_CHUNKABLE)
+                                                             : static_cast<uint32_t>(SK_FUSIBLE));
       EXPECT_EQ(k.workspace_size, nullptr);
     }
   }

@@ -74,7 +74,7 @@ std::vector<BrokenCase> broken_cases() {
       {"UnknownFlags",
        SK_PKG_UNKNOWN_FLAGS,
        kInvalid,
-       {"kernel #1", "'unknown_flags.bad.f32'", "unknown flag bits 0x20"},
+       {"kernel #1", "'unknown_flags.bad.f32'", "unknown flag bits 0x40"},
        {"unknown_flags.ok.f32", "unknown_flags.bad.f32"}},
       {"SyncAllCountZero",
        SK_PKG_SYNC_ALL_ZERO,

@@ -3,7 +3,7 @@
 
 static const sk_kernel_desc kKernels[] = {
     BROKEN_VALID_KERNEL("unknown_flags.ok.f32"),
-    {SK_KERNEL_ABI_VERSION, "unknown_flags.bad.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | (1u << 5), broken_ok_run, NULL,
+    {SK_KERNEL_ABI_VERSION, "unknown_flags.bad.f32", SK_KERNEL_VECTOR, SK_FUSIBLE | (1u << 6), broken_ok_run, NULL,
      NULL, NULL, NULL, 0},
 };
 static const sk_kernel_package kPackage = {SK_KERNEL_ABI_VERSION, "loader_unknown_flags", BROKEN_COUNT(kKernels),
