@@ -38,6 +38,10 @@ struct RuntimeOptions {
   int64_t spin_us = 200;             // longest spin before a waiting core sleeps (less: docs/ARCHITECTURE.md)
   double watchdog_seconds = 30.0;    // a sync wait longer than this fails the run as a deadlock
   LoadPolicy load_policy = LoadPolicy::kAdaptive;  // docs/OPTIONS.md
+  // While a 2-core runtime's launches run on one thread (the load policy), the other CPU's thread
+  // takes chunks of about this many bytes read of calls that read at least twice as much (kernels
+  // with SK_CHUNKABLE); 0: it stays idle. 0 or 4096 .. 1 GiB. docs/OPTIONS.md
+  int64_t chunk_bytes = 256 << 10;
   bool load_builtin_kernels = true;
   std::vector<std::string> kernel_packages;  // extra packages to load at start
 };

@@ -300,8 +300,9 @@ void bind_runtime(nb::module_& m) {
           "create",
           [](int num_cores, int cube_cores, bool pin_threads, bool allow_oversubscribe, int64_t spin_us,
              double watchdog_seconds, bool load_builtin_kernels, std::vector<std::string> kernel_packages,
-             const std::string& load_policy) {
+             const std::string& load_policy, int64_t chunk_bytes) {
             sk::RuntimeOptions o;
+            o.chunk_bytes = chunk_bytes;
             o.load_policy = unwrap(sk::parse_load_policy(load_policy));
             o.num_cores = num_cores;
             o.cube_cores = cube_cores;
@@ -316,7 +317,7 @@ void bind_runtime(nb::module_& m) {
           arg("num_cores") = 0, arg("cube_cores") = 0, arg("pin_threads") = true, arg("allow_oversubscribe") = false,
           arg("spin_us") = 200, arg("watchdog_seconds") = 30.0, arg("load_builtin_kernels") = true,
           arg("kernel_packages") = std::vector<std::string>{}, arg("load_policy") = "adaptive",
-          "Starts a runtime (RuntimeOptions, docs/OPTIONS.md).")
+          arg("chunk_bytes") = int64_t{256 << 10}, "Starts a runtime (RuntimeOptions, docs/OPTIONS.md).")
       .def(
           "load_kernel_package", [](sk::Runtime& r, const std::string& path) { check(r.load_kernel_package(path)); },
           arg("path"))

@@ -54,7 +54,7 @@ def runtime() -> Runtime:
 def configure_runtime(**options) -> None:
     """Options of the process-wide runtime, before its first use: num_cores, cube_cores,
     pin_threads, allow_oversubscribe, spin_us, watchdog_seconds, load_builtin_kernels,
-    kernel_packages, load_policy (RuntimeOptions, docs/OPTIONS.md)."""
+    kernel_packages, load_policy, chunk_bytes (RuntimeOptions, docs/OPTIONS.md)."""
     _runtime_default.configure(**options)
 
 

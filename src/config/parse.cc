@@ -305,21 +305,28 @@ Status read_model(Reader& r, const Entry& section, Config& cfg) {
 
 Status read_runtime(Reader& r, const Entry& section, Config& cfg) {
   RuntimeSection& rt = cfg.runtime;
-  return r.for_each(section, {"cores", "cube_cores", "load_policy", "core_limits"}, [&](const Entry& e) -> Status {
-    const std::string& k = e.key.Scalar();
-    if (k == "cores") return r.integer(e, 0, 1024, rt.cores);
-    if (k == "cube_cores") return r.integer(e, 0, 1024, rt.cube_cores);
-    if (k == "load_policy") return r.choice(e, {"adaptive", "static", "one_thread"}, rt.load_policy);
-    return r.for_each(e, {"moe", "prefetch"}, [&](const Entry& stream) -> Status {
-      StreamCoreLimit limit{stream.key.Scalar(), 0, 0, r.at(stream.key)};
-      Status s = r.for_each(stream, {"cube", "vector"}, [&](const Entry& v) -> Status {
-        return r.integer(v, 0, 1024, v.key.Scalar() == "cube" ? limit.cube : limit.vector);
-      });
-      if (!s) return s;
-      rt.core_limits.push_back(std::move(limit));
-      return Status::ok();
-    });
-  });
+  return r.for_each(section, {"cores", "cube_cores", "load_policy", "chunk_bytes", "core_limits"},
+                    [&](const Entry& e) -> Status {
+                      const std::string& k = e.key.Scalar();
+                      if (k == "cores") return r.integer(e, 0, 1024, rt.cores);
+                      if (k == "cube_cores") return r.integer(e, 0, 1024, rt.cube_cores);
+                      if (k == "load_policy") return r.choice(e, {"adaptive", "static", "one_thread"}, rt.load_policy);
+                      if (k == "chunk_bytes") {
+                        Status s = r.integer<int64_t>(e, 0, int64_t{1} << 30, rt.chunk_bytes);
+                        if (s && rt.chunk_bytes != 0 && rt.chunk_bytes < 4096)
+                          return r.error(e, "0 (no chunk helper) or an integer in [4096, 1073741824]");
+                        return s;
+                      }
+                      return r.for_each(e, {"moe", "prefetch"}, [&](const Entry& stream) -> Status {
+                        StreamCoreLimit limit{stream.key.Scalar(), 0, 0, r.at(stream.key)};
+                        Status s = r.for_each(stream, {"cube", "vector"}, [&](const Entry& v) -> Status {
+                          return r.integer(v, 0, 1024, v.key.Scalar() == "cube" ? limit.cube : limit.vector);
+                        });
+                        if (!s) return s;
+                        rt.core_limits.push_back(std::move(limit));
+                        return Status::ok();
+                      });
+                    });
 }
 
 Status read_decode(Reader& r, const Entry& section, Config& cfg) {

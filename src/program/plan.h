@@ -40,6 +40,9 @@ struct PlanOp {
   int32_t split_count = 0;
   HostCallback host;
   sk_kernel_args args{};  // points into the vectors above; rebuilt by bind_args()
+  // The CPU backend's chunk layouts of this op's calls (runtime/cpu/chunk_layout.h), built by the
+  // first launch that shares them with a helper thread; opaque here.
+  std::shared_ptr<void> chunk_layouts;
 
   bool is_kernel() const { return kernel != nullptr; }
   // The kernel-local id and core count the kernel sees on cores[index].

@@ -106,7 +106,11 @@ Status run_eager(Executable::Impl& exe) {
       raw.resize(n);
       lo.trace = &raw;
     }
+    // The op's chunk layouts (runtime/cpu/chunk_layout.h) live with the planned op: built once,
+    // and never freed while the device's helper may still write their scratch.
+    op.chunk_layouts = planned.chunk_layouts;
     Status s = exe.access_check ? run_access_checked(dev, plan, op, launch) : cpu::run_launch(dev, &op, launch, lo);
+    planned.chunk_layouts = op.chunk_layouts;
     if (!s) return s;
     if (exe.trace_enabled)
       append_launch_trace(plan, launch, static_cast<int32_t>(i), raw, run_start, static_cast<int32_t>(i), exe.trace);

@@ -11,6 +11,9 @@ Expected<std::shared_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   if (options.num_cores > kMaxRuntimeCores)
     return Status::invalid_argument("runtime option 'num_cores' = " + std::to_string(options.num_cores) +
                                     " exceeds the limit of " + std::to_string(kMaxRuntimeCores) + " cores");
+  if (options.chunk_bytes != 0 && (options.chunk_bytes < 4096 || options.chunk_bytes > (int64_t{1} << 30)))
+    return Status::invalid_argument("runtime option 'chunk_bytes' = " + std::to_string(options.chunk_bytes) +
+                                    ": must be 0 (no helper) or in [4096, 1073741824]");
   cpu::CpuDeviceOptions dev;
   dev.num_cores = options.num_cores;
   dev.cube_cores = options.cube_cores;
@@ -20,6 +23,7 @@ Expected<std::shared_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   dev.spin_us = options.spin_us;
   dev.watchdog_seconds = options.watchdog_seconds;
   dev.load_policy = options.load_policy;
+  dev.chunk_bytes = options.chunk_bytes;
   auto device = cpu::CpuDevice::create(dev);
   if (!device) return device.status();
   std::shared_ptr<Runtime> rt(new Runtime());

@@ -47,6 +47,12 @@ struct Executable::Impl {
 
   cpu::CpuDevice& device() { return *runtime->impl().device; }
   const KernelRegistry& registry() { return runtime->impl().registry; }
+
+  // The device's chunk helper may still be in a chunk of one of our launches (chunk_helper.h):
+  // the plan it reads from outlives it.
+  ~Impl() {
+    if (runtime && runtime->impl().device) device().wait_helper_idle();
+  }
 };
 
 // Mode runners (src/runtime/run_modes.cc). run_eager also runs every mode under the access checker.

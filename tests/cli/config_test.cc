@@ -159,6 +159,20 @@ TEST(Config, LoadPolicyIsReadAndAnUnknownOneIsAnErrorListingThem) {
                "expected one of adaptive, static, one_thread, got 'solo'");
 }
 
+TEST(Config, ChunkBytesIsReadAndOutOfRangeIsAnErrorAtItsLine) {
+  auto cfg = parse_config(replace(kValid, "  cube_cores: 0", "  cube_cores: 0\n  chunk_bytes: 65536"), kFile);
+  ASSERT_TRUE(cfg) << cfg.status().message();
+  EXPECT_EQ(cfg->runtime.chunk_bytes, 65536);
+  EXPECT_EQ(parse_config(kValid, kFile)->runtime.chunk_bytes, 256 << 10);
+  EXPECT_EQ(
+      parse_config(replace(kValid, "  cube_cores: 0", "  cube_cores: 0\n  chunk_bytes: 0"), kFile)->runtime.chunk_bytes,
+      0);
+  expect_error(replace(kValid, "  cube_cores: 0", "  cube_cores: 0\n  chunk_bytes: 100"), 24, "runtime.chunk_bytes",
+               "expected 0 (no chunk helper) or an integer in [4096, 1073741824], got '100'");
+  expect_error(replace(kValid, "  cube_cores: 0", "  cube_cores: 0\n  chunk_bytes: lots"), 24, "runtime.chunk_bytes",
+               "got 'lots'");
+}
+
 TEST(ConfigErrors, BadExeMode) {
   expect_error(replace(kValid, "exe_mode: graph", "exe_mode: npugraph_ex"), 2, "model_config.exe_mode",
                "expected one of eager, graph, superkernel, got 'npugraph_ex'");

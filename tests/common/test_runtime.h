@@ -24,6 +24,8 @@ inline std::shared_ptr<Runtime> make_runtime(int cores, double watchdog_seconds 
   o.allow_oversubscribe = true;
   o.pin_threads = false;
   o.spin_us = 20;
+  // Small chunks: the random graphs' GEMVs are shared with the helper on one-thread runtimes.
+  o.chunk_bytes = 4096;
   o.watchdog_seconds = watchdog_seconds;
 #ifdef SK_TEST_KERNELS_PATH
   o.kernel_packages = {SK_TEST_KERNELS_PATH};

@@ -225,7 +225,9 @@ def test_load_policy_one_thread_gives_the_same_bits_and_a_bad_name_lists_the_pol
     g, x, _, _ = random_hello(1)
     outs = {}
     for policy in ("static", "one_thread"):
-        rt = sk.Runtime.create(num_cores=2, pin_threads=False, allow_oversubscribe=True, load_policy=policy)
+        # chunk_bytes small enough that the helper thread shares the GEMVs of the one-thread launches
+        rt = sk.Runtime.create(num_cores=2, pin_threads=False, allow_oversubscribe=True, load_policy=policy,
+                               chunk_bytes=4096)
         for mode, opts in MODES.items():
             exe = sk.compile(g, opts, runtime=rt)
             exe.set_input("x", x)
@@ -239,3 +241,5 @@ def test_load_policy_one_thread_gives_the_same_bits_and_a_bad_name_lists_the_pol
         assert np.array_equal(outs[("one_thread", mode)].view(np.uint32), outs[("static", mode)].view(np.uint32)), mode
     with pytest.raises(ValueError, match="adaptive, static, one_thread"):
         sk.Runtime.create(num_cores=1, load_policy="solo")
+    with pytest.raises(ValueError, match="'chunk_bytes' = 100"):
+        sk.Runtime.create(num_cores=1, chunk_bytes=100)

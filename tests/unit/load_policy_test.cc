@@ -72,6 +72,20 @@ TEST(LoadMonitor, SoloStaysWhileTheOtherCpuIsBusyAndLeavesOnceItIsIdle) {
   EXPECT_EQ(judge_load(w, 1), 0);
 }
 
+TEST(LoadMonitor, SoloCountsTheChunkHelpersTimeAsFreeUnlessTheHelperWaitedForItsCpu) {
+  LoadWindow w;
+  w.threads = {wanted(16'000'000, 0.0), wanted(4'000'000, 0.0)};
+  w.idle_cpus = 0.2;
+  w.helper_cpus = 0.25;
+  EXPECT_EQ(judge_load(w, 0), 0) << "idle and helping: less than half the other CPU";
+  w.helper_cpus = 0.4;
+  EXPECT_EQ(judge_load(w, 0), -1) << "the other CPU was idle or ours for most of the window";
+  w.threads[1] = wanted(4'000'000, 0.5);
+  EXPECT_EQ(judge_load(w, 0), 0) << "the helper waited for its CPU: the load is still there";
+  w.threads[1] = wanted(kMinBusyNs / 2, 0.9);
+  EXPECT_EQ(judge_load(w, 0), -1) << "a helper that hardly ran says nothing";
+}
+
 TEST(LoadPolicy, NamesRoundTripAndAnUnknownNameIsAnErrorListingThem) {
   for (LoadPolicy p : {LoadPolicy::kAdaptive, LoadPolicy::kStatic, LoadPolicy::kOneThread}) {
     auto back = parse_load_policy(load_policy_name(p));

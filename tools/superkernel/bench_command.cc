@@ -359,8 +359,10 @@ int bench_command(const BenchArgs& args) {
   // The timed step is the last decode step: it attends to the prompt and every token appended.
   const int context = cfg.decode.prompt_tokens + decode_steps(cfg, model);
   const std::string test = "decode b" + std::to_string(cfg.decode.batch) + " ctx" + std::to_string(context);
-  std::printf("machine: %d cores, isa %s, load policy %s; config %s", cores, Runtime::cpu_isa().c_str(),
-              cfg.runtime.load_policy.c_str(), cfg.file.c_str());
+  std::printf("machine: %d cores, isa %s, load policy %s (chunk helper %s); config %s", cores,
+              Runtime::cpu_isa().c_str(), cfg.runtime.load_policy.c_str(),
+              cfg.runtime.chunk_bytes == 0 ? "off" : (std::to_string(cfg.runtime.chunk_bytes >> 10) + " KiB").c_str(),
+              cfg.file.c_str());
   // Under MPI every figure is rank 0's: its cores, its share of the weights, its step time.
   if (s.comm)
     std::printf("; rank 0 of %d (tp %d, ep %d), cores and size per rank", s.comm->size(), cfg.parallel.tp,

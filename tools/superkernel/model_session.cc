@@ -283,6 +283,7 @@ Expected<std::shared_ptr<Runtime>> create_runtime(const config::Config& cfg) {
   auto policy = parse_load_policy(cfg.runtime.load_policy);  // the config reader checked the name
   if (!policy) return at_key(cfg, "runtime.load_policy", policy.status());
   ro.load_policy = *policy;
+  ro.chunk_bytes = cfg.runtime.chunk_bytes;
   auto rt = Runtime::create(ro);
   if (!rt) return at_key(cfg, cfg.runtime.cores ? "runtime.cores" : "runtime", rt.status());
   return rt;

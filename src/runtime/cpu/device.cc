@@ -73,6 +73,12 @@ CpuDevice::CpuDevice(const CpuDeviceOptions& options)
       thread_clocks_(new ThreadClock[options.num_cores]) {}
 
 CpuDevice::~CpuDevice() {
+  {
+    // First, while the worker still runs what its mailbox says: a helper started by the last
+    // launch may not have begun yet, and must begin (and end at once) to report done.
+    std::lock_guard<std::mutex> lock(launch_mu_);
+    stop_helper();
+  }
   stopping_.store(true, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(launch_mu_);
@@ -121,6 +127,32 @@ void CpuDevice::worker_main(int core) {
   }
 }
 
+void CpuDevice::start_helper(int cpu_index) {
+  if (helper_cpu_index_ == cpu_index) return;
+  stop_helper();
+  helper_cpu_index_ = cpu_index;
+  helper_.start();
+  // Worker 1 is idle (stop_helper() and every launch wait for it), so its slot is ours to write.
+  slots_[1].fn = [](void* raw, int /*core*/) {
+    auto* dev = static_cast<CpuDevice*>(raw);
+    dev->pin_current_thread(dev->helper_cpu_index_);
+    dev->helper_.help();
+    dev->pin_current_thread(1);
+  };
+  slots_[1].ctx = this;
+  helper_seq_ = ++seq_;
+  publish(mailbox_[1], helper_seq_);
+}
+
+void CpuDevice::stop_helper() {
+  if (helper_cpu_index_ < 0) return;
+  helper_.stop();
+  WaitControl join;
+  join.spin_ns = options_.spin_us * 1000;
+  wait_at_least(done_[1], helper_seq_, join);
+  helper_cpu_index_ = -1;
+}
+
 void CpuDevice::launch(int n, CoreFn fn, void* ctx, CoreFn all_cores) {
   SK_CHECK(n >= 1 && n <= num_cores_) << "launch of " << n << " cores on a " << num_cores_ << "-core device";
   std::lock_guard<std::mutex> lock(launch_mu_);
@@ -153,9 +185,15 @@ void CpuDevice::launch(int n, CoreFn fn, void* ctx, CoreFn all_cores) {
   }
   if (on_one_thread) {
     one_thread_launches_.fetch_add(1, std::memory_order_relaxed);
+    // The other CPU's thread helps with chunks of large calls (chunk_helper.h): the one the
+    // launching thread left, which the load shares.
+    helping_ = options_.chunk_bytes > 0 && num_cores_ == 2;
+    if (helping_) start_helper(1 - caller_cpu_index_);
     all_cores(ctx, 0);
+    helping_ = false;
     return;
   }
+  if (n > 1) stop_helper();  // worker 1 is needed back
   for (int c = 1; c < n; ++c) {
     // Plain writes: worker c is idle (it finished its previous launch, which we waited for), and
     // publish() below releases them to it.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "program/program.h"
+#include "runtime/cpu/chunk_helper.h"
 #include "runtime/cpu/load_monitor.h"
 #include "runtime/cpu/sync.h"
 #include "superkernel/load_policy.h"
@@ -31,6 +32,9 @@ struct CpuDeviceOptions {
   int64_t spin_us = 200;                           // longest spin before sleeping (wait policy: sync.h)
   double watchdog_seconds = 30.0;                  // a wait longer than this is reported as a deadlock
   LoadPolicy load_policy = LoadPolicy::kAdaptive;  // where launches run when CPUs are loaded
+  // While launches run on one thread, the other core's thread takes chunks of about this many
+  // bytes read of their large calls (chunk_helper.h); 0: that thread stays idle.
+  int64_t chunk_bytes = 256 << 10;
 };
 
 class CpuDevice {
@@ -56,6 +60,14 @@ class CpuDevice {
   void launch(int n, CoreFn fn, void* ctx, CoreFn all_cores = nullptr);
   // Launches that ran on one thread (read from any thread).
   int64_t one_thread_launches() const { return one_thread_launches_.load(std::memory_order_relaxed); }
+  // The helper that takes chunks of the current launch's calls, while a launch runs on one thread
+  // with one; null otherwise. Only for the thread running that launch.
+  ChunkHelper* chunk_helper() { return helping_ ? &helper_ : nullptr; }
+  // Chunks the helper computed (read from any thread).
+  int64_t chunks_helped() const { return helper_.chunks_helped(); }
+  // Blocks until the helper is in no chunk of a past launch: call before freeing what launches
+  // read (a plan's arguments, attributes and weights).
+  void wait_helper_idle() const { helper_.wait_idle(); }
   uint64_t current_epoch() const { return epoch_; }
 
   // Sync counters owned by the device so that epoch tagging carries across launches.
@@ -69,6 +81,9 @@ class CpuDevice {
  private:
   explicit CpuDevice(const CpuDeviceOptions& options);
   void worker_main(int core);
+  // The helper on worker 1, pinned to CPU index `cpu_index`; started by the launching thread.
+  void start_helper(int cpu_index);
+  void stop_helper();
   void pin_current_thread(int cpu_index);
 
   struct alignas(kSyncAlign) Slot {
@@ -88,6 +103,10 @@ class CpuDevice {
   std::unique_ptr<LoadMonitor> monitor_;          // LoadPolicy::kAdaptive only
   int caller_cpu_index_ = 0;                      // the CPU the launching thread is pinned to (index into cpus_)
   std::atomic<int64_t> one_thread_launches_{0};
+  ChunkHelper helper_;
+  bool helping_ = false;              // the current launch runs on one thread with the helper
+  int helper_cpu_index_ = -1;         // the helper runs (on worker 1, this CPU); -1: it does not
+  uint64_t helper_seq_ = 0;           // the mailbox sequence that started it
   std::thread::id clocked_caller_{};  // the thread whose clock is core 0's
   std::vector<std::thread> workers_;
   std::mutex launch_mu_;

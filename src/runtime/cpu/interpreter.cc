@@ -1,5 +1,6 @@
 #include "runtime/cpu/interpreter.h"
 
+#include "runtime/cpu/chunk_layout.h"
 #include "runtime/cpu/launch_state.h"
 
 namespace sk::cpu {
@@ -25,7 +26,16 @@ inline bool execute(LaunchState& ls, CoreState& cs, const Instr& in, std::vector
       cs.error[0] = '\0';
       const int64_t t0 = kTraced ? now_ns() : 0;
       const sk_kernel_desc* d = kernel_for_core(op, cs.core);
-      int32_t rc = in.op == Opcode::kRun ? d->run(&op.args, &ctx) : d->prologue(&op.args, &ctx);
+      int32_t rc;
+      // On one thread with a helper, a large call of an SK_CHUNKABLE kernel is shared with it
+      // (chunk_helper.h).
+      ChunkHelper* helper = cs.interleaved && in.op == Opcode::kRun ? ls.dev->chunk_helper() : nullptr;
+      const ChunkLayout* layout =
+          helper ? chunk_layout_for(op, ctx.core_id, ctx.num_cores, ls.dev->options().chunk_bytes) : nullptr;
+      if (layout)
+        rc = helper->run(*d, op.args, *layout, ctx);
+      else
+        rc = in.op == Opcode::kRun ? d->run(&op.args, &ctx) : d->prologue(&op.args, &ctx);
       if constexpr (kTraced) trace->push_back({in.a, t0, now_ns(), in.op});
       if (rc != SK_OK) {
         instruction_failed(ls, cs, in, rc);

@@ -24,8 +24,13 @@ double waited_share(const SchedSample& s) {
 int judge_load(const LoadWindow& w, int solo) {
   const int n = static_cast<int>(w.threads.size());
   if (solo >= 0) {
-    // The other CPUs had no CPU's worth of idle time: the load is still there. Stay.
-    if (!(w.idle_cpus >= kIdleShare)) return solo;
+    // The chunk helper (another core's thread, on another CPU) waited for its CPU: the load is
+    // still there. Stay.
+    for (int t = 1; t < n; ++t)
+      if (waited_share(w.threads[static_cast<size_t>(t)]) >= kLoadedShare) return solo;
+    // The other CPUs had no CPU's worth of time idle or running the helper: the load is still
+    // there. Stay.
+    if (!(w.idle_cpus >= 0 && w.idle_cpus + w.helper_cpus >= kIdleShare)) return solo;
     // They had, while the launching thread (core 0's) waited for its CPU: the load sits on that
     // CPU (pinned there, or the scheduler left it there). Move to the next CPU.
     if (n > 0 && waited_share(w.threads[0]) >= kLoadedShare) return (solo + 1) % n;
@@ -178,8 +183,10 @@ int LoadMonitor::advise(int64_t now_ns) {
       if (now[t].cpu_ns < 0 || at_start_[t].cpu_ns < 0) continue;
       w.threads[t] = {now[t].cpu_ns - at_start_[t].cpu_ns, now[t].delay_ns - at_start_[t].delay_ns};
     }
-    if (idle >= 0 && idle_at_start_ >= 0)
-      w.idle_cpus = static_cast<double>(idle - idle_at_start_) / static_cast<double>(now_ns - window_start_);
+    const double span = static_cast<double>(now_ns - window_start_);
+    if (idle >= 0 && idle_at_start_ >= 0) w.idle_cpus = static_cast<double>(idle - idle_at_start_) / span;
+    for (size_t t = 1; t < n; ++t)
+      if (w.threads[t].cpu_ns > 0) w.helper_cpus += static_cast<double>(w.threads[t].cpu_ns) / span;
     const int verdict = judge_load(w, before);
     // Leaving every core its thread takes kLoadedWindows loaded windows in a row: a burst of
     // another task shorter than that costs less to wait out than a window on one thread.

@@ -52,6 +52,9 @@ struct SchedSample {
 struct LoadWindow {
   std::vector<SchedSample> threads;  // the change over the window, per core's thread (-1: unknown)
   double idle_cpus = -1;             // solo only: the other CPUs' idle time over the window, in CPUs
+  // Solo only: the time the other cores' threads ran over the window, in CPUs. They run on the
+  // other CPUs then (the chunk helper, chunk_helper.h), so it is time those CPUs had for us.
+  double helper_cpus = 0;
 };
 int judge_load(const LoadWindow& w, int solo);
 

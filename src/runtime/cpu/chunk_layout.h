@@ -1,0 +1,77 @@
+// How one kernel call splits into chunks that another thread may run (SK_CHUNKABLE kernels).
+//
+// A call is core k of n of its op. Its chunks are the calls of cores k*m .. k*m+m-1 of n*m: the
+// kernel ABI's determinism rule makes each output element the same bits whoever computes it, and
+// sk_split_range's splits nest, so the chunks write exactly what the call writes. This checks
+// that with the kernel's `access` ranges before any chunk runs (a call whose chunks write or read
+// anything else runs whole), and lays out scratch memory where a helper thread writes its chunks'
+// outputs: the thread that owns the call copies them into place once they are done, so a helper
+// that the scheduler stops in the middle of a chunk can be abandoned (chunk_helper.h).
+//
+//   auto layout = build_chunk_layout(*desc, op.args, /*core_id=*/0, /*num_cores=*/2);
+//   if (layout) { /* layout->parts chunks; chunk j is core j of 2 * parts... */ }
+#ifndef SUPERKERNEL_RUNTIME_CPU_CHUNK_LAYOUT_H_
+#define SUPERKERNEL_RUNTIME_CPU_CHUNK_LAYOUT_H_
+
+#include <superkernel/kernel_abi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "program/plan.h"
+
+namespace sk::cpu {
+
+// At most this many chunks per call (the owner tracks them in one 64-bit mask).
+inline constexpr int kMaxChunks = 64;
+
+struct ChunkLayout {
+  int32_t core_id = 0;  // the call: core `core_id` of `num_cores`
+  int32_t num_cores = 1;
+  int32_t parts = 1;  // chunk j is core core_id * parts + j of num_cores * parts
+  // One output byte range a chunk writes, relative to the output's data pointer.
+  struct Write {
+    int32_t output = 0;  // index into args.outputs
+    int64_t begin = 0;
+    int64_t end = 0;
+  };
+  // Where a chunk's writes to one output land in scratch: bytes [begin, end) of the output map to
+  // scratch bytes from `offset` on (plus the output's address modulo 64, to keep its alignment).
+  struct Span {
+    int32_t output = 0;
+    int64_t begin = 0;
+    int64_t end = 0;
+    int64_t offset = 0;
+  };
+  std::vector<std::vector<Write>> writes;  // per chunk
+  std::vector<std::vector<Span>> spans;    // per chunk, one per output it writes
+  size_t scratch_bytes = 0;
+  std::unique_ptr<std::byte[]> storage;  // scratch_bytes + 64, for the helper's outputs
+  std::byte* scratch = nullptr;          // 64-byte aligned, inside storage
+
+  // Where byte `s.begin` of the output at `output_data` lands in scratch.
+  std::byte* span_base(const Span& s, const void* output_data) const {
+    const auto shift = (reinterpret_cast<uintptr_t>(output_data) + static_cast<uintptr_t>(s.begin)) & 63u;
+    return scratch + s.offset + shift;
+  }
+};
+
+// The layout of core `core_id` of `num_cores` of a call of `desc` with `args`, in chunks of about
+// `chunk_bytes` read each (RuntimeOptions::chunk_bytes: the default, 256 KiB, is about 15 us of a
+// memory-bound GEMV on one core, small against a scheduler slice, so an abandoned chunk costs
+// little to redo), or null when the call runs whole: the kernel is not SK_CHUNKABLE (or syncs, or
+// has a workspace), the call reads less than two chunks, or its chunks' access ranges are not
+// exactly the call's. `why` (optional) says which.
+std::unique_ptr<ChunkLayout> build_chunk_layout(const sk_kernel_desc& desc, const sk_kernel_args& args, int32_t core_id,
+                                                int32_t num_cores, int64_t chunk_bytes, std::string* why = nullptr);
+
+// The layout of core `core_id` of `num_cores` of `op`'s calls (null: the call runs whole), built
+// on first use and kept with the op. Only from the thread running the op's launch.
+const ChunkLayout* chunk_layout_for(PlanOp& op, int32_t core_id, int32_t num_cores, int64_t chunk_bytes);
+
+}  // namespace sk::cpu
+
+#endif  // SUPERKERNEL_RUNTIME_CPU_CHUNK_LAYOUT_H_
