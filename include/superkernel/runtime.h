@@ -58,6 +58,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   int num_cores() const;
   // Launches that ran every core on one thread (the load policy), since the runtime started.
   int64_t one_thread_launches() const;
+  // Calls of those launches whose chunks were shared with the other CPU's thread (chunk_bytes).
+  int64_t shared_calls() const;
   // "avx512", "avx2" or "scalar": the widest vector ISA the CPU offers.
   static std::string cpu_isa();
 

@@ -12,7 +12,8 @@ namespace {
 
 // What a kernel has beyond run and access; every built-in kernel is fusible and none calls
 // sync_all (sample.f32 syncs its own cores with sync_cores, which needs no feeding). The float
-// GEMVs split N with sk_split_range and write exactly their access ranges: SK_CHUNKABLE.
+// GEMVs (and the attention's per-head batched GEMV) split N with sk_split_range and write exactly
+// their access ranges: SK_CHUNKABLE.
 struct Extras {
   uint32_t flags = 0;  // added to SK_FUSIBLE
   sk_prologue_fn prologue = nullptr;
@@ -76,7 +77,8 @@ constexpr sk_kernel_desc kKernels[] = {
            mla_attention_prefill_f32_access),
     kernel("mla_attention_prefill.bf16", SK_KERNEL_VECTOR, mla_attention_prefill_bf16_run,
            mla_attention_prefill_bf16_access),
-    kernel("batched_matmul.f32", SK_KERNEL_CUBE, batched_matmul_f32_run, batched_matmul_f32_access),
+    kernel("batched_matmul.f32", SK_KERNEL_CUBE, batched_matmul_f32_run, batched_matmul_f32_access,
+           {.flags = SK_CHUNKABLE}),
     // ---- MoE and sampling family (router, dispatch, combine, argmax, top-k/top-p) ----
     kernel("moe_router.f32", SK_KERNEL_VECTOR, moe_router_f32_run, moe_router_f32_access,
            {.flags = SK_WORKSPACE_PER_CORE, .workspace = moe_router_f32_workspace}),

@@ -42,6 +42,8 @@ std::vector<std::string> Runtime::kernel_names() const { return impl_->registry.
 int Runtime::num_cores() const { return impl_->device->num_cores(); }
 int64_t Runtime::one_thread_launches() const { return impl_->device->one_thread_launches(); }
 
+int64_t Runtime::shared_calls() const { return impl_->device->shared_calls(); }
+
 Expected<LoadPolicy> parse_load_policy(std::string_view text) {
   for (LoadPolicy p : {LoadPolicy::kAdaptive, LoadPolicy::kStatic, LoadPolicy::kOneThread})
     if (text == load_policy_name(p)) return p;

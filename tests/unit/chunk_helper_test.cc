@@ -350,6 +350,8 @@ TEST(ChunkHelper, OneThreadWithAHelperGivesTheSameBitsInEveryMode) {
     EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << execution_mode_name(mode);
   }
   EXPECT_GT(one->one_thread_launches(), 0);
+  EXPECT_GT(one->shared_calls(), 0) << "no call was shared with the helper";
+  EXPECT_EQ(spread->shared_calls(), 0);
 }
 
 TEST(ChunkHelper, ADeviceDestroyedRightAfterStartingItsHelperDoesNotHang) {

@@ -229,6 +229,10 @@ TEST(FamiliesProperty, EveryFamilyOptionAndIsaLevelIsBitIdenticalAcrossModesAndC
   EXPECT_LT(all_zero_graphs, graphs / 10 + 1);
   EXPECT_GT(runtimes[4].rt->one_thread_launches(), 0);
   EXPECT_GT(runtimes[5].rt->one_thread_launches(), 0);
+  // The 2-core one also shared GEMV calls with its other thread (test runtimes: 4 KiB chunks).
+  std::printf("families_property: %lld calls shared with the chunk helper\n",
+              static_cast<long long>(runtimes[4].rt->shared_calls()));
+  EXPECT_GT(runtimes[4].rt->shared_calls(), 0);
   for (const std::string& k : testing::builtin_kernel_names())
     if (testing::why_no_family(k) == nullptr) {
       EXPECT_GT(kernel_graphs[k], 0) << "built-in kernel '" << k

@@ -2,6 +2,8 @@
 // bit-identical outputs (superkernel mode with recompute on and off).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "common/random_graph.h"
 #include "common/test_runtime.h"
 
@@ -115,6 +117,9 @@ TEST(ModesProperty, RandomGraphsAreBitIdenticalAcrossModesAndCoreCounts) {
   EXPECT_GT(recomputed[2], 0);
   EXPECT_GT(runtimes[3]->one_thread_launches(), 0);
   EXPECT_GT(runtimes[4]->one_thread_launches(), 0);
+  std::printf("modes_property: %lld calls shared with the chunk helper\n",
+              static_cast<long long>(runtimes[3]->shared_calls()));
+  EXPECT_GT(runtimes[3]->shared_calls(), 0) << "the 2-core one-thread runtime shared no GEMV with its helper";
   EXPECT_EQ(runtimes[2]->one_thread_launches(), 0) << "the adaptive policy moves launches of 2-core runtimes only";
 }
 

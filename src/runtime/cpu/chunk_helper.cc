@@ -28,6 +28,7 @@ int32_t refuse_sync(const sk_core_ctx* ctx) {
 int32_t ChunkHelper::run(const sk_kernel_desc& desc, const sk_kernel_args& args, const ChunkLayout& layout,
                          sk_core_ctx ctx) {
   const uint64_t call = ++call_;
+  calls_.fetch_add(1, std::memory_order_relaxed);
   const auto parts = static_cast<uint64_t>(layout.parts);
   desc_.store(&desc, std::memory_order_relaxed);
   args_.store(&args, std::memory_order_relaxed);

@@ -47,8 +47,9 @@ class ChunkHelper {
   void stop();
   // Blocks until the helper is in no chunk: nothing it reads may be freed before.
   void wait_idle() const;
-  // Chunks the helper computed and the owner used (read from any thread).
+  // Chunks the helper computed and the owner used, and calls run() shared (read from any thread).
   int64_t chunks_helped() const { return helped_.load(std::memory_order_relaxed); }
+  int64_t calls_shared() const { return calls_.load(std::memory_order_relaxed); }
 
  private:
   static constexpr int kNextBits = 24;  // claim_ = call << kNextBits | next chunk
@@ -72,6 +73,7 @@ class ChunkHelper {
   alignas(kSyncAlign) Counter wake_;  // bumped for each new call; the idle helper sleeps on it
   std::atomic<bool> active_{false};
   std::atomic<int64_t> helped_{0};
+  std::atomic<int64_t> calls_{0};
   uint64_t call_ = 0;  // owner only: the last call's number
 };
 
