@@ -32,7 +32,12 @@ Status build_plan(CompileContext& ctx) {
     op.output_ids = info.outputs;
     op.attrs = info.attrs;
     op.host = info.host;
-    for (int32_t id : info.inputs) op.inputs.push_back(make_tensor_arg(plan->tensors[id]));
+    for (int32_t id : info.inputs) {
+      op.inputs.push_back(make_tensor_arg(plan->tensors[id]));
+      const TensorInfo& t = plan->tensors[id];
+      const TensorKind kind = t.kind == TensorKind::kView && t.base >= 0 ? plan->tensors[t.base].kind : t.kind;
+      op.constant_inputs.push_back(kind == TensorKind::kConstant ? 1 : 0);
+    }
     for (int32_t id : info.outputs) op.outputs.push_back(make_tensor_arg(plan->tensors[id]));
     if (info.kind == OpKind::kHost || info.kind == OpKind::kRecordEvent || info.kind == OpKind::kWaitEvent) continue;
 

@@ -25,6 +25,9 @@ struct PlanOp {
   // replicas[c % size]. Empty: every core runs kernel->desc.
   std::vector<const sk_kernel_desc*> replicas;
   std::vector<int32_t> input_ids;  // graph tensor ids
+  // Per input: 1 when it is a constant (or a view of one), which nothing writes while the plan
+  // lives; 0 for inputs, variables and intermediates.
+  std::vector<uint8_t> constant_inputs;
   std::vector<int32_t> output_ids;
   std::vector<sk_tensor_arg> inputs;
   std::vector<sk_tensor_arg> outputs;

@@ -78,6 +78,7 @@ Status run_eager(Executable::Impl& exe) {
     op.replicas = planned.replicas;
     if (!op.kernel) return Status::not_found("op '" + op.name + "': kernel '" + op.kernel_name + "' disappeared");
     op.input_ids = planned.input_ids;
+    op.constant_inputs = planned.constant_inputs;
     op.output_ids = planned.output_ids;
     for (int32_t id : op.input_ids) {
       op.inputs.push_back(make_tensor_arg(plan.tensors[id]));

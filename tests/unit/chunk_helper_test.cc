@@ -5,12 +5,14 @@
 // runtime whose launches run on one thread with a helper gives the same bits as one without.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
 
+#include "common/abi_args.h"
 #include "common/test_runtime.h"
 #include "runtime/cpu/chunk_helper.h"
 #include "runtime/cpu/chunk_layout.h"
@@ -60,8 +62,9 @@ std::atomic<bool> g_owner_waits_for_helper{false};
 std::atomic<bool> g_helper_stalls{false};
 std::atomic<bool> g_release_helper{false};
 std::atomic<bool> g_helper_fails{false};
-std::atomic<int> g_owner_fails_chunk{-1};
+std::atomic<bool> g_owner_fails{false};
 std::atomic<bool> g_wait_timed_out{false};
+std::atomic<float> g_helper_saw_x{0.0f};
 
 // Spins until `done()` (at most 10 s: a broken helper fails the test instead of hanging it).
 template <class F>
@@ -98,12 +101,13 @@ int32_t fma_run(const sk_kernel_args* a, const sk_core_ctx* c) {
     if (g_helper_stalls && started == 0) bounded_wait([] { return g_release_helper.load(); });
   } else {
     if (g_owner_waits_for_helper) bounded_wait([] { return g_helper_finished.load() > 0; });
-    if (c->core_id == g_owner_fails_chunk) {
-      std::snprintf(c->error_message, c->error_capacity, "chunk %d refused", c->core_id);
+    if (g_owner_fails) {
+      std::snprintf(c->error_message, c->error_capacity, "chunk refused on the owner");
       return SK_ERR_INVALID_ARGUMENT;
     }
   }
   for (int64_t i = r.begin; i < r.end; ++i) y[i] = x[i] * w[i] + 1.0f;
+  if (t_helper_thread && r.begin < r.end) g_helper_saw_x.store(x[r.begin]);
   if (t_helper_thread) g_helper_finished.fetch_add(1);
   return SK_OK;
 }
@@ -133,16 +137,6 @@ sk_kernel_desc fma_desc(uint32_t flags = SK_FUSIBLE | SK_CHUNKABLE, bool old_spl
           0};
 }
 
-sk_tensor_arg vec(float* data, int64_t n) {
-  sk_tensor_arg t{};
-  t.data = data;
-  t.dtype = SK_DTYPE_F32;
-  t.rank = 1;
-  t.shape[0] = n;
-  t.stride[0] = 1;
-  return t;
-}
-
 struct Call {
   static constexpr int64_t kN = 4096;
   std::vector<float> x, w, y;
@@ -153,9 +147,9 @@ struct Call {
       x[static_cast<size_t>(i)] = 0.5f + static_cast<float>(i % 97);
       w[static_cast<size_t>(i)] = 1.0f / static_cast<float>(1 + i % 13);
     }
-    in[0] = vec(x.data(), kN);
-    in[1] = vec(w.data(), kN);
-    out[0] = vec(y.data(), kN);
+    in[0] = testing::dense_arg(x.data(), SK_DTYPE_F32, kN);
+    in[1] = testing::dense_arg(w.data(), SK_DTYPE_F32, kN);
+    out[0] = testing::dense_arg(y.data(), SK_DTYPE_F32, kN);
     args.inputs = in;
     args.outputs = out;
     args.num_inputs = 2;
@@ -180,7 +174,7 @@ void reset_hooks() {
   g_helper_stalls = false;
   g_release_helper = false;
   g_helper_fails = false;
-  g_owner_fails_chunk = -1;
+  g_owner_fails = false;
   g_wait_timed_out = false;
 }
 
@@ -189,7 +183,7 @@ TEST(ChunkLayout, SplitsALargeCallIntoChunksThatWriteExactlyIt) {
   const sk_kernel_desc d = fma_desc();
   // Core 1 of 2 reads 2 x 8 KiB: four chunks of 4 KiB read.
   std::string why;
-  auto layout = build_chunk_layout(d, c.args, 1, 2, 4096, &why);
+  auto layout = build_chunk_layout(d, c.args, 1, 2, 4096, {}, &why);
   ASSERT_TRUE(layout) << why;
   EXPECT_EQ(layout->parts, 4);
   int64_t at = sk_split_range(Call::kN, 1, 2, 16).begin * 4;
@@ -206,37 +200,52 @@ TEST(ChunkLayout, SplitsALargeCallIntoChunksThatWriteExactlyIt) {
   auto capped = build_chunk_layout(d, c.args, 0, 1, 4096);
   ASSERT_TRUE(capped);
   EXPECT_EQ(capped->parts, 8);
+  // Every input not known constant is snapshotted (the call's read span of it); a constant is not.
+  ASSERT_EQ(layout->snapshot.size(), 2u);
+  EXPECT_EQ(layout->snapshot[0].operand, 0);
+  EXPECT_EQ(layout->snapshot[0].begin, sk_split_range(Call::kN, 1, 2, 16).begin * 4);
+  EXPECT_EQ(layout->snapshot[0].end, sk_split_range(Call::kN, 1, 2, 16).end * 4);
+  auto w_constant = build_chunk_layout(d, c.args, 1, 2, 4096, {0, 1});
+  ASSERT_TRUE(w_constant);
+  ASSERT_EQ(w_constant->snapshot.size(), 1u);
+  EXPECT_EQ(w_constant->snapshot[0].operand, 0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(w_constant->snapshots[1]) % 64, 0u);
 }
 
 TEST(ChunkLayout, RefusesCallsItCannotShareAndSaysWhy) {
   Call c;
   std::string why;
-  EXPECT_FALSE(build_chunk_layout(fma_desc(SK_FUSIBLE), c.args, 0, 2, 4096, &why));
+  EXPECT_FALSE(build_chunk_layout(fma_desc(SK_FUSIBLE), c.args, 0, 2, 4096, {}, &why));
   EXPECT_NE(why.find("not SK_CHUNKABLE"), std::string::npos) << why;
-  EXPECT_FALSE(build_chunk_layout(fma_desc(SK_FUSIBLE | SK_CHUNKABLE | SK_SYNCS_CORES), c.args, 0, 2, 4096, &why));
+  EXPECT_FALSE(build_chunk_layout(fma_desc(SK_FUSIBLE | SK_CHUNKABLE | SK_SYNCS_CORES), c.args, 0, 2, 4096, {}, &why));
   EXPECT_NE(why.find("syncs"), std::string::npos) << why;
-  EXPECT_FALSE(build_chunk_layout(fma_desc(), c.args, 0, 2, 1 << 20, &why));
+  EXPECT_FALSE(build_chunk_layout(fma_desc(), c.args, 0, 2, 1 << 20, {}, &why));
   EXPECT_NE(why.find("too little"), std::string::npos) << why;
   // A kernel whose split does not nest: of 10 units, core 1 of 3 owns [4, 7), and chunks 2 and 3
   // of 6 own [4, 8). Its chunks would write past the call; the nesting split's do not.
   Call odd;
   odd.out[0].shape[0] = odd.in[0].shape[0] = odd.in[1].shape[0] = 16 * 10;
-  EXPECT_FALSE(build_chunk_layout(fma_desc(SK_FUSIBLE | SK_CHUNKABLE, true), odd.args, 1, 3, 192, &why));
+  EXPECT_FALSE(build_chunk_layout(fma_desc(SK_FUSIBLE | SK_CHUNKABLE, true), odd.args, 1, 3, 192, {}, &why));
   EXPECT_NE(why.find("what the call does not"), std::string::npos) << why;
-  auto nested = build_chunk_layout(fma_desc(), odd.args, 1, 3, 192, &why);
+  auto nested = build_chunk_layout(fma_desc(), odd.args, 1, 3, 192, {}, &why);
   ASSERT_TRUE(nested) << why;
   EXPECT_EQ(nested->parts, 2);
   sk_kernel_args with_workspace = c.args;
   with_workspace.workspace_size = 64;
-  EXPECT_FALSE(build_chunk_layout(fma_desc(), with_workspace, 0, 2, 4096, &why));
+  EXPECT_FALSE(build_chunk_layout(fma_desc(), with_workspace, 0, 2, 4096, {}, &why));
   EXPECT_NE(why.find("workspace"), std::string::npos) << why;
 }
 
-// A helper thread for one test: help() until the test ends.
-struct HelperThread {
+// One call of `desc` in chunks of 4 KiB, and a helper thread that help()s until the test ends
+// (declared last: it stops, its chunk done, before the call and its layout go).
+struct SharedCall {
+  Call c;
+  sk_kernel_desc desc;
+  std::unique_ptr<ChunkLayout> layout;
   ChunkHelper helper;
   std::thread thread;
-  HelperThread() {
+  char error[128] = {};
+  explicit SharedCall(sk_kernel_desc d) : desc(d), layout(build_chunk_layout(desc, c.args, 0, 1, 4096)) {
     reset_hooks();
     helper.start();
     thread = std::thread([this] {
@@ -244,36 +253,32 @@ struct HelperThread {
       helper.help();
     });
   }
-  ~HelperThread() {
+  ~SharedCall() {
     helper.stop();
     thread.join();
   }
+  // The owner's side: the call's return code (its message in `error`).
+  int32_t run() {
+    sk_core_ctx ctx{};
+    ctx.error_message = error;
+    ctx.error_capacity = sizeof(error);
+    return helper.run(desc, c.args, *layout, ctx);
+  }
 };
 
-sk_core_ctx owner_ctx(char* error, uint32_t capacity) {
-  sk_core_ctx ctx{};
-  ctx.error_message = error;
-  ctx.error_capacity = capacity;
-  return ctx;
-}
-
 TEST(ChunkHelper, TheHelpersChunksLandInPlace) {
-  HelperThread h;
-  Call c;
-  const sk_kernel_desc d = fma_desc();
-  auto layout = build_chunk_layout(d, c.args, 0, 1, 4096);
-  ASSERT_TRUE(layout);
+  SharedCall s(fma_desc());
+  ASSERT_TRUE(s.layout);
   // The owner's chunks wait until the helper has finished one, so the helper surely does some.
   g_owner_waits_for_helper = true;
-  char error[128] = {};
-  ASSERT_EQ(h.helper.run(d, c.args, *layout, owner_ctx(error, sizeof(error))), SK_OK) << error;
+  ASSERT_EQ(s.run(), SK_OK) << s.error;
   EXPECT_FALSE(g_wait_timed_out) << "the helper never took a chunk";
-  EXPECT_GT(h.helper.chunks_helped(), 0);
-  EXPECT_TRUE(c.correct(0, 1));
+  EXPECT_GT(s.helper.chunks_helped(), 0);
+  EXPECT_TRUE(s.c.correct(0, 1));
   // And again on the same layout: the helper's scratch from the first call is not mistaken for this one's.
-  std::fill(c.y.begin(), c.y.end(), -7.0f);
-  ASSERT_EQ(h.helper.run(d, c.args, *layout, owner_ctx(error, sizeof(error))), SK_OK) << error;
-  EXPECT_TRUE(c.correct(0, 1));
+  std::fill(s.c.y.begin(), s.c.y.end(), -7.0f);
+  ASSERT_EQ(s.run(), SK_OK) << s.error;
+  EXPECT_TRUE(s.c.correct(0, 1));
 }
 
 // The owner's chunks first wait until the helper has started one, which then stalls.
@@ -283,42 +288,42 @@ int32_t gated_run(const sk_kernel_args* a, const sk_core_ctx* ctx) {
 }
 
 TEST(ChunkHelper, AStalledHelperChunkIsRedoneAndItsLateWritesNeverReachTheOutputs) {
-  HelperThread h;
-  Call c;
   sk_kernel_desc d = fma_desc();
   d.run = gated_run;
-  auto layout = build_chunk_layout(d, c.args, 0, 1, 4096);
-  ASSERT_TRUE(layout);
+  SharedCall s(d);
+  ASSERT_TRUE(s.layout);
   g_helper_stalls = true;
-  char error[128] = {};
-  ASSERT_EQ(h.helper.run(d, c.args, *layout, owner_ctx(error, sizeof(error))), SK_OK) << error;
+  ASSERT_EQ(s.run(), SK_OK) << s.error;
   EXPECT_FALSE(g_wait_timed_out);
   EXPECT_EQ(g_helper_finished.load(), 0) << "the owner returned while the helper's chunk was stalled";
-  EXPECT_TRUE(c.correct(0, 1)) << "the owner redid the stalled chunk";
-  EXPECT_EQ(h.helper.chunks_helped(), 0);
-  // The helper now finishes its abandoned chunk: into scratch, never into y.
-  std::fill(c.y.begin(), c.y.end(), -7.0f);
+  EXPECT_TRUE(s.c.correct(0, 1)) << "the owner redid the stalled chunk";
+  EXPECT_EQ(s.helper.chunks_helped(), 0);
+  // We move on and overwrite x (as the next ops would overwrite an activation's memory); the
+  // helper then finishes its abandoned chunk, from the call's snapshot of x, into scratch: it
+  // never reads the new x nor writes y.
+  const std::vector<float> x_then = s.c.x;
+  std::fill(s.c.y.begin(), s.c.y.end(), -7.0f);
+  std::fill(s.c.x.begin(), s.c.x.end(), 1e9f);
   g_release_helper = true;
   bounded_wait([] { return g_helper_finished.load() > 0; });
-  h.helper.wait_idle();
+  s.helper.wait_idle();
   EXPECT_EQ(g_helper_finished.load(), 1);
-  for (float v : c.y) ASSERT_EQ(v, -7.0f);
+  for (float v : s.c.y) ASSERT_EQ(v, -7.0f);
+  EXPECT_NE(g_helper_saw_x.load(), 1e9f) << "the abandoned chunk read x after the owner had moved on";
+  EXPECT_NE(std::find(x_then.begin(), x_then.end(), g_helper_saw_x.load()), x_then.end());
 }
 
 TEST(ChunkHelper, AChunkThatFailsOnTheHelperIsRedoneAndOneThatFailsOnTheOwnerIsReported) {
-  HelperThread h;
-  Call c;
-  const sk_kernel_desc d = fma_desc();
-  auto layout = build_chunk_layout(d, c.args, 0, 1, 4096);
-  ASSERT_TRUE(layout);
+  SharedCall s(fma_desc());
+  ASSERT_TRUE(s.layout);
   g_helper_fails = true;
-  char error[128] = {};
-  ASSERT_EQ(h.helper.run(d, c.args, *layout, owner_ctx(error, sizeof(error))), SK_OK) << error;
-  EXPECT_TRUE(c.correct(0, 1));
-  g_helper_fails = false;
-  g_owner_fails_chunk = 5;
-  EXPECT_EQ(h.helper.run(d, c.args, *layout, owner_ctx(error, sizeof(error))), SK_ERR_INVALID_ARGUMENT);
-  EXPECT_STREQ(error, "chunk 5 refused");
+  ASSERT_EQ(s.run(), SK_OK) << s.error;
+  EXPECT_TRUE(s.c.correct(0, 1));
+  // The owner's chunks fail (the helper's too, or it could take every chunk before the owner
+  // takes one): the owner's failure is the call's.
+  g_owner_fails = true;
+  EXPECT_EQ(s.run(), SK_ERR_INVALID_ARGUMENT);
+  EXPECT_STREQ(s.error, "chunk refused on the owner");
 }
 
 // ---- Through the runtime: launches on one thread with a helper give the same bits ----

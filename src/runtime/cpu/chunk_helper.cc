@@ -35,6 +35,20 @@ int32_t ChunkHelper::run(const sk_kernel_desc& desc, const sk_kernel_args& args,
   layout_.store(&layout, std::memory_order_relaxed);
   ctx_flags_.store(ctx.flags, std::memory_order_relaxed);
   parts_.store(parts, std::memory_order_relaxed);
+  // The inputs that may change (all but constants) go to a snapshot, which the helper reads
+  // instead: one abandoned in a chunk reads it on, after we have moved on and written them again.
+  // Of the two snapshots, the one the helper is not reading (seq_cst, with the helper's store of
+  // reading_ before its claim: it either reads the one we saw, or fails to claim).
+  std::byte* snapshot = nullptr;
+  if (layout.snapshot_bytes > 0) {
+    snapshot =
+        reading_.load(std::memory_order_seq_cst) == layout.snapshots[0] ? layout.snapshots[1] : layout.snapshots[0];
+    for (const ChunkLayout::Span& s : layout.snapshot) {
+      const auto* in = static_cast<const std::byte*>(args.inputs[s.operand].data);
+      std::memcpy(layout.span_base(s, in, snapshot), in + s.begin, static_cast<size_t>(s.end - s.begin));
+    }
+  }
+  snapshot_.store(snapshot, std::memory_order_relaxed);
   // seq_cst (a release): the helper that reads this call number sees the fields above.
   claim_.store(call << kNextBits, std::memory_order_seq_cst);
   publish(wake_, call);
@@ -76,10 +90,10 @@ int32_t ChunkHelper::run(const sk_kernel_desc& desc, const sk_kernel_args& args,
     }
     if (done == call) {
       for (const ChunkLayout::Span& s : layout.spans[j]) {
-        auto* out = static_cast<std::byte*>(args.outputs[s.output].data);
+        auto* out = static_cast<std::byte*>(args.outputs[s.operand].data);
         const std::byte* base = layout.span_base(s, out);
         for (const ChunkLayout::Write& w : layout.writes[j])
-          if (w.output == s.output)
+          if (w.output == s.operand)
             std::memcpy(out + w.begin, base + (w.begin - s.begin), static_cast<size_t>(w.end - w.begin));
       }
       helped_.fetch_add(1, std::memory_order_relaxed);
@@ -100,11 +114,14 @@ void ChunkHelper::help_one(uint64_t claim) {
   const sk_kernel_args* shared = args_.load(std::memory_order_acquire);
   const ChunkLayout* layout = layout_.load(std::memory_order_acquire);
   const uint32_t flags = ctx_flags_.load(std::memory_order_relaxed);
+  std::byte* snapshot = snapshot_.load(std::memory_order_acquire);
   busy_.store(true, std::memory_order_seq_cst);
+  reading_.store(snapshot, std::memory_order_seq_cst);
   copying_.store(call, std::memory_order_seq_cst);
   uint64_t expected = claim;
   if (!claim_.compare_exchange_strong(expected, claim + 1, std::memory_order_seq_cst)) {
     copying_.store(0, std::memory_order_release);
+    reading_.store(nullptr, std::memory_order_release);
     busy_.store(false, std::memory_order_release);
     return;
   }
@@ -125,11 +142,17 @@ void ChunkHelper::help_one(uint64_t claim) {
   if (a) args.attrs = attrs.data();
   if (t) args.tiling = tiling.data();
   for (const ChunkLayout::Span& s : layout->spans[j]) {
-    sk_tensor_arg& out = outputs[static_cast<size_t>(s.output)];
+    sk_tensor_arg& out = outputs[static_cast<size_t>(s.operand)];
     // The kernel writes byte b of the output at data + b; for b in [s.begin, s.end) that is now
     // inside the span's scratch. (Integer arithmetic: the moved base may lie outside scratch.)
     out.data = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(layout->span_base(s, out.data)) -
                                        static_cast<uintptr_t>(s.begin));
+  }
+  // The changing inputs from the call's snapshot.
+  for (const ChunkLayout::Span& s : layout->snapshot) {
+    sk_tensor_arg& in = inputs[static_cast<size_t>(s.operand)];
+    in.data = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(layout->span_base(s, in.data, snapshot)) -
+                                      static_cast<uintptr_t>(s.begin));
   }
   args.inputs = inputs.data();
   args.outputs = outputs.data();
@@ -141,6 +164,7 @@ void ChunkHelper::help_one(uint64_t claim) {
   ctx.flags = flags;
   const int32_t rc = run_chunk(*desc, args, *layout, ctx, j);
   done_[j].store(rc == SK_OK ? call : call | kFailed, std::memory_order_release);
+  reading_.store(nullptr, std::memory_order_release);
   busy_.store(false, std::memory_order_release);
 }
 

@@ -63,7 +63,10 @@ class ChunkHelper {
   std::atomic<const sk_kernel_args*> args_{nullptr};
   std::atomic<const ChunkLayout*> layout_{nullptr};
   std::atomic<uint32_t> ctx_flags_{0};
-  std::atomic<uint64_t> parts_{0};  // layout_->parts, read before a claim (the layout may be gone)
+  std::atomic<uint64_t> parts_{0};             // layout_->parts, read before a claim (the layout may be gone)
+  std::atomic<std::byte*> snapshot_{nullptr};  // the call's snapshot of its changing inputs
+  // The snapshot the helper reads (null: none): the owner writes the other one.
+  alignas(kSyncAlign) std::atomic<std::byte*> reading_{nullptr};
   alignas(kSyncAlign) std::atomic<uint64_t> claim_{0};
   // The call whose arguments the helper is copying (0: none): the owner does not return from a
   // call while the helper may still read its arguments, which change between runs.

@@ -66,7 +66,8 @@ std::unique_ptr<ChunkLayout> refuse(std::string* why, const char* reason) {
 }  // namespace
 
 std::unique_ptr<ChunkLayout> build_chunk_layout(const sk_kernel_desc& desc, const sk_kernel_args& args, int32_t core_id,
-                                                int32_t num_cores, int64_t chunk_bytes, std::string* why) {
+                                                int32_t num_cores, int64_t chunk_bytes,
+                                                const std::vector<uint8_t>& constant_inputs, std::string* why) {
   if (!(desc.flags & SK_CHUNKABLE) || !desc.access) return refuse(why, "the kernel is not SK_CHUNKABLE");
   if (desc.flags & (SK_USES_SYNC_ALL | SK_SYNCS_CORES | SK_TILING_SINK))
     return refuse(why, "the kernel syncs its cores or tiles at run time");
@@ -133,6 +134,29 @@ std::unique_ptr<ChunkLayout> build_chunk_layout(const sk_kernel_desc& desc, cons
   // Outputs scattered with large gaps (a strided view) would need scratch far beyond what is written.
   if (scratch > static_cast<size_t>(4 * written) + (1u << 20))
     return refuse(why, "the call's writes are too scattered");
+  // Snapshots of the inputs that may change under a helper abandoned in a chunk: the span of the
+  // call's reads (small for a GEMV's activations; a scattered view would copy too much).
+  size_t snapshot = 0;
+  int64_t read_changing = 0;
+  for (int i = 0; i < args.num_inputs; ++i) {
+    if (static_cast<size_t>(i) < constant_inputs.size() && constant_inputs[static_cast<size_t>(i)]) continue;
+    const Intervals& r = call_reads[static_cast<size_t>(i)];
+    if (r.empty()) continue;
+    const int64_t b = r.front().first, e = r.back().second;
+    layout->snapshot.push_back({i, b, e, static_cast<int64_t>(snapshot)});
+    snapshot += (static_cast<size_t>(e - b) + 127) / 64 * 64;
+    read_changing += total_bytes(r);
+  }
+  if (snapshot > static_cast<size_t>(4 * read_changing) + (1u << 20))
+    return refuse(why, "the call's reads of changing inputs are too scattered");
+  if (snapshot > 0) {
+    layout->snapshot_bytes = snapshot;
+    layout->snapshot_storage = std::make_unique<std::byte[]>(2 * (snapshot + 64));
+    for (int k = 0; k < 2; ++k) {
+      std::byte* base = layout->snapshot_storage.get() + static_cast<size_t>(k) * (snapshot + 64);
+      layout->snapshots[k] = base + ((64 - (reinterpret_cast<uintptr_t>(base) & 63u)) & 63u);
+    }
+  }
   layout->scratch_bytes = scratch;
   layout->storage = std::make_unique<std::byte[]>(scratch + 64);
   const auto base = reinterpret_cast<uintptr_t>(layout->storage.get());
@@ -167,7 +191,8 @@ const ChunkLayout* chunk_layout_for(PlanOp& op, int32_t core_id, int32_t num_cor
   }
   const auto c = static_cast<size_t>(core_id);
   if (!cache->built[c]) {
-    cache->layouts[c] = build_chunk_layout(*op.kernel->desc, op.args, core_id, num_cores, chunk_bytes);
+    cache->layouts[c] =
+        build_chunk_layout(*op.kernel->desc, op.args, core_id, num_cores, chunk_bytes, op.constant_inputs);
     cache->built[c] = true;
   }
   return cache->layouts[c].get();

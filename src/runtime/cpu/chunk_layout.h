@@ -41,21 +41,29 @@ struct ChunkLayout {
   // Where a chunk's writes to one output land in scratch: bytes [begin, end) of the output map to
   // scratch bytes from `offset` on (plus the output's address modulo 64, to keep its alignment).
   struct Span {
-    int32_t output = 0;
+    int32_t operand = 0;  // index into args.outputs (scratch spans) or args.inputs (snapshot spans)
     int64_t begin = 0;
     int64_t end = 0;
     int64_t offset = 0;
   };
   std::vector<std::vector<Write>> writes;  // per chunk
   std::vector<std::vector<Span>> spans;    // per chunk, one per output it writes
+  // The bytes the call reads of each input that may change while a helper still reads it (every
+  // input but constants): the owner copies them into a snapshot before it shares the call, and the
+  // helper reads them there.
+  std::vector<Span> snapshot;
+  size_t snapshot_bytes = 0;
+  std::unique_ptr<std::byte[]> snapshot_storage;  // 2 x (snapshot_bytes + 64): two snapshots
+  std::byte* snapshots[2] = {nullptr, nullptr};   // 64-byte aligned, inside snapshot_storage
   size_t scratch_bytes = 0;
   std::unique_ptr<std::byte[]> storage;  // scratch_bytes + 64, for the helper's outputs
   std::byte* scratch = nullptr;          // 64-byte aligned, inside storage
 
-  // Where byte `s.begin` of the output at `output_data` lands in scratch.
-  std::byte* span_base(const Span& s, const void* output_data) const {
+  // Where byte `s.begin` of the output at `output_data` lands in scratch (or, for a snapshot
+  // span, of the input at `output_data` in snapshot `base`).
+  std::byte* span_base(const Span& s, const void* output_data, std::byte* base = nullptr) const {
     const auto shift = (reinterpret_cast<uintptr_t>(output_data) + static_cast<uintptr_t>(s.begin)) & 63u;
-    return scratch + s.offset + shift;
+    return (base ? base : scratch) + s.offset + shift;
   }
 };
 
@@ -65,8 +73,12 @@ struct ChunkLayout {
 // little to redo), or null when the call runs whole: the kernel is not SK_CHUNKABLE (or syncs, or
 // has a workspace), the call reads less than two chunks, or its chunks' access ranges are not
 // exactly the call's. `why` (optional) says which.
+// `constant_inputs` (per input, may be shorter: the rest are not) marks the inputs nothing writes
+// while the plan lives; the others are snapshotted.
 std::unique_ptr<ChunkLayout> build_chunk_layout(const sk_kernel_desc& desc, const sk_kernel_args& args, int32_t core_id,
-                                                int32_t num_cores, int64_t chunk_bytes, std::string* why = nullptr);
+                                                int32_t num_cores, int64_t chunk_bytes,
+                                                const std::vector<uint8_t>& constant_inputs = {},
+                                                std::string* why = nullptr);
 
 // The layout of core `core_id` of `num_cores` of `op`'s calls (null: the call runs whole), built
 // on first use and kept with the op. Only from the thread running the op's launch.
