@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/abi_args.h"
 #include "example_kernels.h"
 #include "packages/kernel_registry.h"
 #include "superkernel/graph.h"
@@ -61,15 +62,7 @@ std::vector<uint8_t> axpb_attrs(float a, float b) {
 
 // ---- Direct ABI calls ------------------------------------------------------------------------
 
-sk_tensor_arg dense_arg(void* data, int32_t dtype, int64_t n) {
-  sk_tensor_arg t{};
-  t.data = data;
-  t.dtype = dtype;
-  t.rank = 1;
-  t.shape[0] = n;
-  t.stride[0] = 1;
-  return t;
-}
+using testing::dense_arg;
 
 int g_unexpected_sync_all = 0;
 int32_t unexpected_sync_all(const sk_core_ctx*) {
@@ -101,7 +94,7 @@ int32_t run_cores(const sk_kernel_desc& d, const sk_kernel_args& args, int32_t n
   return SK_OK;
 }
 
-class ExamplePackageAbi : public testing::Test {
+class ExamplePackageAbi : public ::testing::Test {
  protected:
   void SetUp() override {
     Status s = reg_.load_package(example_package_path());
@@ -253,7 +246,7 @@ TEST(ExamplePackageRuntime, LoadKernelPackageListsTheKernels) {
   EXPECT_EQ((*rt)->kernel_names(), (std::vector<std::string>{SK_EXAMPLE_AXPB_F32, SK_EXAMPLE_SCALE2_F32}));
 }
 
-class ExamplePackageGraph : public testing::TestWithParam<ExecutionMode> {};
+class ExamplePackageGraph : public ::testing::TestWithParam<ExecutionMode> {};
 
 // Compiles `g` in the parameter's mode on four cores and runs it twice with different inputs
 // (plan once, run many); `expected(x)` is the exact output.
@@ -309,8 +302,8 @@ TEST_P(ExamplePackageGraph, Scale2ThenAxpbChain) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ExamplePackageGraph,
-                         testing::Values(ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel),
-                         [](const testing::TestParamInfo<ExecutionMode>& p) {
+                         ::testing::Values(ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel),
+                         [](const ::testing::TestParamInfo<ExecutionMode>& p) {
                            return std::string(execution_mode_name(p.param));
                          });
 
