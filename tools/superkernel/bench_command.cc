@@ -307,6 +307,8 @@ int bench_command(const BenchArgs& args) {
   struct LoadedRounds {
     bench::LoadPlacement load;
     std::vector<std::vector<double>> step_s;  // per mode
+    int64_t one_thread_launches = 0;          // the load policy's, over the load's rounds
+    int64_t shared_calls = 0;                 // calls shared with the chunk helper, the same
   };
   std::vector<LoadedRounds> loaded;
   if (args.contend) {
@@ -327,7 +329,11 @@ int bench_command(const BenchArgs& args) {
       // 50 ms of untimed steps first: the scheduler and the runtime's load policy take a few
       // milliseconds to see a load start or stop.
       Status st = bench::settle(steps, 0.05);
+      const int64_t one_thread_before = s.runtime->one_thread_launches();
+      const int64_t shared_before = s.runtime->shared_calls();
       if (st) st = time_rounds(cfg.bench.warmup, name + " load: ", lr.step_s);
+      lr.one_thread_launches = s.runtime->one_thread_launches() - one_thread_before;
+      lr.shared_calls = s.runtime->shared_calls() - shared_before;
       const bool alive = busy.stop();
       if (st && busy_load && !alive)
         st = Status::internal("--contend: the " + name + " load stopped during the rounds");
@@ -451,6 +457,12 @@ int bench_command(const BenchArgs& args) {
         "load\")\n",
         bench::kProcessCpus[static_cast<size_t>(std::min<int>(cores, static_cast<int>(bench::kProcessCpus.size())) -
                                                 1)]);
+    // What the load policy did meanwhile (docs/OPTIONS.md, load_policy and chunk_bytes).
+    std::printf("  (launches on one thread / calls shared with the chunk helper, over each load's timed rounds:");
+    for (const LoadedRounds& lr : loaded)
+      std::printf(" %s %lld / %lld%s", bench::load_placement_name(lr.load),
+                  static_cast<long long>(lr.one_thread_launches), static_cast<long long>(lr.shared_calls),
+                  &lr == &loaded.back() ? ")\n" : ";");
   }
   std::printf("\ntop waits of the traced decode step per mode (docs/TRACING.md):\n");
   for (size_t i = 0; i < runs.size(); ++i)
