@@ -325,6 +325,8 @@ void bind_runtime(nb::module_& m) {
       .def_prop_ro("num_cores", &sk::Runtime::num_cores)
       .def_prop_ro("one_thread_launches", &sk::Runtime::one_thread_launches,
                    "Launches that ran every core on one thread (the load policy) since the runtime started.")
+      .def_prop_ro("shared_calls", &sk::Runtime::shared_calls,
+                   "Calls of those launches shared with the other CPU's thread in chunks (chunk_bytes).")
       .def_static("cpu_isa", &sk::Runtime::cpu_isa)
       .def(
           "compile",

@@ -235,8 +235,10 @@ def test_load_policy_one_thread_gives_the_same_bits_and_a_bad_name_lists_the_pol
             outs[(policy, mode)] = exe.read("y")
         if policy == "one_thread":
             assert rt.one_thread_launches > 0
+            assert rt.shared_calls > 0  # the graph's GEMVs, in 4 KiB chunks
         else:
             assert rt.one_thread_launches == 0
+            assert rt.shared_calls == 0
     for mode in MODES:
         assert np.array_equal(outs[("one_thread", mode)].view(np.uint32), outs[("static", mode)].view(np.uint32)), mode
     with pytest.raises(ValueError, match="adaptive, static, one_thread"):
