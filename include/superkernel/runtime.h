@@ -29,6 +29,10 @@ namespace sk {
 // The most cores one runtime drives (each is a pinned worker thread with its own sync state).
 inline constexpr int kMaxRuntimeCores = 1024;
 
+// RuntimeOptions::chunk_bytes: 0, or in [kMinChunkBytes, kMaxChunkBytes].
+inline constexpr int64_t kMinChunkBytes = 4096;
+inline constexpr int64_t kMaxChunkBytes = int64_t{1} << 30;
+
 struct RuntimeOptions {
   int num_cores = 0;                 // 0: every CPU available to the process; at most kMaxRuntimeCores
   int cube_cores = 0;                // cores [0, cube_cores) form the cube group, the rest the vector group;
@@ -40,7 +44,7 @@ struct RuntimeOptions {
   LoadPolicy load_policy = LoadPolicy::kAdaptive;  // docs/OPTIONS.md
   // While a 2-core runtime's launches run on one thread (the load policy), the other CPU's thread
   // takes chunks of about this many bytes read of calls that read at least twice as much (kernels
-  // with SK_CHUNKABLE); 0: it stays idle. 0 or 4096 .. 1 GiB. docs/OPTIONS.md
+  // with SK_CHUNKABLE); 0: it stays idle. 0 or kMinChunkBytes .. kMaxChunkBytes. docs/OPTIONS.md
   int64_t chunk_bytes = 256 << 10;
   bool load_builtin_kernels = true;
   std::vector<std::string> kernel_packages;  // extra packages to load at start

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "superkernel/options.h"
+#include "superkernel/runtime.h"
 #include "superkernel/status.h"
 
 namespace sk::config {
@@ -86,7 +87,7 @@ struct RuntimeSection {
   int cores = 0;                         // 0: every CPU the process may use
   int cube_cores = 0;                    // cores [0, cube_cores) form the cube group; 0: every core serves both kinds
   std::string load_policy = "adaptive";  // RuntimeOptions::load_policy by name
-  int64_t chunk_bytes = 256 << 10;       // RuntimeOptions::chunk_bytes
+  int64_t chunk_bytes = RuntimeOptions{}.chunk_bytes;  // RuntimeOptions::chunk_bytes
   std::vector<StreamCoreLimit> core_limits;
 };
 

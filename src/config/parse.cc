@@ -23,6 +23,7 @@
 #include "config/config.h"
 #include "config/rules.h"
 #include "config/suggest.h"
+#include "superkernel/runtime.h"
 
 namespace sk::config {
 namespace {
@@ -312,10 +313,11 @@ Status read_runtime(Reader& r, const Entry& section, Config& cfg) {
                       if (k == "cube_cores") return r.integer(e, 0, 1024, rt.cube_cores);
                       if (k == "load_policy") return r.choice(e, {"adaptive", "static", "one_thread"}, rt.load_policy);
                       if (k == "chunk_bytes") {
-                        Status s = r.integer<int64_t>(e, 0, int64_t{1} << 30, rt.chunk_bytes);
-                        if (s && rt.chunk_bytes != 0 && rt.chunk_bytes < 4096)
-                          return r.error(e, "0 (no chunk helper) or an integer in [4096, 1073741824]");
-                        return s;
+                        Status st = r.integer<int64_t>(e, 0, kMaxChunkBytes, rt.chunk_bytes);
+                        if (st && rt.chunk_bytes != 0 && rt.chunk_bytes < kMinChunkBytes)
+                          return r.error(e, "0 (no chunk helper) or an integer in [" + std::to_string(kMinChunkBytes) +
+                                                ", " + std::to_string(kMaxChunkBytes) + "]");
+                        return st;
                       }
                       return r.for_each(e, {"moe", "prefetch"}, [&](const Entry& stream) -> Status {
                         StreamCoreLimit limit{stream.key.Scalar(), 0, 0, r.at(stream.key)};

@@ -11,9 +11,10 @@ Expected<std::shared_ptr<Runtime>> Runtime::create(const RuntimeOptions& options
   if (options.num_cores > kMaxRuntimeCores)
     return Status::invalid_argument("runtime option 'num_cores' = " + std::to_string(options.num_cores) +
                                     " exceeds the limit of " + std::to_string(kMaxRuntimeCores) + " cores");
-  if (options.chunk_bytes != 0 && (options.chunk_bytes < 4096 || options.chunk_bytes > (int64_t{1} << 30)))
+  if (options.chunk_bytes != 0 && (options.chunk_bytes < kMinChunkBytes || options.chunk_bytes > kMaxChunkBytes))
     return Status::invalid_argument("runtime option 'chunk_bytes' = " + std::to_string(options.chunk_bytes) +
-                                    ": must be 0 (no helper) or in [4096, 1073741824]");
+                                    ": must be 0 (no helper) or in [" + std::to_string(kMinChunkBytes) + ", " +
+                                    std::to_string(kMaxChunkBytes) + "]");
   cpu::CpuDeviceOptions dev;
   dev.num_cores = options.num_cores;
   dev.cube_cores = options.cube_cores;

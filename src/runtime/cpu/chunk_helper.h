@@ -49,7 +49,7 @@ class ChunkHelper {
   void wait_idle() const;
   // Chunks the helper computed and the owner used, and calls run() shared (read from any thread).
   int64_t chunks_helped() const { return helped_.load(std::memory_order_relaxed); }
-  int64_t calls_shared() const { return calls_.load(std::memory_order_relaxed); }
+  int64_t shared_calls() const { return calls_.load(std::memory_order_relaxed); }
 
  private:
   static constexpr int kNextBits = 24;  // claim_ = call << kNextBits | next chunk

@@ -149,18 +149,17 @@ std::unique_ptr<ChunkLayout> build_chunk_layout(const sk_kernel_desc& desc, cons
   }
   if (snapshot > static_cast<size_t>(4 * read_changing) + (1u << 20))
     return refuse(why, "the call's reads of changing inputs are too scattered");
-  if (snapshot > 0) {
-    layout->snapshot_bytes = snapshot;
-    layout->snapshot_storage = std::make_unique<std::byte[]>(2 * (snapshot + 64));
-    for (int k = 0; k < 2; ++k) {
-      std::byte* base = layout->snapshot_storage.get() + static_cast<size_t>(k) * (snapshot + 64);
-      layout->snapshots[k] = base + ((64 - (reinterpret_cast<uintptr_t>(base) & 63u)) & 63u);
-    }
-  }
+  // One buffer: the scratch, then the two snapshots (every span a multiple of 64 bytes).
+  auto storage = AlignedBuffer::allocate(scratch + 2 * snapshot, "the chunk helper's scratch");
+  if (!storage) return refuse(why, "no memory for the scratch");
   layout->scratch_bytes = scratch;
-  layout->storage = std::make_unique<std::byte[]>(scratch + 64);
-  const auto base = reinterpret_cast<uintptr_t>(layout->storage.get());
-  layout->scratch = layout->storage.get() + ((64 - (base & 63u)) & 63u);
+  layout->snapshot_bytes = snapshot;
+  layout->storage = std::move(*storage);
+  layout->scratch = reinterpret_cast<std::byte*>(layout->storage.data.get());
+  if (snapshot > 0) {
+    layout->snapshots[0] = layout->scratch + scratch;
+    layout->snapshots[1] = layout->snapshots[0] + snapshot;
+  }
   return layout;
 }
 

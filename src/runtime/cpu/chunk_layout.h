@@ -53,11 +53,10 @@ struct ChunkLayout {
   // helper reads them there.
   std::vector<Span> snapshot;
   size_t snapshot_bytes = 0;
-  std::unique_ptr<std::byte[]> snapshot_storage;  // 2 x (snapshot_bytes + 64): two snapshots
-  std::byte* snapshots[2] = {nullptr, nullptr};   // 64-byte aligned, inside snapshot_storage
+  std::byte* snapshots[2] = {nullptr, nullptr};  // inside storage, after the scratch
   size_t scratch_bytes = 0;
-  std::unique_ptr<std::byte[]> storage;  // scratch_bytes + 64, for the helper's outputs
-  std::byte* scratch = nullptr;          // 64-byte aligned, inside storage
+  AlignedBuffer storage;         // the scratch, then the snapshots
+  std::byte* scratch = nullptr;  // the helper's outputs, per chunk at its spans' offsets
 
   // Where byte `s.begin` of the output at `output_data` lands in scratch (or, for a snapshot
   // span, of the input at `output_data` in snapshot `base`).

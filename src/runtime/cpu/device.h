@@ -63,9 +63,8 @@ class CpuDevice {
   // The helper that takes chunks of the current launch's calls, while a launch runs on one thread
   // with one; null otherwise. Only for the thread running that launch.
   ChunkHelper* chunk_helper() { return helping_ ? &helper_ : nullptr; }
-  // Chunks the helper computed, and calls shared with it (read from any thread).
-  int64_t chunks_helped() const { return helper_.chunks_helped(); }
-  int64_t shared_calls() const { return helper_.calls_shared(); }
+  // Calls shared with the helper (read from any thread).
+  int64_t shared_calls() const { return helper_.shared_calls(); }
   // Blocks until the helper is in no chunk of a past launch: call before freeing what launches
   // read (a plan's arguments, attributes and weights).
   void wait_helper_idle() const { helper_.wait_idle(); }

@@ -185,8 +185,9 @@ int LoadMonitor::advise(int64_t now_ns) {
     }
     const double span = static_cast<double>(now_ns - window_start_);
     if (idle >= 0 && idle_at_start_ >= 0) w.idle_cpus = static_cast<double>(idle - idle_at_start_) / span;
-    for (size_t t = 1; t < n; ++t)
-      if (w.threads[t].cpu_ns > 0) w.helper_cpus += static_cast<double>(w.threads[t].cpu_ns) / span;
+    if (before >= 0)
+      for (size_t t = 1; t < n; ++t)
+        if (w.threads[t].cpu_ns > 0) w.helper_cpus += static_cast<double>(w.threads[t].cpu_ns) / span;
     const int verdict = judge_load(w, before);
     // Leaving every core its thread takes kLoadedWindows loaded windows in a row: a burst of
     // another task shorter than that costs less to wait out than a window on one thread.
