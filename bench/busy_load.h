@@ -30,6 +30,12 @@
 
 namespace sk::bench {
 
+// Under a load, timed rounds last at least this long, so that a median spans many of the
+// scheduler's slices (milliseconds each), and start after kSettleSeconds of untimed rounds (the
+// scheduler and the runtime's load policy take milliseconds to see a load come or go).
+inline constexpr double kContendSeconds = 0.25;
+inline constexpr double kSettleSeconds = 0.05;
+
 // kAfter: quiet again, after the loads stopped (the runtime's load policy must notice they left).
 enum class LoadPlacement { kNone, kUnpinned, kPinned, kAfter };
 

@@ -238,14 +238,14 @@ int main(int argc, char** argv) {
         // A load that just started or stopped gets 50 ms of untimed rounds: the scheduler's load
         // averages and the runtime's load policy take a few milliseconds to see it.
         if (load != bench::LoadPlacement::kNone)
-          if (Status s = bench::settle(calls, 0.05); !s) {
+          if (Status s = bench::settle(calls, bench::kSettleSeconds); !s) {
             std::fprintf(stderr, "%s\n", s.to_string().c_str());
             return 1;
           }
         const int64_t one_thread_before = (*rt)->one_thread_launches();
         // With --contend every load's rounds last at least 0.25 s, so that the medians span many
         // of the scheduler's slices (milliseconds).
-        auto seconds = bench::time_interleaved(calls, 1, args.runs, args.contend ? 0.25 : 0.0);
+        auto seconds = bench::time_interleaved(calls, 1, args.runs, args.contend ? bench::kContendSeconds : 0.0);
         if (cores > 1)
           std::fprintf(
               stderr, "  %s: %lld launches ran on one thread (load policy %s)\n", bench::load_placement_name(load),

@@ -274,10 +274,9 @@ int bench_command(const BenchArgs& args) {
   }
 
   // Interleaved rounds, every mode once per round, so drift on a busy machine hits all alike.
-  // With --contend every load's rounds also last at least kContendSeconds, so that the medians
+  // With --contend every load's rounds also last at least bench::kContendSeconds, so that the medians
   // span many of the scheduler's slices (milliseconds) rather than a few.
-  constexpr double kContendSeconds = 0.25;
-  const double min_seconds = args.contend ? kContendSeconds : 0.0;
+  const double min_seconds = args.contend ? bench::kContendSeconds : 0.0;
   auto time_rounds = [&](int warmup, const std::string& what, std::vector<std::vector<double>>& step_s) -> Status {
     step_s.assign(runs.size(), {});
     double timed_from = 0;
@@ -328,7 +327,7 @@ int bench_command(const BenchArgs& args) {
       LoadedRounds lr{load, {}};
       // 50 ms of untimed steps first: the scheduler and the runtime's load policy take a few
       // milliseconds to see a load start or stop.
-      Status st = bench::settle(steps, 0.05);
+      Status st = bench::settle(steps, bench::kSettleSeconds);
       const int64_t one_thread_before = s.runtime->one_thread_launches();
       const int64_t shared_before = s.runtime->shared_calls();
       if (st) st = time_rounds(cfg.bench.warmup, name + " load: ", lr.step_s);
@@ -429,7 +428,7 @@ int bench_command(const BenchArgs& args) {
     std::printf(
         "\nbeside one busy process (step ms, median of at least %d interleaved steps per mode and %.2f s per load; "
         "x quiet = step under the load / quiet step; vs graph = step / graph mode's step under the same load):\n",
-        cfg.bench.runs, kContendSeconds);
+        cfg.bench.runs, bench::kContendSeconds);
     std::printf("| load | mode | step ms | x quiet | vs graph |\n|---|---|---:|---:|---:|\n");
     for (size_t m = 0; m < runs.size(); ++m)
       std::printf("| quiet | %s | %.3f | 1.00 | %.2f |\n", execution_mode_name(runs[m].mode),

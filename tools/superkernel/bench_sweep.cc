@@ -7,14 +7,19 @@
 //   tg @ dD         one decode step of batch 1 at depth D (tokens already cached): t/s = 1 / step;
 //   tg bB @ dD      one decode step of B sequences at depth D: t/s = B / step (batched decode).
 // Every point builds its model afresh (weights mapped, converted or quantised once per point) and
-// times its runs back to back; the points run one after another.
+// times its runs back to back; the points run one after another. With --contend each point is
+// timed again beside one busy process, unpinned and then pinned to the last CPU the point's
+// runtime uses (bench/busy_load.h), and a second table gives those times and their ratio to the
+// quiet one.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "bench_common.h"
+#include "busy_load.h"
 #include "commands.h"
 
 namespace sk::cli {
@@ -33,6 +38,8 @@ struct Row {
   int threads = 0;
   std::vector<double> tokens_per_s;
   double step_ms = 0;  // median time of one timed run
+  // --contend: the median beside the busy process, unpinned and pinned (ms).
+  double unpinned_ms = 0, pinned_ms = 0;
 };
 
 // Bytes of the weights as a model file holds them: the constants less the RoPE table (which
@@ -180,9 +187,36 @@ std::variant<Row, int> measure(const BenchArgs& args, const std::string& dtype, 
       if (r >= 0) times.push_back(bench::now_seconds() - t0);
     }
   }
-  progress.done();
   for (double t : times) row.tokens_per_s.push_back(test.tokens / t);
   row.step_ms = bench::stats_of(times).median * 1e3;
+  if (args.contend) {
+    // The same run beside one busy process: untimed runs while the scheduler and the load policy
+    // see it, then at least as many runs as quiet, for at least bench::kContendSeconds.
+    const std::vector<int>& cpus = bench::kProcessCpus;
+    const int last_cpu = cpus[static_cast<size_t>(std::min<int>(row.threads, static_cast<int>(cpus.size())) - 1)];
+    const std::vector<std::function<Status()>> run = {
+        [&] { return test.kind == Test::Kind::kPrefill ? (*gen)->rerun_prefill() : (*gen)->rerun_step(); }};
+    for (bench::LoadPlacement load : {bench::LoadPlacement::kUnpinned, bench::LoadPlacement::kPinned}) {
+      const std::string name = bench::load_placement_name(load);
+      progress.update(row.test + " beside a busy process (" + name + ")");
+      bench::BusyLoad busy(load, last_cpu, cpus);
+      if (!busy.running())
+        return run_failed(Status::internal("--contend: cannot start the " + name + " load: " + busy.error()));
+      Status st = bench::settle(run, bench::kSettleSeconds);
+      std::vector<double> loaded;
+      const double start = bench::now_seconds();
+      while (st && (loaded.size() < times.size() || bench::now_seconds() - start < bench::kContendSeconds)) {
+        const double t0 = bench::now_seconds();
+        st = run[0]();
+        loaded.push_back(bench::now_seconds() - t0);
+      }
+      if (!busy.stop() && st) st = Status::internal("--contend: the " + name + " load stopped during the runs");
+      if (!st) return run_failed(st);
+      (load == bench::LoadPlacement::kUnpinned ? row.unpinned_ms : row.pinned_ms) =
+          bench::stats_of(loaded).median * 1e3;
+    }
+  }
+  progress.done();
   return row;
 }
 
@@ -210,6 +244,20 @@ void print_markdown(const std::vector<Row>& rows, ExecutionMode mode) {
                 size_text(r.weight_bytes).c_str(), params_text(r.params).c_str(), execution_mode_name(mode), r.threads,
                 r.test.c_str(), r.step_ms, bench::stats_of(r.tokens_per_s).median);
   }
+}
+
+// --contend: every point's quiet, unpinned and pinned times (ms) and the loaded ones' ratio to quiet.
+void print_contended(const std::vector<Row>& rows) {
+  std::printf("\nbeside one busy process (ms per run, median; x quiet = loaded / quiet):\n");
+  std::printf("| model | weights | cores | test | quiet ms | unpinned ms | x quiet | pinned ms | x quiet |\n");
+  std::printf("|---|---|---:|---|---:|---:|---:|---:|---:|\n");
+  for (const Row& r : rows)
+    std::printf("| %s | %s | %d | %s | %.3f | %.3f | %.2f | %.3f | %.2f |\n", r.model.c_str(), r.dtype.c_str(),
+                r.threads, r.test.c_str(), r.step_ms, r.unpinned_ms, r.unpinned_ms / r.step_ms, r.pinned_ms,
+                r.pinned_ms / r.step_ms);
+  std::printf(
+      "  (unpinned: the busy process may run on any CPU of this process; pinned: on the last CPU each point's "
+      "runtime uses; docs/PERFORMANCE.md, \"Under a co-located load\")\n");
 }
 
 }  // namespace
@@ -248,6 +296,7 @@ int bench_sweep_command(const BenchArgs& args) {
   } else {
     print_markdown(rows, mode);
   }
+  if (args.contend) print_contended(rows);
   std::printf(
       "\n%s mode; pp N: one N-token prompt from an empty cache, t/s = N / prefill (at most 5 runs after 1 warm-up); "
       "tg [bB] @ dD: one decode step of B sequences (1 when not shown) with D tokens cached, t/s = B / step "
