@@ -56,7 +56,8 @@ Expected<std::unique_ptr<CpuDevice>> CpuDevice::create(const CpuDeviceOptions& o
   if (resolved.load_policy == LoadPolicy::kAdaptive && resolved.pin_threads && resolved.pin_caller && n == 2) {
     std::vector<int> core_cpus;
     for (int c = 0; c < n; ++c) core_cpus.push_back(dev->cpus_[static_cast<size_t>(c) % dev->cpus_.size()]);
-    dev->monitor_ = std::make_unique<LoadMonitor>(std::move(core_cpus));
+    std::unique_ptr<LoadCounters> counters = resolved.load_counters ? resolved.load_counters(core_cpus) : nullptr;
+    dev->monitor_ = std::make_unique<LoadMonitor>(std::move(core_cpus), std::move(counters));
   }
   for (int c = 1; c < n; ++c) dev->workers_.emplace_back([d = dev.get(), c] { d->worker_main(c); });
   return dev;

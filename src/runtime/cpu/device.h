@@ -35,6 +35,9 @@ struct CpuDeviceOptions {
   // While launches run on one thread, the other core's thread takes chunks of about this many
   // bytes read of their large calls (chunk_helper.h); 0: that thread stays idle.
   int64_t chunk_bytes = 256 << 10;
+  // Where the adaptive policy's monitor reads its counters; empty: the kernel's. Tests give a
+  // script, so that what they check does not depend on what else the machine runs.
+  LoadCountersFactory load_counters;
 };
 
 class CpuDevice {

@@ -54,11 +54,11 @@ int judge_load(const LoadWindow& w, int solo) {
   return loaded ? least : -1;
 }
 
-LoadMonitor::LoadMonitor(std::vector<int> cpus) : cpus_(std::move(cpus)), fds_(cpus_.size(), -1) {
+ProcLoadCounters::ProcLoadCounters(std::vector<int> cpus) : cpus_(std::move(cpus)), fds_(cpus_.size(), -1) {
   stat_fd_ = open("/proc/stat", O_RDONLY | O_CLOEXEC);
 }
 
-LoadMonitor::~LoadMonitor() {
+ProcLoadCounters::~ProcLoadCounters() {
   for (int fd : fds_)
     if (fd >= 0) close(fd);
   for (const std::vector<int>& fds : cpuidle_fds_)
@@ -66,18 +66,14 @@ LoadMonitor::~LoadMonitor() {
   if (stat_fd_ >= 0) close(stat_fd_);
 }
 
-void LoadMonitor::set_thread(int core, pid_t tid) {
+void ProcLoadCounters::set_thread(int core, pid_t tid) {
   const std::string path = "/proc/self/task/" + std::to_string(tid) + "/schedstat";
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  std::lock_guard<std::mutex> lock(mu_);
   int& slot = fds_[static_cast<size_t>(core)];
   if (slot >= 0) close(slot);
-  slot = fd;           // -1 (no schedstat in this kernel): the monitor never sees this thread as loaded
-  window_start_ = -1;  // the counters now belong to another thread: start a fresh window
-  next_check_ns_.store(INT64_MIN, std::memory_order_relaxed);
+  slot = open(path.c_str(), O_RDONLY | O_CLOEXEC);  // -1 (no schedstat in this kernel): never seen loaded
 }
 
-SchedSample LoadMonitor::read_thread(int t) const {
+SchedSample ProcLoadCounters::thread(int t) {
   SchedSample s;
   const int fd = fds_[static_cast<size_t>(t)];
   if (fd < 0) return s;
@@ -97,7 +93,7 @@ SchedSample LoadMonitor::read_thread(int t) const {
   return s;
 }
 
-int64_t LoadMonitor::read_idle_ns(int except) {
+int64_t ProcLoadCounters::idle_ns(int except) {
   if (cpuidle_ < 0) {
     // Every idle state's time file of every CPU; a CPU without any means no cpuidle here.
     cpuidle_ = 1;
@@ -121,7 +117,7 @@ int64_t LoadMonitor::read_idle_ns(int except) {
   return read_stat_idle_ns(except);
 }
 
-int64_t LoadMonitor::read_cpuidle_ns(int except) {
+int64_t ProcLoadCounters::read_cpuidle_ns(int except) {
   int64_t total_us = 0;
   for (size_t c = 0; c < cpuidle_fds_.size(); ++c) {
     if (static_cast<int>(c) == except) continue;
@@ -136,7 +132,7 @@ int64_t LoadMonitor::read_cpuidle_ns(int except) {
   return total_us * 1000;
 }
 
-int64_t LoadMonitor::read_stat_idle_ns(int except) {
+int64_t ProcLoadCounters::read_stat_idle_ns(int except) {
   if (stat_fd_ < 0) return -1;
   if (stat_buf_.empty()) stat_buf_.resize(64 * 1024);
   const ssize_t n = pread(stat_fd_, stat_buf_.data(), stat_buf_.size() - 1, 0);
@@ -168,14 +164,25 @@ int64_t LoadMonitor::read_stat_idle_ns(int except) {
   return found == cpus_.size() ? static_cast<int64_t>(static_cast<double>(total) * tick_ns) : -1;
 }
 
+LoadMonitor::LoadMonitor(std::vector<int> cpus, std::unique_ptr<LoadCounters> counters)
+    : num_threads_(cpus.size()),
+      counters_(counters ? std::move(counters) : std::make_unique<ProcLoadCounters>(std::move(cpus))) {}
+
+void LoadMonitor::set_thread(int core, pid_t tid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  counters_->set_thread(core, tid);
+  window_start_ = -1;  // the counters now belong to another thread: start a fresh window
+  next_check_ns_.store(INT64_MIN, std::memory_order_relaxed);
+}
+
 int LoadMonitor::advise(int64_t now_ns) {
   if (now_ns < next_check_ns_.load(std::memory_order_relaxed)) return advice_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
-  const size_t n = fds_.size();
+  const size_t n = num_threads_;
   std::vector<SchedSample> now(n);
-  for (size_t t = 0; t < n; ++t) now[t] = read_thread(static_cast<int>(t));
+  for (size_t t = 0; t < n; ++t) now[t] = counters_->thread(static_cast<int>(t));
   const int before = solo_;
-  const int64_t idle = before >= 0 ? read_idle_ns(before) : -1;
+  const int64_t idle = before >= 0 ? counters_->idle_ns(before) : -1;
   if (window_start_ >= 0) {
     LoadWindow w;
     w.threads.resize(n);
@@ -197,8 +204,8 @@ int LoadMonitor::advise(int64_t now_ns) {
   }
   window_start_ = now_ns;
   at_start_ = std::move(now);
-  idle_at_start_ = solo_ < 0 ? -1 : solo_ == before ? idle : read_idle_ns(solo_);
-  const int64_t window = solo_ < 0 ? kSpreadWindowNs : cpuidle_ == 1 ? kSoloWindowNs : kSoloWindowTicksNs;
+  idle_at_start_ = solo_ < 0 ? -1 : solo_ == before ? idle : counters_->idle_ns(solo_);
+  const int64_t window = solo_ < 0 ? kSpreadWindowNs : counters_->fine_idle() ? kSoloWindowNs : kSoloWindowTicksNs;
   advice_.store(solo_, std::memory_order_relaxed);
   next_check_ns_.store(now_ns + window, std::memory_order_relaxed);
   return solo_;

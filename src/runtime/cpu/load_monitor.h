@@ -23,6 +23,9 @@
 // core is slower than a loaded core at half speed (docs/PERFORMANCE.md says what the general form
 // would take), and without pinning a thread's CPU is not known.
 //
+// The counters come through LoadCounters: the kernel's (ProcLoadCounters) or, in tests, a script
+// that plays a load whatever the machine is doing (CpuDeviceOptions::load_counters).
+//
 //   LoadMonitor m(cpus);                 // the CPU each core's thread is pinned to
 //   m.set_thread(core, gettid());         // by each thread, once
 //   int cpu = m.advise(now_ns());         // -1: every core on its own thread; else the index of
@@ -35,6 +38,8 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -73,10 +78,55 @@ inline constexpr int64_t kMinBusyNs = 500'000;
 // Spread windows in a row that must find a loaded thread before the launches move to one thread.
 inline constexpr int kLoadedWindows = 2;
 
+// What the monitor reads: each core's thread's scheduler counters and the other CPUs' idle time.
+// Called by one thread at a time (the monitor holds its lock).
+class LoadCounters {
+ public:
+  virtual ~LoadCounters() = default;
+  // `tid` now runs `core` (until the next call for that core).
+  virtual void set_thread(int core, pid_t tid) = 0;
+  // Core `core`'s thread's counters now; -1 fields when unknown.
+  virtual SchedSample thread(int core) = 0;
+  // Idle time so far of every CPU of the device but index `except`, ns; -1 when unknown.
+  virtual int64_t idle_ns(int except) = 0;
+  // Whether idle_ns() counts in microseconds (cpuidle) rather than 10 ms ticks: how long a window
+  // on one thread must last for it to say anything.
+  virtual bool fine_idle() const = 0;
+};
+
+// Makes the counters for a device whose cores' threads are pinned to `cpus`.
+using LoadCountersFactory = std::function<std::unique_ptr<LoadCounters>(const std::vector<int>& cpus)>;
+
+// The kernel's counters: /proc/self/task/<tid>/schedstat per thread; the idle time from
+// /sys/devices/system/cpu/cpuN/cpuidle, or /proc/stat's ticks where the kernel has no cpuidle.
+class ProcLoadCounters final : public LoadCounters {
+ public:
+  explicit ProcLoadCounters(std::vector<int> cpus);
+  ~ProcLoadCounters() override;
+  ProcLoadCounters(const ProcLoadCounters&) = delete;
+  ProcLoadCounters& operator=(const ProcLoadCounters&) = delete;
+
+  void set_thread(int core, pid_t tid) override;
+  SchedSample thread(int core) override;
+  int64_t idle_ns(int except) override;
+  bool fine_idle() const override { return cpuidle_ == 1; }
+
+ private:
+  int64_t read_cpuidle_ns(int except);
+  int64_t read_stat_idle_ns(int except);
+
+  std::vector<int> cpus_;
+  std::vector<int> fds_;  // /proc/self/task/<tid>/schedstat per thread, -1 when unknown
+  int stat_fd_ = -1;      // /proc/stat
+  std::vector<char> stat_buf_;
+  int cpuidle_ = -1;                           // cpuidle readable: -1 not tried yet, 0 no, 1 yes
+  std::vector<std::vector<int>> cpuidle_fds_;  // per CPU, every idle state's `time` file
+};
+
 class LoadMonitor {
  public:
-  explicit LoadMonitor(std::vector<int> cpus);
-  ~LoadMonitor();
+  // `counters`: where the counters come from (null: the kernel's, ProcLoadCounters).
+  explicit LoadMonitor(std::vector<int> cpus, std::unique_ptr<LoadCounters> counters = nullptr);
   LoadMonitor(const LoadMonitor&) = delete;
   LoadMonitor& operator=(const LoadMonitor&) = delete;
 
@@ -89,29 +139,18 @@ class LoadMonitor {
   int advise(int64_t now_ns);
 
  private:
-  SchedSample read_thread(int t) const;
-  // Idle time of every CPU of the device but `except` (an index), ns, from cpuidle or else
-  // /proc/stat; -1 when unknown.
-  int64_t read_idle_ns(int except);
-  int64_t read_cpuidle_ns(int except);
-  int64_t read_stat_idle_ns(int except);
-
   // advise() between windows reads only these two (no lock): the wall time of the next check
   // (INT64_MIN: at the next call, e.g. after set_thread) and the current advice.
   std::atomic<int64_t> next_check_ns_{INT64_MIN};
   std::atomic<int> advice_{-1};
   std::mutex mu_;  // the rest
-  std::vector<int> cpus_;
-  std::vector<int> fds_;  // /proc/self/task/<tid>/schedstat per thread, -1 when unknown
-  int stat_fd_ = -1;      // /proc/stat
+  size_t num_threads_ = 0;
+  std::unique_ptr<LoadCounters> counters_;
   int solo_ = -1;
   int loaded_windows_ = 0;  // spread windows in a row that judge_load found loaded
   int64_t window_start_ = -1;
   std::vector<SchedSample> at_start_;
-  int64_t idle_at_start_ = -1;  // read_idle_ns() when the window started
-  std::vector<char> stat_buf_;
-  int cpuidle_ = -1;                           // cpuidle readable: -1 not tried yet, 0 no, 1 yes
-  std::vector<std::vector<int>> cpuidle_fds_;  // per CPU, every idle state's `time` file
+  int64_t idle_at_start_ = -1;  // counters_->idle_ns() when the window started
 };
 
 }  // namespace sk::cpu
