@@ -465,8 +465,8 @@ int main(int argc, char** argv) {
   std::printf("machine: %d cores, isa %s\n", bench::machine_cores(), Runtime::cpu_isa().c_str());
   for (const auto& [bench_name, cores] : printed) print_rows(results, launches, bench_name, cores);
   if (!args.json.empty()) {
-    if (!bench::write_json(args.json, results)) {
-      std::fprintf(stderr, "cannot write %s\n", args.json.c_str());
+    if (sk::Status s = bench::write_json(args.json, results); !s) {
+      std::fprintf(stderr, "--json: %s\n", s.message().c_str());
       return 1;
     }
     std::printf("wrote %s\n", args.json.c_str());

@@ -15,14 +15,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "superkernel/output_file.h"
 #include "superkernel/runtime.h"
 
 namespace sk::bench {
@@ -282,9 +283,10 @@ inline std::string json_escape(const std::string& s) {
   return o;
 }
 
-inline bool write_json(const std::string& path, const std::vector<Result>& results) {
-  std::ofstream f(path);
-  if (!f) return false;
+// Writes the results as JSON through sk::write_file (a temporary file renamed into place); the
+// error names the path.
+inline Status write_json(const std::string& path, const std::vector<Result>& results) {
+  std::ostringstream f;
   f << "{\"machine\": {\"cores\": " << machine_cores() << ", \"isa\": \"" << Runtime::cpu_isa() << "\"},\n";
   f << " \"results\": [\n";
   auto number = [](double v, bool known) {
@@ -314,7 +316,7 @@ inline bool write_json(const std::string& path, const std::vector<Result>& resul
     f << "}" << (i + 1 < results.size() ? "," : "") << "\n";
   }
   f << " ]}\n";
-  return static_cast<bool>(f);
+  return write_file(path, f.str());
 }
 
 // Prints one row per (bench, cores) with one column per mode and ratios against `baseline`.

@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -341,10 +340,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   sk::g_comm = *world;
-  if (!json.empty() && sk::g_comm->rank() == 0 && !std::ofstream(json)) {
+  if (!json.empty() && sk::g_comm->rank() == 0) {
     // Before the work: an unwritable path fails now, not after minutes of timing.
-    std::fprintf(stderr, "cannot write --json %s\n", json.c_str());
-    MPI_Abort(MPI_COMM_WORLD, 2);
+    if (auto f = sk::OutputFile::open(json); !f) {
+      std::fprintf(stderr, "--json: %s\n", f.status().message().c_str());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
   }
   const int rank = sk::g_comm->rank();
   const int cpus = sk::bench::machine_cores();
@@ -365,9 +366,11 @@ int main(int argc, char** argv) {
   sk::bench_collectives(one_core, quick);
   // The one-core runtimes served part 1; part 2 compares them with rank 0's two-core runtime.
   sk::bench_model(one_core, two_cores ? two_cores : one_core);
-  if (!json.empty() && rank == 0 && !sk::bench::write_json(json, sk::g_results)) {
-    std::fprintf(stderr, "cannot write --json %s\n", json.c_str());
-    MPI_Abort(MPI_COMM_WORLD, 2);
+  if (!json.empty() && rank == 0) {
+    if (sk::Status s = sk::bench::write_json(json, sk::g_results); !s) {
+      std::fprintf(stderr, "--json: %s\n", s.message().c_str());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
   }
   one_core.reset();
   two_cores.reset();

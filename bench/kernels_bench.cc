@@ -207,7 +207,8 @@ int main(int argc, char** argv) {
     }
   }
   if (!args.json.empty()) {
-    if (!write_json(args.json, results)) return std::fprintf(stderr, "cannot write %s\n", args.json.c_str()), 1;
+    if (sk::Status s = write_json(args.json, results); !s)
+      return std::fprintf(stderr, "--json: %s\n", s.message().c_str()), 1;
     std::printf("wrote %s\n", args.json.c_str());
   }
   return 0;

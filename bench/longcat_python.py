@@ -19,7 +19,6 @@ logits are checked bit-identical to the C++ model's in every mode and transforme
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -30,6 +29,7 @@ from interleaved import time_interleaved
 
 import superkernel as sk
 from superkernel._cli import default_prompts
+from superkernel._files import write_json
 from superkernel.models import longcat_flash as lc
 from superkernel.models import run_config
 from superkernel.models._weights import RandomWeights
@@ -254,8 +254,7 @@ def main():
     torch.set_num_threads(args.threads or sk.runtime().num_cores)
     results = [bench_config(path, args) for path in args.configs]
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"benchmark": "longcat_python", "results": results}, f, indent=2)
+        write_json(args.json, {"benchmark": "longcat_python", "results": results})
 
 
 if __name__ == "__main__":

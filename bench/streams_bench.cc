@@ -321,8 +321,8 @@ int main(int argc, char** argv) {
   results.insert(results.end(), prefetch_results.begin(), prefetch_results.end());
   results.insert(results.end(), tiling_results.begin(), tiling_results.end());
   if (!args.json.empty()) {
-    if (!bench::write_json(args.json, results)) {
-      std::fprintf(stderr, "cannot write %s\n", args.json.c_str());
+    if (sk::Status s = bench::write_json(args.json, results); !s) {
+      std::fprintf(stderr, "--json: %s\n", s.message().c_str());
       return 1;
     }
     std::printf("wrote %s\n", args.json.c_str());

@@ -1,9 +1,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <fstream>
 
 #include "runtime/runtime_impl.h"
+#include "superkernel/output_file.h"
 
 namespace sk {
 
@@ -130,16 +130,18 @@ Status Executable::run() {
   if (!s) return s;
   if (!impl_->trace_path.empty()) SK_RETURN_IF_ERROR(write_trace(impl_->trace_path).with_context("option 'trace'"));
   if (impl_->dump_enabled && !impl_->dump_dir.empty()) {
-    std::ofstream index(impl_->dump_dir + "/index.txt");
-    if (!index) return Status::not_found("dump_dir '" + impl_->dump_dir + "' cannot be written");
+    // Each tensor's file, then the index that names them: a dump whose index is there is whole.
+    std::string index;
     for (size_t i = 0; i < impl_->dump.size(); ++i) {
       const DumpRecord& r = impl_->dump[i];
       std::string file = std::to_string(i) + ".bin";
-      std::ofstream(impl_->dump_dir + "/" + file, std::ios::binary)
-          .write(reinterpret_cast<const char*>(r.data.data()), static_cast<std::streamsize>(r.data.size()));
-      index << file << " op=" << r.op << " tensor=" << r.tensor << " dtype=" << dtype_name(r.dtype)
-            << " shape=" << shape_to_string(r.shape) << " bytes=" << r.data.size() << "\n";
+      SK_RETURN_IF_ERROR(write_file(impl_->dump_dir + "/" + file,
+                                    std::string_view(reinterpret_cast<const char*>(r.data.data()), r.data.size()))
+                             .with_context("option 'dump_dir'"));
+      index += file + " op=" + r.op + " tensor=" + r.tensor + " dtype=" + dtype_name(r.dtype) +
+               " shape=" + shape_to_string(r.shape) + " bytes=" + std::to_string(r.data.size()) + "\n";
     }
+    SK_RETURN_IF_ERROR(write_file(impl_->dump_dir + "/index.txt", index).with_context("option 'dump_dir'"));
   }
   return Status::ok();
 }

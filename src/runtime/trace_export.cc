@@ -1,9 +1,9 @@
 // Chrome trace-event JSON of traced runs (the format chrome://tracing and ui.perfetto.dev read).
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <utility>
 
+#include "superkernel/output_file.h"
 #include "superkernel/trace.h"
 
 namespace sk {
@@ -124,11 +124,7 @@ std::string chrome_trace_json(const std::vector<TraceRun>& runs) {
 }
 
 Status write_chrome_trace(const std::string& path, const std::vector<TraceRun>& runs) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) return Status::not_found("trace file '" + path + "' cannot be written");
-  f << chrome_trace_json(runs);
-  if (!f) return Status::internal("trace file '" + path + "': write failed");
-  return Status::ok();
+  return write_file(path, chrome_trace_json(runs)).with_context("trace file");
 }
 
 }  // namespace sk

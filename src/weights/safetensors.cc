@@ -10,10 +10,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <unordered_set>
 
+#include "superkernel/output_file.h"
 #include "superkernel/weights.h"
 #include "weights/json.h"
 
@@ -249,17 +249,16 @@ Status write_safetensors(const std::string& path, const std::vector<SafetensorsE
   // Spaces after the JSON put the data at a 64-byte file offset, so the mapping is aligned.
   header.append((kWriterAlign - (8 + header.size()) % kWriterAlign) % kWriterAlign, ' ');
 
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::not_found("write_safetensors: cannot create '" + path + "'");
+  auto out = OutputFile::open(path);
+  if (!out) return out.status().with_context("write_safetensors");
   uint8_t length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(static_cast<uint64_t>(header.size()) >> (8 * i));
-  out.write(reinterpret_cast<const char*>(length), 8);
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  Status s = out->write(length, 8);
+  if (s) s = out->write(header);
   for (const SafetensorsEntry* e : order)
-    out.write(static_cast<const char*>(e->data), static_cast<std::streamsize>(e->bytes));
-  out.close();
-  if (!out) return Status::internal("write_safetensors: writing '" + path + "' failed");
-  return Status::ok();
+    if (s) s = out->write(e->data, e->bytes);
+  if (s) s = out->commit();
+  return s.with_context("write_safetensors");
 }
 
 }  // namespace sk

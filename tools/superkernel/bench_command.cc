@@ -466,8 +466,8 @@ int bench_command(const BenchArgs& args) {
   std::printf("\ntop waits of the traced decode step per mode (docs/TRACING.md):\n");
   for (size_t i = 0; i < runs.size(); ++i)
     std::printf("%s: %s", execution_mode_name(runs[i].mode), format_waits(account_waits(traced[i].events), 5).c_str());
-  if (!args.json.empty() && !bench::write_json(args.json, results)) {
-    return fail(Status::not_found("--json: cannot write " + args.json), kExitFailed);
+  if (!args.json.empty()) {
+    if (Status w = bench::write_json(args.json, results); !w) return fail(w.with_context("--json"), kExitFailed);
   }
   return kExitOk;
 }

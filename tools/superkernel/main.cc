@@ -6,17 +6,13 @@
 //
 // Results go to stdout; progress and errors to stderr; the exit code says what failed.
 #include <CLI/CLI.hpp>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-
 #include <cstdlib>
 #include <string>
 
 #include "commands.h"
 #include "config/suggest.h"
+#include "superkernel/output_file.h"
 
 namespace {
 
@@ -104,19 +100,12 @@ int check_extras(const CLI::App& cmd) {
   return usage_error("unexpected argument '" + extras.front() + "': '" + where + "' takes one CONFIG file");
 }
 
-// An output file that cannot be written fails before the work starts, not after it. An existing
-// file is left as it is (opened for appending), one this check created is removed again.
+// An output file that cannot be written fails before the work starts, not after it: the file is
+// opened as it will be written (a temporary name beside it, sk::OutputFile) and dropped again, so
+// an existing file is left as it is. A write that fails later (a full disk) is the command's error.
 int check_writable(const std::string& flag, const std::string& path) {
-  std::error_code ec;
-  const bool existed = std::filesystem::exists(path, ec);
-  errno = 0;
-  std::ofstream f(path, std::ios::app | std::ios::binary);
-  if (!f) {
-    const std::string why = errno ? std::strerror(errno) : "cannot open it";
-    return usage_error(flag + ": cannot write '" + path + "': " + why);
-  }
-  f.close();
-  if (!existed) std::filesystem::remove(path, ec);
+  auto f = sk::OutputFile::open(path);
+  if (!f) return usage_error(flag + ": " + f.status().message());
   return 0;
 }
 

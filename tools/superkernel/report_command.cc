@@ -3,9 +3,10 @@
 // segment table with cut reasons, step times and the wait accounting.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
+#include <string>
 
 #include "bench_common.h"
+#include "superkernel/output_file.h"
 #include "trace_capture.h"
 
 namespace sk::cli {
@@ -216,8 +217,7 @@ int report_command(const TraceArgs& args) {
   for (const TracedMode& t : *traced) page += wait_tables(t);
   page += "</body></html>\n";
 
-  std::ofstream f(args.output, std::ios::binary);
-  if (!(f << page)) return fail(Status::not_found("report file '" + args.output + "' cannot be written"), kExitFailed);
+  if (Status w = write_file(args.output, page); !w) return fail(w.with_context("report file"), kExitFailed);
   std::printf("wrote %s (%zu mode(s)); open it in a browser\n", args.output.c_str(), traced->size());
   return kExitOk;
 }
