@@ -14,12 +14,14 @@ Sizes: intermediate_size = 2.75 x hidden (rounded to 256), head_dim 64, 4 query 
 key/value head, vocab 32000 (--vocab), untied LM head.
 """
 import argparse
-import json
 import os
 import sys
 
 import torch
 from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checked_write import check_writable, replaced, write_bytes, write_json  # noqa: E402
 
 
 def write_tokenizer(path, vocab_size):
@@ -48,8 +50,7 @@ def write_tokenizer(path, vocab_size):
         piece("<0x%02X>" % b, P.BYTE)
     for i in range(vocab_size - len(m.pieces)):
         piece("\u2581w%d" % i, P.NORMAL, -float(i))
-    with open(path, "wb") as f:
-        f.write(m.SerializeToString())
+    write_bytes(path, m.SerializeToString())
 
 
 def main():
@@ -61,6 +62,8 @@ def main():
     ap.add_argument("--dtype", choices=["f32", "bf16", "f16"], default="f32")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    check_writable(os.path.join(a.out, "model.safetensors"))  # before the weights are drawn
 
     D = a.hidden
     F = (int(2.75 * D) + 255) // 256 * 256
@@ -93,8 +96,10 @@ def main():
     tensors["lm_head.weight"] = uniform((a.vocab, D), D**-0.5)
     tensors = {k: v.to(dtype).contiguous() for k, v in tensors.items()}
 
-    os.makedirs(a.out, exist_ok=True)
-    save_file(tensors, os.path.join(a.out, "model.safetensors"), metadata={"format": "pt"})
+    # The config last: a directory with a config.json holds a whole checkpoint.
+    with replaced(os.path.join(a.out, "model.safetensors")) as tmp:
+        save_file(tensors, tmp, metadata={"format": "pt"})
+    write_tokenizer(os.path.join(a.out, "tokenizer.model"), a.vocab)
     config = {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
@@ -114,13 +119,14 @@ def main():
         "eos_token_id": 2,
         "torch_dtype": {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[a.dtype],
     }
-    with open(os.path.join(a.out, "config.json"), "w") as f:
-        json.dump(config, f, indent=2)
-    write_tokenizer(os.path.join(a.out, "tokenizer.model"), a.vocab)
+    write_json(os.path.join(a.out, "config.json"), config)
     params = sum(t.numel() for t in tensors.values())
     print("%s: %d layers, hidden %d, intermediate %d, %.1f M parameters, %s" % (a.out, a.layers, D, F, params / 1e6,
                                                                               a.dtype))
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except OSError as e:
+        sys.exit(f"llama_checkpoint: {e}")

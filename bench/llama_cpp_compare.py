@@ -23,12 +23,14 @@ llama.cpp is built by hand outside the repository (docs/PERFORMANCE.md, "Setup")
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import sys
 from dataclasses import dataclass, field
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checked_write import check_writable, write_json  # noqa: E402
 
 OUR_TYPES = ("f32", "bf16", "f16", "w8a8", "w4a8", "w4")
 
@@ -216,14 +218,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="also write every round's figures here")
     args = p.parse_args(argv)
     try:
+        if args.json:
+            check_writable(args.json)
+    except OSError as e:
+        print(f"llama_cpp_compare: --json: {e}", file=sys.stderr)
+        return 2
+    try:
         rows, table = compare(args)
     except CompareError as e:
         print(f"llama_cpp_compare: {e}", file=sys.stderr)
         return 2
     print(table)
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"rounds": args.rounds, "rows": rows}, f, indent=2)
+        try:
+            write_json(args.json, {"rounds": args.rounds, "rows": rows})
+        except OSError as e:
+            print(f"llama_cpp_compare: --json: {e}", file=sys.stderr)
+            return 1
     return 0
 
 

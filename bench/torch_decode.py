@@ -25,6 +25,7 @@ import statistics
 import sys
 import time
 
+from checked_write import check_writable, write_json
 from interleaved import time_interleaved
 
 SIZES = {
@@ -233,6 +234,11 @@ def main() -> int:
     # static cache: its own steps and its compiled graph's alone, which advances the same cache.
     if PROMPT + 1 + 2 * (args.warmup + args.runs) > CACHE_LEN:
         p.error(f"--warmup + --runs must be at most {(CACHE_LEN - PROMPT - 1) // 2} (a static cache of {CACHE_LEN})")
+    if args.json:
+        try:
+            check_writable(args.json)
+        except OSError as e:
+            p.error(f"--json: {e}")
     if not args.no_huge_pages:
         # torch's CPU allocator places allocations of 2 MiB and more on transparent huge pages
         # when this is set before it starts; the C++ model's weights are on huge pages too
@@ -300,9 +306,12 @@ def main() -> int:
     print(f"superkernel launches that ran on one thread (load policy {args.load_policy}): "
           f"{sk.runtime().one_thread_launches - one_thread_before}", file=sys.stderr)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"machine": {"cores": cores, "isa": isa, "load_policy": args.load_policy}, "results": results},
-                      f, indent=1)
+        try:
+            write_json(args.json, {"machine": {"cores": cores, "isa": isa, "load_policy": args.load_policy},
+                                   "results": results}, indent=1)
+        except OSError as e:
+            print(f"torch_decode: --json: {e}", file=sys.stderr)
+            return 1
     return 0
 
 

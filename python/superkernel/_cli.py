@@ -21,6 +21,8 @@ import statistics
 import sys
 import time
 
+from ._files import check_writable, write_json
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CONFIG, EXIT_MISMATCH = 0, 1, 2, 3, 4
 MODES = ("eager", "graph", "superkernel")
 
@@ -325,10 +327,12 @@ def cmd_bench(args, cfg) -> int:
         print(f"| {m} | {med * 1e3:.3f} ± {mad * 1e3:.3f} | {cfg.batch / med:.1f} | "
               f"{results['eager'][0] / med:.2f}x | {results['graph'][0] / med:.2f}x |")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"benchmark": "python_sample", "config": cfg.file, "architecture": arch,
-                       "modes": {m: {"step_latency": results[m][0], "mad": results[m][1],
-                                     "tokens_per_s": cfg.batch / results[m][0]} for m in MODES}}, f, indent=2)
+        try:
+            write_json(args.json, {"benchmark": "python_sample", "config": cfg.file, "architecture": arch,
+                                   "modes": {m: {"step_latency": results[m][0], "mad": results[m][1],
+                                                 "tokens_per_s": cfg.batch / results[m][0]} for m in MODES}})
+        except OSError as e:
+            raise CliError(f"--json: {e}", EXIT_FAILED) from None
     return EXIT_OK
 
 
@@ -541,6 +545,11 @@ def main(argv: list[str] | None = None) -> int:
             cfg = run_config.load(args.config)
         except (ValueError, LookupError) as e:
             raise _config_error(e) from None
+        if getattr(args, "json", None):
+            try:
+                check_writable(args.json)  # before the run: a bad path fails now, not after it
+            except OSError as e:
+                raise CliError(f"--json: {e}", EXIT_USAGE) from None
         command = {"run": cmd_run, "bench": cmd_bench, "explain": cmd_explain, "generate": cmd_generate}
         return command[args.command](args, cfg)
     except CliError as e:

@@ -5,7 +5,8 @@ A regular file is written under a temporary name beside it, flushed to the disk 
 the path; a path naming a device or FIFO (``/dev/null``, ``/dev/full``, ``/dev/stdout``) is written
 in place, its writes and close checked all the same. A symbolic link is followed.
 
-    from superkernel._files import write_json, replaced
+    from superkernel._files import check_writable, write_json, replaced
+    check_writable("bench.json")                      # before a long run: fail now, not after it
     write_json("bench.json", {"rows": rows})
     with replaced("model.safetensors") as tmp:        # for libraries that write a path themselves
         safetensors.torch.save_file(tensors, tmp)
@@ -19,7 +20,7 @@ import os
 import stat
 import threading
 
-__all__ = ["write_bytes", "write_text", "write_json", "replaced"]
+__all__ = ["check_writable", "write_bytes", "write_text", "write_json", "replaced"]
 
 _counter = 0
 _lock = threading.Lock()
@@ -43,8 +44,17 @@ def _in_place(path: str) -> bool:
     return not stat.S_ISREG(mode)
 
 
+_error_types: dict[type, type] = {}
+
+
 def _error(path: str, what: str, e: OSError) -> OSError:
-    err = type(e)(e.errno, f"cannot write '{path}': {what}{e.strerror or e}")
+    """The same kind of error (``except FileNotFoundError`` still catches it), its ``str()`` the
+    message alone: "cannot write 'PATH': what: reason", without the "[Errno N]" prefix."""
+    base = type(e)
+    kind = _error_types.get(base)
+    if kind is None:
+        kind = _error_types.setdefault(base, type(base.__name__, (base,), {"__str__": lambda self: self.strerror}))
+    err = kind(e.errno, f"cannot write '{path}': {what}{e.strerror or e}")
     err.filename = path
     return err
 
@@ -85,6 +95,27 @@ def replaced(path: str | os.PathLike):
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def check_writable(path: str | os.PathLike) -> None:
+    """Raises the ``OSError`` (naming ``path``) that writing ``path`` would raise on opening it:
+    its directory is missing, read-only or not a directory, or ``path`` is a directory. Checked by
+    creating the temporary file a write would create and removing it again (as root, permission
+    bits say nothing; a read-only mount or a filesystem that refuses new files still does), or by
+    opening a device for writing. Nothing at ``path`` changes."""
+    path = os.fspath(path)
+    if not path:
+        raise ValueError("cannot write a file with an empty path")
+    real = os.path.realpath(path) if os.path.islink(path) else path
+    target = real if _in_place(real) else _temp_name(real)
+    flags = os.O_WRONLY | (0 if target == real else os.O_CREAT | os.O_EXCL)
+    try:
+        fd = os.open(target, flags, 0o666)
+    except OSError as e:
+        raise _error(path, "", e) from None
+    os.close(fd)
+    if target != real:
+        os.unlink(target)
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> None:

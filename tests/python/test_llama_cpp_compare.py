@@ -121,11 +121,19 @@ def test_decode_only_passes_no_prompt(setup):
     (["--threads", "1,x"], "--threads 1,x"),
     (["--threads", "0"], "thread counts must be >= 1"),
     (["--rounds", "0"], "--rounds"),
+    (["--json", "/sys/out.json"], "--json: cannot write '/sys/out.json'"),  # before any run
 ])
 def test_bad_arguments_name_the_option(setup, capsys, extra, message):
     _, base = setup
     assert lcc.main(base + extra) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_result_that_cannot_be_written_is_an_error_naming_it(setup, capsys):
+    tmp_path, base = setup
+    assert lcc.main(base + ["--rounds", "1", "--json", "/dev/full"]) == 1
+    out, err = capsys.readouterr()
+    assert "| w4a8 |" in out and "--json: cannot write '/dev/full'" in err
 
 
 def test_a_failing_program_is_an_error_with_its_output(setup, capsys):

@@ -148,8 +148,8 @@ def test_run_explain_bench_on_a_config(checkpoint, capsys, tmp_path):
     assert code == 0, err
     assert "| superkernel |" in out and "bit-identical" in out and "(the captured step replayed)" in out
     assert set(json.loads((tmp_path / "b.json").read_text())["modes"]) == {"eager", "graph", "superkernel"}
-    code, out, err = run_main(capsys, "bench", str(afd), "-q", "--no-replay")
-    assert code == 0, err
+    code, out, err = run_main(capsys, "bench", str(afd), "-q", "--no-replay", "--json", "/dev/full")
+    assert code == 1 and "--json: cannot write '/dev/full'" in err, err  # the table printed, the file lost: exit 1
     assert "(compiled calls)" in out
 
 
@@ -201,6 +201,9 @@ def test_cli_errors_and_exit_codes(capsys, tmp_path):
     bad.write_text(open(mini).read().replace("n_routed_experts: 8", "n_routed_experts: -8"))
     code, _, err = run_main(capsys, "run", str(bad), "-q")
     assert code == 3 and "bad.yaml:" in err and "n_routed_experts" in err, err
+    # A --json nobody can write fails before the run (sysfs takes no new files, not even root's).
+    code, out, err = run_main(capsys, "bench", mini, "-q", "--json", "/sys/b.json")
+    assert code == 2 and "--json: cannot write '/sys/b.json'" in err and "| superkernel |" not in out, err
     code, _, err = run_main(capsys, "rnu", mini)
     assert code == 2
     code, _, err = run_main(capsys, "run", mini, "--prompt", "1,x")
