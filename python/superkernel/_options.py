@@ -15,6 +15,8 @@ Every key goes through ``CompileOptions.set`` in C++, so an unknown key or a bad
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +36,16 @@ FRONTEND_DEFAULTS: dict[str, Any] = {
 }
 
 
+# Options whose value is a path: a bool there would name a file "true" (trace=True).
+PATH_OPTIONS = ("trace", "dump_dir")
+
+
 def _text(key: str, value: Any) -> str:
+    if key in PATH_OPTIONS:
+        if isinstance(value, os.PathLike):
+            return os.fspath(value)
+        if not isinstance(value, str):
+            raise InvalidArgumentError(f"option '{key}': expected a path, got {value!r}")
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float, str)):
