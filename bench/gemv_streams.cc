@@ -11,10 +11,11 @@
 //   prefetch      software prefetch D bytes ahead on every stream (0: hardware prefetch only)
 //
 // beside the STREAM triad and a read-only sum on the same buffer (%triad, %read: of those two in the
-// same run), and one row at a time with four FMA chains (rows1x4chains: not the kernels' numerics,
-// the FMA latency hidden inside one row, as a kernel without a fixed lane pattern may). Variants
-// run in interleaved rounds (every variant once per round), so that a shared machine's drift hits
-// all alike; GB/s is the median, min-max the range over the rounds. Needs AVX2 and FMA.
+// same run, interleaved with the variants) and the shared bandwidth bound (%bound: bandwidth.h, the
+// best of a read-only sweep and a triad on the same pinned CPUs, measured before the rounds), and one row at a time
+// with four FMA chains (rows1x4chains: not the kernels' numerics, the FMA latency hidden inside one row, as a kernel
+// without a fixed lane pattern may). Variants run in interleaved rounds (every variant once per round), so that a
+// shared machine's drift hits all alike; GB/s is the median, min-max the range over the rounds. Needs AVX2 and FMA.
 //
 //   build/bench/sk_bench_gemv_streams [--runs N]
 #include <immintrin.h>
@@ -29,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "bandwidth.h"
 #include "bench_common.h"
 
 namespace {
@@ -158,8 +160,10 @@ int main(int argc, char** argv) {
   std::vector<float> ta(static_cast<size_t>(tn)), tb(static_cast<size_t>(tn), 1.0f), tc(static_cast<size_t>(tn), 2.0f);
   std::vector<float> sums(64);
   sk::bench::pin_current_thread(cpus()[0]);
-  std::printf("%-48s %7s %9s %8s %8s %8s\n", "variant", "threads", "GB/s", "min-max", "%triad", "%read");
+  std::printf("%-48s %7s %9s %8s %8s %8s %8s\n", "variant", "threads", "GB/s", "min-max", "%triad", "%read", "%bound");
   for (int threads = 1; threads <= max_threads; ++threads) {
+    const sk::bench::BandwidthBound bound = sk::bench::measure_bandwidth_bound(threads, 3);
+    std::printf("# %s\n", sk::bench::describe(bound).c_str());
     std::vector<Variant> vs;
     vs.push_back({"stream_triad", 3.0 * static_cast<double>(tn) * sizeof(float), [&, threads](int t) {
                     const int64_t lo = tn * t / threads, hi = tn * (t + 1) / threads;
@@ -223,8 +227,8 @@ int main(int argc, char** argv) {
       }
       char range[32];
       std::snprintf(range, sizeof range, "%.1f-%.1f", lo[i], hi[i]);
-      std::printf("%-48s %7d %9.1f %8s %8.0f %8.0f\n", vs[i].name.c_str(), threads, gbs[i], range,
-                  100.0 * gbs[i] / gbs[0], i == 0 ? 0.0 : 100.0 * gbs[i] / read_gbs);
+      std::printf("%-48s %7d %9.1f %8s %8.0f %8.0f %8.0f\n", vs[i].name.c_str(), threads, gbs[i], range,
+                  100.0 * gbs[i] / gbs[0], i == 0 ? 0.0 : 100.0 * gbs[i] / read_gbs, 100.0 * gbs[i] / bound.gb_per_s);
     }
     std::fflush(stdout);
   }

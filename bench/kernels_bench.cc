@@ -1,5 +1,6 @@
 // sk_bench_kernels: throughput of each built-in kernel at 1 and 2 cores, beside the memory
-// bandwidth measured in the same run (STREAM-style triad) and, for matmuls, oneDNN's matmul on
+// bandwidth bound measured in the same run (bandwidth.h: the best of a read-only sweep and a
+// STREAM triad on the runtime's CPUs; "%bound") and, for matmuls, oneDNN's matmul on
 // the same shape. Kernels run as one-op graphs in graph mode, so one launch is included in
 // every time (a few hundred ns, negligible for the large shapes that measure bandwidth).
 //
@@ -14,6 +15,7 @@
 #include <random>
 #include <thread>
 
+#include "bandwidth.h"
 #include "bench_common.h"
 #include "kernel_bench.h"
 #include "superkernel/ops.h"
@@ -43,42 +45,6 @@ std::vector<uint8_t> make_data(const BenchInput& in, uint32_t seed) {
   return b;
 }
 
-// Read-only streaming bandwidth: a sum over a 256 MiB buffer (beyond the LLC) split over
-// `threads` pinned threads, on 4 KiB pages or on transparent huge pages (MADV_HUGEPAGE; where the
-// system grants none, both rows measure 4 KiB pages). A GEMV only reads, so this, not the triad
-// (which writes a third of its traffic), is its ceiling.
-double read_gb_per_s(int threads, int runs, bool huge) {
-  const size_t n = size_t{1} << 26;  // floats
-  void* mem = nullptr;
-  if (posix_memalign(&mem, size_t{2} << 20, n * sizeof(float)) != 0) return 0.0;
-  std::unique_ptr<void, decltype(&std::free)> owner(mem, &std::free);
-  madvise(mem, n * sizeof(float), huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
-  auto* a = static_cast<float*>(mem);
-  for (size_t i = 0; i < n; ++i) a[i] = static_cast<float>(i & 7);
-  std::vector<float> sums(static_cast<size_t>(threads) * 16);
-  auto pass = [&](int t) {
-    const size_t lo = n * t / threads, hi = n * (t + 1) / threads;
-    float s[8] = {};
-    for (size_t i = lo; i < hi; i += 8) {
-      for (int j = 0; j < 8; ++j) s[j] += a[i + j];
-    }
-    sums[static_cast<size_t>(t) * 16] = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
-  };
-  const std::vector<int> cpus = allowed_cpus();
-  auto once = [&] {
-    std::vector<std::thread> ts;
-    for (int t = 1; t < threads; ++t)
-      ts.emplace_back([&, t] {
-        pin_current_thread(cpus[static_cast<size_t>(t) % cpus.size()]);
-        pass(t);
-      });
-    pass(0);
-    for (auto& t : ts) t.join();
-  };
-  auto times = time_runs(once, 1, runs);
-  return n * sizeof(float) / stats_of(times).median / 1e9;
-}
-
 const char* kUsage = "usage: sk_bench_kernels [--json PATH] [--runs N] [--quick] [--only CASE]... [--cores N]\n";
 
 }  // namespace
@@ -95,20 +61,20 @@ int main(int argc, char** argv) {
   std::vector<Result> results;
 
   std::printf("machine: %d cores, isa %s\n", machine_cores(), Runtime::cpu_isa().c_str());
-  std::printf("%-34s %5s %11s %9s %9s %8s %12s %9s\n", "case", "cores", "us/call", "GB/s", "GFLOP/s", "%triad",
+  std::printf("%-34s %5s %11s %9s %9s %8s %12s %9s\n", "case", "cores", "us/call", "GB/s", "GFLOP/s", "%bound",
               "oneDNN us", "ours/dnn");
   for (int cores = 1; cores <= max_cores; ++cores) {
     if (!cores_selected(args, cores)) continue;
-    const double triad = triad_gb_per_s(cores, args.quick ? 3 : 7);
-    results.push_back({"stream_triad", "stream", cores, "gb_per_s", triad, triad, triad, args.quick ? 3 : 7, "GB/s"});
-    std::printf("%-34s %5d %11s %9.1f %9s %8s %12s %9s\n", "stream_triad", cores, "-", triad, "-", "100", "-", "-");
-    for (bool huge : {false, true}) {
-      const char* name = huge ? "stream_read_2m_pages" : "stream_read_4k_pages";
-      const double read = read_gb_per_s(cores, args.quick ? 3 : 7, huge);
-      results.push_back({name, "stream", cores, "gb_per_s", read, read, read, args.quick ? 3 : 7, "GB/s"});
-      std::printf("%-34s %5d %11s %9.1f %9s %8.0f %12s %9s\n", name, cores, "-", read, "-", 100.0 * read / triad, "-",
-                  "-");
-    }
+    const int bw_runs = args.quick ? 3 : 7;
+    BandwidthBound bound = measure_bandwidth_bound(cores, bw_runs);
+    // The cases' rows wait for the bound: it is measured again after every case that streams
+    // beyond the LLC and is the best of all those sweeps (bandwidth.h's refresh_bound).
+    struct Row {
+      std::string name;
+      double us, gbs;
+      std::string flops, dnn, ratio;
+    };
+    std::vector<Row> rows;
 
     RuntimeOptions ro;
     ro.num_cores = cores;
@@ -201,10 +167,28 @@ int main(int argc, char** argv) {
       }
       char flops_col[32] = "-";
       if (c.flops > 0) std::snprintf(flops_col, sizeof(flops_col), "%.1f", gflops);
-      std::printf("%-34s %5d %11.2f %9.1f %9s %8.0f %12s %9s\n", c.name.c_str(), cores, st.median * 1e6, gbs, flops_col,
-                  100.0 * gbs / triad, dnn, ratio);
-      std::fflush(stdout);
+      rows.push_back({c.name, st.median * 1e6, gbs, flops_col, dnn, ratio});
+      if (c.bytes > static_cast<double>(llc_bytes())) refresh_bound(bound, 2);
     }
+    const double triad = bound.triad_gb_per_s;
+    results.push_back({"stream_triad", "stream", cores, "gb_per_s", triad, triad, triad, bw_runs, "GB/s"});
+    std::printf("%-34s %5d %11s %9.1f %9s %8.0f %12s %9s\n", "stream_triad", cores, "-", triad, "-",
+                100.0 * triad / bound.gb_per_s, "-", "-");
+    for (const ReadPoint& r : bound.reads) {
+      const std::string name =
+          "stream_read_" + std::to_string(r.footprint_bytes >> 20) + "m_" + (r.huge_pages ? "2m_pages" : "4k_pages");
+      results.push_back({name, "stream", cores, "gb_per_s", r.gb_per_s, r.gb_per_s, r.gb_per_s, bw_runs, "GB/s"});
+      std::printf("%-34s %5d %11s %9.1f %9s %8.0f %12s %9s\n", name.c_str(), cores, "-", r.gb_per_s, "-",
+                  100.0 * r.gb_per_s / bound.gb_per_s, "-", "-");
+    }
+    results.push_back({"bandwidth_bound", "stream", cores, "gb_per_s", bound.gb_per_s, bound.gb_per_s, bound.gb_per_s,
+                       bw_runs, "GB/s"});
+    std::printf("%-34s %5d %11s %9.1f %9s %8s %12s %9s\n", "bandwidth_bound", cores, "-", bound.gb_per_s, "-", "100",
+                "-", "-");
+    for (const Row& r : rows)
+      std::printf("%-34s %5d %11.2f %9.1f %9s %8.0f %12s %9s\n", r.name.c_str(), cores, r.us, r.gbs, r.flops.c_str(),
+                  100.0 * r.gbs / bound.gb_per_s, r.dnn.c_str(), r.ratio.c_str());
+    std::fflush(stdout);
   }
   if (!args.json.empty()) {
     if (sk::Status s = write_json(args.json, results); !s)

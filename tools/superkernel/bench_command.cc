@@ -7,8 +7,9 @@
 //                       share of the step that dispatch, syncs, barriers and idle cores take on
 //                       the critical core. Never negative: the kernel times are intervals inside
 //                       that step, with the cache state of the step itself;
-//   bandwidth share     bytes the step must read / step time / STREAM triad bandwidth on the
-//                       cores the runtime uses.
+//   % bound             bytes the step must read / step time / the memory-bandwidth bound on the
+//                       cores the runtime uses (bench/bandwidth.h: the best of a read-only sweep
+//                       and a STREAM triad, one pinned thread per core).
 // With --contend the same interleaved rounds are timed again beside one busy process (bench/
 // busy_load.h), unpinned and then pinned to the last CPU the runtime uses, and every mode's step is
 // printed with its ratio to its quiet step and to graph mode under the same load.
@@ -19,6 +20,7 @@
 #include <filesystem>
 #include <map>
 
+#include "bandwidth.h"
 #include "bench_common.h"
 #include "busy_load.h"
 #include "commands.h"
@@ -356,8 +358,9 @@ int bench_command(const BenchArgs& args) {
     if (!t) return fail(t.status().with_context("tracing the decode step"), kExitFailed);
     traced.push_back(std::move(*t));
   }
-  progress.update("STREAM triad on " + std::to_string(cores) + " cores");
-  const double triad = bench::triad_gb_per_s(cores, 5);
+  progress.update("bandwidth bound (read-only sweep and triad) on " + std::to_string(cores) + " cores");
+  const bench::BandwidthBound bound = bench::measure_bandwidth_bound(cores, 5);
+  const double triad = bound.triad_gb_per_s;
   progress.done();
 
   const std::string name = std::filesystem::path(cfg.file).stem().string();
@@ -374,7 +377,7 @@ int bench_command(const BenchArgs& args) {
                 cfg.parallel.ep);
   std::printf("\n\n");
   std::printf(
-      "| model | size | mode | cores | test | step ms | t/s | vs eager | vs graph | outside kernels | %% triad |\n");
+      "| model | size | mode | cores | test | step ms | t/s | vs eager | vs graph | outside kernels | %% bound |\n");
   std::printf("|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
   std::vector<bench::Result> results;
   const double eager_s = bench::stats_of(runs[0].step_s).median, graph_s = bench::stats_of(runs[1].step_s).median;
@@ -386,7 +389,7 @@ int bench_command(const BenchArgs& args) {
     for (double x : run.step_s) tps.push_back(cfg.decode.batch / x);
     const bench::Stats tp = bench::stats_of(tps);
     const double outside = t.step_s > 0 ? (t.step_s - t.kernel_s) / t.step_s : 0;
-    const double share = *bytes / st.median / (triad * 1e9);
+    const double share = *bytes / st.median / (bound.gb_per_s * 1e9);
     const char* mode = execution_mode_name(run.mode);
     std::printf("| %s | %s | %s | %d | %s | %.3f ± %.3f | %.1f ± %.1f | %.2f | %.2f | %.1f%% | %.1f%% |\n",
                 model.name.c_str(), mib(static_cast<double>(model.weight_bytes)).c_str(), mode, cores, test.c_str(),
@@ -402,9 +405,13 @@ int bench_command(const BenchArgs& args) {
                        t.step_s * 1e3, kTracedRuns, "ms"});
     results.push_back({name + "/" + test, mode, cores, "traced_kernel_time", t.kernel_s * 1e3, t.kernel_s * 1e3,
                        t.kernel_s * 1e3, kTracedRuns, "ms"});
-    results.push_back({name + "/" + test, mode, cores, "triad_fraction", share, share, share, n, "1"});
+    results.push_back({name + "/" + test, mode, cores, "bound_fraction", share, share, share, n, "1"});
   }
   results.push_back({"stream_triad", "stream", cores, "gb_per_s", triad, triad, triad, 5, "GB/s"});
+  results.push_back({"stream_read", "stream", cores, "gb_per_s", bound.read_gb_per_s, bound.read_gb_per_s,
+                     bound.read_gb_per_s, 5, "GB/s"});
+  results.push_back(
+      {"bandwidth_bound", "stream", cores, "gb_per_s", bound.gb_per_s, bound.gb_per_s, bound.gb_per_s, 5, "GB/s"});
   results.push_back({name + "/" + test, "bytes", cores, "step_bytes", *bytes, *bytes, *bytes, 1, "bytes"});
 
   std::printf(
@@ -419,9 +426,8 @@ int bench_command(const BenchArgs& args) {
   std::printf(
       "  (kernel time: per launch the core that ran sub-kernels longest, plus host ops; the rest of the step is "
       "dispatch, syncs, barriers and cores waiting; tracing adds a clock read per instruction, counted outside)\n");
-  std::printf(
-      "step reads %s; STREAM triad %.1f GB/s on %d cores (the runtime's CPUs); %% triad = bytes / step / triad\n",
-      mib(*bytes).c_str(), triad, cores);
+  std::printf("step reads %s; %s (the runtime's CPUs, one pinned thread each); %% bound = bytes / step / bound\n",
+              mib(*bytes).c_str(), bench::describe(bound).c_str());
   std::printf("outputs: prefill and %d decode steps bitwise identical in eager, graph and superkernel\n",
               decode_steps(cfg, model));
   if (!loaded.empty()) {
