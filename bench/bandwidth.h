@@ -10,7 +10,8 @@
 // Why both: a GEMV only reads, and a read stream runs faster than a triad, a third of whose
 // traffic is writes (and their write-allocate reads), so a triad alone is no ceiling for it; the
 // triad stays in as the bound of kernels that write as much as they read. The read sweep takes
-// the best of 4 KiB and transparent huge pages and of two footprints (2x and 8x the LLC): on a
+// the best of 4 KiB and transparent huge pages, of one or four streams per thread, and of two
+// footprints (2x and 8x the LLC): on a
 // non-inclusive victim LLC a stream twice its size still finds part of itself there, as a
 // kernel's weights of that size do.
 #ifndef SUPERKERNEL_BENCH_BANDWIDTH_H_
@@ -37,6 +38,7 @@ struct ReadPoint {
   size_t footprint_bytes = 0;
   bool huge_pages = false;
   double gb_per_s = 0;
+  int streams = 1;  // concurrent streams per thread (a GEMV tile reads 4 weight rows at once)
 };
 
 struct BandwidthBound {
@@ -123,7 +125,7 @@ inline void run_pinned(int threads, const std::function<void(int)>& part,
 // accumulators (256 bytes per step), so no add latency chain limits it below the memory system
 // (a float sum's chain did: 19 GB/s on 2 Zen 4 cores against a 25 GB/s triad).
 inline double read_sweep_point(int threads, int runs, size_t footprint, bool huge,
-                               std::vector<std::vector<int>>* affinity = nullptr) {
+                               std::vector<std::vector<int>>* affinity = nullptr, int streams = 1) {
   threads = std::max(threads, 1);
   footprint = (footprint + 4095) & ~size_t{4095};
   void* mem = nullptr;
@@ -140,8 +142,20 @@ inline double read_sweep_point(int threads, int runs, size_t footprint, bool hug
   auto part = [&](int t) {
     const size_t lo = (words * t / threads) & ~size_t{31}, hi = (words * (t + 1) / threads) & ~size_t{31};
     uint64_t acc[32] = {};
-    for (size_t i = lo; i < hi; i += 32)
-      for (int j = 0; j < 32; ++j) acc[j] |= a[i + j];
+    if (streams == 4) {
+      // Four contiguous quarters read side by side, a cache line of each per step.
+      const size_t q = ((hi - lo) / 4) & ~size_t{7};
+      for (size_t i = lo; i < lo + q; i += 8)
+        for (int j = 0; j < 8; ++j) {
+          acc[j] |= a[i + j];
+          acc[8 + j] |= a[i + q + j];
+          acc[16 + j] |= a[i + 2 * q + j];
+          acc[24 + j] |= a[i + 3 * q + j];
+        }
+    } else {
+      for (size_t i = lo; i < hi; i += 32)
+        for (int j = 0; j < 32; ++j) acc[j] |= a[i + j];
+    }
     uint64_t s = 0;
     for (uint64_t v : acc) s ^= v;
     sink[static_cast<size_t>(t) * 8] = s;
@@ -185,10 +199,26 @@ inline BandwidthBound measure_bandwidth_bound(int threads, int runs) {
   const size_t llc = llc_bytes();
   for (size_t times : {size_t{2}, size_t{8}})
     for (bool huge : {false, true})
-      b.reads.push_back({times * llc, huge, read_sweep_point(b.threads, runs, times * llc, huge)});
+      for (int streams : {1, 4})
+        b.reads.push_back(
+            {times * llc, huge, read_sweep_point(b.threads, runs, times * llc, huge, nullptr, streams), streams});
   b.read_gb_per_s = best_read(b.reads);
   b.gb_per_s = bound_of(b.read_gb_per_s, b.triad_gb_per_s);
   return b;
+}
+
+// Adds a read point, or keeps the faster of it and the point of the same footprint, pages and
+// streams already there, and recomputes the bound.
+inline void add_read_point(BandwidthBound& b, const ReadPoint& p) {
+  bool merged = false;
+  for (ReadPoint& r : b.reads)
+    if (r.footprint_bytes == p.footprint_bytes && r.huge_pages == p.huge_pages && r.streams == p.streams) {
+      r.gb_per_s = std::max(r.gb_per_s, p.gb_per_s);
+      merged = true;
+    }
+  if (!merged) b.reads.push_back(p);
+  b.read_gb_per_s = best_read(b.reads);
+  b.gb_per_s = bound_of(b.read_gb_per_s, b.triad_gb_per_s);
 }
 
 // Measures every point again and keeps, per point, the faster of the two: a benchmark that times
@@ -198,7 +228,8 @@ inline BandwidthBound measure_bandwidth_bound(int threads, int runs) {
 inline void refresh_bound(BandwidthBound& b, int runs) {
   b.triad_gb_per_s = std::max(b.triad_gb_per_s, triad_best_gb_per_s(b.threads, runs));
   for (ReadPoint& r : b.reads)
-    r.gb_per_s = std::max(r.gb_per_s, read_sweep_point(b.threads, runs, r.footprint_bytes, r.huge_pages));
+    r.gb_per_s =
+        std::max(r.gb_per_s, read_sweep_point(b.threads, runs, r.footprint_bytes, r.huge_pages, nullptr, r.streams));
   b.read_gb_per_s = best_read(b.reads);
   b.gb_per_s = bound_of(b.read_gb_per_s, b.triad_gb_per_s);
 }
