@@ -371,7 +371,39 @@ def _tokenizer(cfg):
                        "token ids with --prompt-ids", EXIT_CONFIG)
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(cfg.checkpoint)
+    try:
+        return AutoTokenizer.from_pretrained(cfg.checkpoint)
+    except Exception as e:  # noqa: BLE001 - whatever the files hold: say which files, and what went wrong
+        present = ", ".join(f for f in files + ("special_tokens_map.json",)
+                            if os.path.isfile(os.path.join(cfg.checkpoint, f)))
+        raise CliError(f"checkpoint {cfg.checkpoint}: cannot read its tokenizer ({present}): "
+                       f"{type(e).__name__}: {e}", EXIT_CONFIG) from None
+
+
+def _encode(cfg, tokenizer, text: str, chat_template: bool) -> list[int]:
+    """The prompt's token ids: `text` as a user message through the chat template, or the text
+    itself. A template that does not render, or renders to something that is not text, is an
+    error naming the checkpoint's template."""
+    if not chat_template:
+        try:
+            return list(tokenizer(text)["input_ids"])
+        except Exception as e:  # noqa: BLE001
+            raise CliError(f"checkpoint {cfg.checkpoint}: its tokenizer cannot encode the prompt: "
+                           f"{type(e).__name__}: {e}", EXIT_CONFIG) from None
+    template = getattr(tokenizer, "chat_template", None)
+    if not template:
+        raise CliError(f"checkpoint {cfg.checkpoint}: the tokenizer has no chat template "
+                       "(tokenizer_config.json 'chat_template'); leave --chat-template out", EXIT_CONFIG)
+    try:
+        ids = tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
+                                            tokenize=True)
+        if isinstance(ids, dict) or hasattr(ids, "keys"):
+            ids = ids["input_ids"]
+        ids = [int(i) for i in ids]
+    except Exception as e:  # noqa: BLE001 - a template is a program: any error of its is the checkpoint's
+        raise CliError(f"checkpoint {cfg.checkpoint}: its chat template (tokenizer_config.json 'chat_template' "
+                       f"or chat_template.jinja) does not render: {type(e).__name__}: {e}", EXIT_CONFIG) from None
+    return ids
 
 
 def _eos_ids(cfg, tokenizer) -> set[int]:
@@ -381,13 +413,21 @@ def _eos_ids(cfg, tokenizer) -> set[int]:
     if cfg.checkpoint:
         for name in ("generation_config.json", "config.json"):
             path = os.path.join(cfg.checkpoint, name)
-            if os.path.isfile(path):
-                with open(path) as f:
-                    value = json.load(f).get("eos_token_id")
-                if isinstance(value, int):
-                    ids.add(value)
-                elif isinstance(value, list):
-                    ids.update(int(v) for v in value)
+            if not os.path.isfile(path):
+                continue
+            try:
+                with open(path, encoding="utf-8") as f:
+                    data = json.load(f)
+            except (OSError, ValueError) as e:
+                raise CliError(f"{path}: not a JSON file: {e}", EXIT_CONFIG) from None
+            value = data.get("eos_token_id") if isinstance(data, dict) else None
+            if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+                ids.update(value)
+            elif isinstance(value, int) and not isinstance(value, bool):
+                ids.add(value)
+            elif value is not None:
+                raise CliError(f"{path}: key 'eos_token_id': expected a token id or a list of them, got {value!r}",
+                               EXIT_CONFIG)
     return ids
 
 
@@ -403,17 +443,7 @@ def cmd_generate(args, cfg) -> int:
     tokenizer = None
     if args.prompt is not None:
         tokenizer = _tokenizer(cfg)
-        if args.chat_template:
-            if not getattr(tokenizer, "chat_template", None):
-                raise CliError(f"checkpoint {cfg.checkpoint}: the tokenizer has no chat template "
-                               "(tokenizer_config.json 'chat_template'); leave --chat-template out", EXIT_CONFIG)
-            prompt = tokenizer.apply_chat_template([{"role": "user", "content": args.prompt}],
-                                                   add_generation_prompt=True, tokenize=True)
-            if isinstance(prompt, dict) or hasattr(prompt, "keys"):
-                prompt = prompt["input_ids"]
-            prompt = list(prompt)
-        else:
-            prompt = tokenizer(args.prompt)["input_ids"]
+        prompt = _encode(cfg, tokenizer, args.prompt, args.chat_template)
         if not prompt:
             raise CliError("--prompt: the text has no tokens", EXIT_USAGE)
     else:
