@@ -441,11 +441,26 @@ class Lowerer(Ctx):
             return
         row = ATEN_LOWERINGS[node.target]
         self.env[node] = row.lower(self, node)
+        self._check_lowered_dtypes(node)
+
+    def _check_lowered_dtypes(self, node: fx.Node) -> None:
+        """A row's values have torch's dtypes: anything else is the lowering's error, said here
+        with the node's name rather than by the verifier or, worse, by wrong numbers later."""
+        got = self.env[node]
+        want = val(node)
+        pairs = zip(got, want) if isinstance(got, tuple) and isinstance(want, (tuple, list)) else [(got, want)]
+        for g, w in pairs:
+            if not isinstance(g, _sk.Tensor) or not isinstance(w, torch.Tensor) or not has_sk_dtype(w.dtype):
+                continue
+            have = self.g.tensor(g).dtype
+            if have != to_sk(w.dtype):
+                raise UnimplementedError(f"lowers to {have} where torch computes {w.dtype} (a missing promotion)")
 
     def lower_outputs(self) -> list[OutputSlot]:
         out_node = next(n for n in self.gm.graph.nodes if n.op == "output")
         slots = []
         n_sk = 0
+        outputs: set[int] = set()
         for i, a in enumerate(out_node.args[0]):
             if not isinstance(a, fx.Node):
                 slots.append(OutputSlot("none", value=a))
@@ -465,6 +480,9 @@ class Lowerer(Ctx):
                 # aliases the caller's tensor as the graph says.
                 slots.append(OutputSlot("torch", value=a))
                 continue
+            if v.id in outputs:  # the same tensor returned twice: a graph output holds one tensor
+                v = _sk.copy(self.g, v, f"out{i}_copy")
+            outputs.add(v.id)
             self.g.output(v, f"out{i}")
             slots.append(OutputSlot("sk", index=n_sk, dtype=val(a).dtype, shape=list(val(a).shape)))
             n_sk += 1

@@ -265,22 +265,6 @@ def _lower_wait(ctx: Ctx, node: fx.Node):
     return ctx.value(node.args[0])
 
 
-# ---- aten.copy(dst, src): what dynamo leaves of a synchronous dist.all_reduce(t) ---------------
-# dynamo rewrites the in-place `torch.distributed.all_reduce(t)` into the functional all_reduce,
-# its wait_tensor and a functional copy of the result "into" t; the copy is the result itself.
-
-
-def _check_copy(node, caps):
-    dst, src = node.args[0], node.args[1]
-    if shape(dst) != shape(src) or dtype(dst) != dtype(src):
-        return "copy with broadcasting or a dtype change"
-    return None
-
-
-def _lower_copy(ctx: Ctx, node: fx.Node):
-    return ctx.value(node.args[1])
-
-
 # ---- everything else of torch.distributed ---------------------------------------------------------
 
 
@@ -324,4 +308,3 @@ def register(table: dict) -> None:
     table[c10d.wait_tensor.default] = CollectiveRow(_check_wait, _lower_wait)
     for op in _other_ops():
         table.setdefault(op, CollectiveRow(_refuse, _never))
-    table.setdefault(torch.ops.aten.copy.default, Row(_check_copy, _lower_copy))

@@ -21,7 +21,7 @@ import torch.fx as fx
 
 from . import _superkernel
 from ._kernel_ops import signature_of
-from ._torch_types import has_sk_dtype, to_sk
+from ._torch_types import has_sk_dtype, result_type, to_sk
 
 aten = torch.ops.aten
 _sk = _superkernel
@@ -270,6 +270,29 @@ def _lower_to_copy(ctx: Ctx, node: fx.Node):
     return ctx.caps.tensor_ops.cast(ctx.g, x, to_sk(dtype(node)), ctx.name(node))
 
 
+def _check_copy(node, caps):
+    dst, src = node.args[0], node.args[1]
+    if dtype(dst) != dtype(src) and not caps.tensor("cast"):
+        return f"copy {dtype(src)} -> {dtype(dst)}: no tensor.cast kernel in the loaded packages"
+    if shape(dst) != shape(src) and not caps.has_expand:
+        return "copy with broadcasting: no expand view in this build"
+    return None
+
+
+def _lower_copy(ctx: Ctx, node: fx.Node):
+    """aten.copy(dst, src), functionalisation's form of dst.copy_(src) (and what dynamo leaves of
+    a synchronous dist.all_reduce(t)): src in dst's dtype, broadcast to dst's shape."""
+    dst, src = node.args[0], node.args[1]
+    x = _as_dtype(ctx, node, src, dtype(dst), "src")
+    want, have = shape(dst), shape(src)
+    if want == have:
+        return x
+    if len(have) < len(want):
+        x = ctx.g.reshape(ctx.dense(x, ctx.name(node) + "_src"), [1] * (len(want) - len(have)) + have,
+                          ctx.name(node) + "_ranked")
+    return ctx.dense(ctx.g.expand(x, want, ctx.name(node) + "_expand"), ctx.name(node))
+
+
 # ---- element-wise ---------------------------------------------------------------------------
 
 # ATen overload -> BinaryOp name
@@ -351,6 +374,31 @@ def _legacy_binary_kernel(node: fx.Node) -> str | None:
     return None
 
 
+def _scalar_ok(x) -> bool:
+    return isinstance(x, (bool, int, float))
+
+
+# Ops torch computes on bool operands as the logical ones (True + True is True).
+_BOOL_AS_LOGICAL = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or", "minimum": "logical_and"}
+
+
+def _binary_compute(node: fx.Node) -> torch.dtype:
+    """The dtype torch computes a binary op in: its type promotion of the two operands (tensors
+    and Python scalars, 0-d tensors ranking below dimensioned ones), true division of integers
+    in the default float dtype, the logical ops on bools."""
+    op = _BINARY[node.target]
+    if op in ("logical_and", "logical_or"):
+        return torch.bool
+    compute = result_type(val(node.args[0]), val(node.args[1]))
+    if op == "div" and not compute.is_floating_point:
+        compute = torch.get_default_dtype()
+    return compute
+
+
+def _casts_needed(node: fx.Node, compute: torch.dtype, operands) -> bool:
+    return any(isinstance(x, fx.Node) and dtype(x) != compute for x in operands)
+
+
 def _check_binary(node, caps):
     if _alpha(node) != 1:
         return "add/sub with alpha"
@@ -358,22 +406,25 @@ def _check_binary(node, caps):
         return "div with a rounding mode"
     if caps.tensor("binary") and caps.tensor("binary_scalar"):
         a, b = node.args[0], node.args[1]
-        if not isinstance(a, fx.Node):
-            a, b = b, a  # scalar first: op(scalar, tensor)
-            if not isinstance(a, fx.Node):
-                return "two scalar operands"
-        if isinstance(b, fx.Node):
-            return None
-        if isinstance(b, bool) or not isinstance(b, (int, float)):
-            return f"scalar operand {b!r}"
-        if not dtype(a).is_floating_point and isinstance(b, float) and not float(b).is_integer():
-            op = _BINARY[node.target]
-            if op in ("add", "sub", "mul", "div", "pow", "maximum", "minimum"):
-                return "integer tensor with a fractional scalar (torch promotes to float)"
+        if not isinstance(a, fx.Node) and not isinstance(b, fx.Node):
+            return "two scalar operands"
+        for x in (a, b):
+            if not isinstance(x, fx.Node) and not _scalar_ok(x):
+                return f"scalar operand {x!r}"
+        if _casts_needed(node, _binary_compute(node), (a, b)) and not caps.tensor("cast"):
+            return "mixed dtypes: no tensor.cast kernel in the loaded packages"
         return None
     if _legacy_binary_kernel(node):
         return None
     return "no tensor.binary kernel in the loaded packages (add.f32/mul.f32 need b to be a suffix of a)"
+
+
+def _as_dtype(ctx: Ctx, node: fx.Node, x, want: torch.dtype, role: str):
+    """The graph value of operand x (a node) in dtype `want`: itself, or a cast of it."""
+    v = ctx.value(x)
+    if dtype(x) == want:
+        return v
+    return ctx.caps.tensor_ops.cast(ctx.g, v, to_sk(want), f"{ctx.name(node)}_{role}_{str(want)[6:]}")
 
 
 def _lower_binary(ctx: Ctx, node: fx.Node):
@@ -385,25 +436,55 @@ def _lower_binary(ctx: Ctx, node: fx.Node):
         builder = _sk.add if op == "add" else _sk.mul
         return builder(ctx.g, x, y, ctx.name(node))
     T = ctx.caps.tensor_ops
+    compute = _binary_compute(node)
+    if compute == torch.bool:
+        op = _BOOL_AS_LOGICAL.get(op, op)
     bop = getattr(T.BinaryOp, op)
     if isinstance(a, fx.Node) and isinstance(b, fx.Node):
-        return T.binary(ctx.g, ctx.value(a), ctx.value(b), bop, ctx.name(node))
+        if _opmath_scalar(op, compute) and len(shape(b)) == 0 and dtype(b) != compute:
+            # x * s / x / s for a 0-d s of another dtype: torch takes s's own value in f32.
+            x, y = _as_dtype(ctx, node, a, torch.float32, "a"), _as_dtype(ctx, node, b, torch.float32, "b")
+            r = T.binary(ctx.g, x, y, bop, ctx.name(node) + "_f32")
+            return T.cast(ctx.g, r, to_sk(compute), ctx.name(node))
+        x, y = _as_dtype(ctx, node, a, compute, "a"), _as_dtype(ctx, node, b, compute, "b")
+        return T.binary(ctx.g, x, y, bop, ctx.name(node))
     if isinstance(a, fx.Node):
-        return T.binary_scalar(ctx.g, ctx.value(a), float(b), bop, False, ctx.name(node))
-    return T.binary_scalar(ctx.g, ctx.value(b), float(a), bop, True, ctx.name(node))
+        s = _scalar_value(b, compute, _opmath_scalar(op, compute))
+        return T.binary_scalar(ctx.g, _as_dtype(ctx, node, a, compute, "a"), s, bop, False, ctx.name(node))
+    s = _scalar_value(a, compute, False)
+    return T.binary_scalar(ctx.g, _as_dtype(ctx, node, b, compute, "b"), s, bop, True, ctx.name(node))
+
+
+def _opmath_scalar(op: str, compute: torch.dtype) -> bool:
+    """torch's CPU mul and div of a bf16/f16 tensor by a scalar second operand (a Python number or
+    a 0-d tensor) use the scalar's own value in f32; every other op, and the scalar first, round
+    it to the bf16/f16 dtype first."""
+    return op in ("mul", "div") and compute in (torch.bfloat16, torch.float16)
+
+
+def _scalar_value(s, compute: torch.dtype, opmath: bool) -> float:
+    """A Python scalar as torch's kernel sees it: rounded to the compute dtype (f32 for opmath)."""
+    if not compute.is_floating_point:
+        return float(s)
+    return float(torch.tensor(float(s), dtype=torch.float32 if opmath else compute))
 
 
 def _check_rsub(node, caps):
     if not caps.tensor("binary_scalar"):
         return "no tensor.binary_scalar kernel in the loaded packages"
-    if _alpha(node) != 1 or isinstance(node.args[1], fx.Node):
+    if _alpha(node) != 1 or isinstance(node.args[1], fx.Node) or not _scalar_ok(node.args[1]):
         return "rsub with alpha or a tensor"
+    if result_type(val(node.args[0]), node.args[1]) != dtype(node.args[0]) and not caps.tensor("cast"):
+        return "rsub with a promoting scalar: no tensor.cast kernel in the loaded packages"
     return None
 
 
 def _lower_rsub(ctx: Ctx, node: fx.Node):
     T = ctx.caps.tensor_ops
-    return T.binary_scalar(ctx.g, ctx.value(node.args[0]), float(node.args[1]), T.BinaryOp.sub, True, ctx.name(node))
+    compute = result_type(val(node.args[0]), node.args[1])
+    x = _as_dtype(ctx, node, node.args[0], compute, "a")
+    s = _scalar_value(node.args[1], compute, False)
+    return T.binary_scalar(ctx.g, x, s, T.BinaryOp.sub, True, ctx.name(node))
 
 
 _UNARY = {
@@ -432,9 +513,20 @@ def _unary_op_name(node: fx.Node) -> str:
     return name
 
 
+def _check_unary(node, caps):
+    if not caps.tensor("unary"):
+        return "no tensor.unary kernel in the loaded packages"
+    if dtype(node.args[0]) != dtype(node) and not caps.tensor("cast"):
+        return f"unary op of {dtype(node.args[0])} giving {dtype(node)}: no tensor.cast kernel in the loaded packages"
+    return None
+
+
 def _lower_unary(ctx: Ctx, node: fx.Node):
+    """torch computes a float op of an integer tensor (exp, sin, ...) in its float result dtype,
+    and logical_not of any tensor on its truth values: the operand is cast to that dtype first."""
     T = ctx.caps.tensor_ops
-    return T.unary(ctx.g, ctx.value(node.args[0]), getattr(T.UnaryOp, _unary_op_name(node)), ctx.name(node))
+    x = _as_dtype(ctx, node, node.args[0], dtype(node), "x")
+    return T.unary(ctx.g, x, getattr(T.UnaryOp, _unary_op_name(node)), ctx.name(node))
 
 
 def _check_where(node, caps):
@@ -442,11 +534,18 @@ def _check_where(node, caps):
         return "no tensor.where kernel in the loaded packages"
     if not all(isinstance(a, fx.Node) for a in node.args[:3]):
         return "where with scalar operands"
+    if dtype(node.args[0]) != torch.bool:
+        return f"where with a {dtype(node.args[0])} condition"
+    if _casts_needed(node, dtype(node), node.args[1:3]) and not caps.tensor("cast"):
+        return "where of mixed dtypes: no tensor.cast kernel in the loaded packages"
     return None
 
 
 def _lower_where(ctx: Ctx, node: fx.Node):
-    c, a, b = (ctx.value(x) for x in node.args[:3])
+    """a and b in torch's promotion of the two (the node's dtype)."""
+    c = ctx.value(node.args[0])
+    a = _as_dtype(ctx, node, node.args[1], dtype(node), "a")
+    b = _as_dtype(ctx, node, node.args[2], dtype(node), "b")
     return ctx.caps.tensor_ops.where(ctx.g, c, a, b, ctx.name(node))
 
 
@@ -470,6 +569,8 @@ def _check_reduce(node, caps):
         return "no tensor.reduce kernel in the loaded packages"
     if node.kwargs.get("dtype") is not None:
         return "reduction with a dtype argument"
+    if dtype(node.args[0]) == torch.bool and node.target in (aten.amax.default, aten.amin.default):
+        return None if caps.tensor("cast") else "amax/amin of bools: no tensor.cast kernel in the loaded packages"
     return None
 
 
@@ -484,7 +585,13 @@ _REDUCE = {
 def _lower_reduce(ctx: Ctx, node: fx.Node):
     T = ctx.caps.tensor_ops
     op = getattr(T.ReduceOp, _REDUCE[node.target])
-    return T.reduce(ctx.g, ctx.value(node.args[0]), op, _reduce_dims(node), _keepdim(node), ctx.name(node))
+    x = node.args[0]
+    if dtype(x) == torch.bool and _REDUCE[node.target] in ("max", "min"):
+        # amax/amin of bools (any/all): over 0/1 integers, back to bool.
+        wide = _as_dtype(ctx, node, x, torch.int32, "x")
+        r = T.reduce(ctx.g, wide, op, _reduce_dims(node), _keepdim(node), ctx.name(node) + "_i32")
+        return T.cast(ctx.g, r, to_sk(torch.bool), ctx.name(node))
+    return T.reduce(ctx.g, ctx.value(x), op, _reduce_dims(node), _keepdim(node), ctx.name(node))
 
 
 def _check_var(node, caps):
@@ -492,6 +599,8 @@ def _check_var(node, caps):
         return "no tensor.reduce / tensor.binary kernels in the loaded packages"
     if not is_float(node.args[0]):
         return "var of a non-float tensor"
+    if dtype(node.args[0]) != torch.float32 and not caps.tensor("cast"):
+        return f"var of {dtype(node.args[0])}: no tensor.cast kernel in the loaded packages"
     return None
 
 
@@ -507,11 +616,16 @@ def _lower_var(ctx: Ctx, node: fx.Node):
     keep = node.kwargs.get("keepdim", False)
     n = math.prod(shape(x)[d] for d in dims)
     name = ctx.name(node)
-    mean = T.reduce(ctx.g, ctx.value(x), T.ReduceOp.mean, dims, True, name + "_mean")
-    d = T.binary(ctx.g, ctx.value(x), mean, T.BinaryOp.sub, name + "_centered")
+    # torch accumulates a bf16/f16 variance in f32 and rounds once, at the end.
+    wide = _as_dtype(ctx, node, x, torch.float32, "x")
+    mean = T.reduce(ctx.g, wide, T.ReduceOp.mean, dims, True, name + "_mean")
+    d = T.binary(ctx.g, wide, mean, T.BinaryOp.sub, name + "_centered")
     sq = T.binary(ctx.g, d, d, T.BinaryOp.mul, name + "_squared")
     total = T.reduce(ctx.g, sq, T.ReduceOp.sum, dims, bool(keep), name + "_sum")
-    return T.binary_scalar(ctx.g, total, float(max(0, n - correction)), T.BinaryOp.div, False, name)
+    if dtype(node) == torch.float32:
+        return T.binary_scalar(ctx.g, total, float(max(0, n - correction)), T.BinaryOp.div, False, name)
+    var = T.binary_scalar(ctx.g, total, float(max(0, n - correction)), T.BinaryOp.div, False, name + "_f32")
+    return T.cast(ctx.g, var, to_sk(dtype(node)), name)
 
 
 def _lower_arg_reduce(ctx: Ctx, node: fx.Node):
@@ -624,15 +738,18 @@ def _lower_embedding(ctx: Ctx, node: fx.Node):
 
 def _check_cat(node, caps):
     # cat is copies into slices of one tensor: it needs the builder and the copy kernel only.
-    if caps.tensor_ops is not None and hasattr(caps.tensor_ops, "cat") and caps.kernel("copy"):
-        return None
-    return "no cat builder in this build"
+    if not (caps.tensor_ops is not None and hasattr(caps.tensor_ops, "cat") and caps.kernel("copy")):
+        return "no cat builder in this build"
+    if _casts_needed(node, dtype(node), node.args[0]) and not caps.tensor("cast"):
+        return "cat of mixed dtypes: no tensor.cast kernel in the loaded packages"
+    return None
 
 
 def _lower_cat(ctx: Ctx, node: fx.Node):
     xs = [x for x in node.args[0] if math.prod(shape(x)) > 0 or len(node.args[0]) == 1]
     dim = norm_dim(node.args[1] if len(node.args) > 1 else 0, len(shape(node)))
-    return ctx.caps.tensor_ops.cat(ctx.g, [ctx.value(x) for x in xs], dim, ctx.name(node))
+    parts = [_as_dtype(ctx, node, x, dtype(node), f"part{i}") for i, x in enumerate(xs)]  # torch promotes them
+    return ctx.caps.tensor_ops.cat(ctx.g, parts, dim, ctx.name(node))
 
 
 # ---- matrix products and attention ----------------------------------------------------------
@@ -751,9 +868,10 @@ _views = {
     aten.expand.default: Row(_check_expand, _lower_expand),
     aten.clone.default: Row(_ok, _lower_clone),
     aten._to_copy.default: Row(_check_to_copy, _lower_to_copy),
+    aten.copy.default: Row(_check_copy, _lower_copy),
 }
 _elementwise = {op: Row(_check_binary, _lower_binary) for op in _BINARY}
-_elementwise.update({op: Row(_needs("unary"), _lower_unary) for op in _UNARY})
+_elementwise.update({op: Row(_check_unary, _lower_unary) for op in _UNARY})
 _elementwise[aten.rsub.Scalar] = Row(_check_rsub, _lower_rsub)
 _elementwise[aten.where.self] = Row(_check_where, _lower_where)
 

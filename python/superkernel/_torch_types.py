@@ -36,3 +36,18 @@ def to_sk(dtype: torch.dtype, what: str = "tensor") -> DType:
 
 def to_torch(dtype: DType) -> torch.dtype:
     return _TO_TORCH[dtype]
+
+
+
+def result_type(a, b) -> torch.dtype:
+    """torch's type promotion (``torch.result_type``) of two operands: tensors, real or fake (their
+    dtype and whether they are 0-d is what counts), or Python scalars."""
+
+    def proxy(x):
+        if isinstance(x, torch.Tensor):
+            return torch.empty(() if x.dim() == 0 else (1,), dtype=x.dtype)
+        return x
+
+    if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
+        return torch.result_type(torch.tensor(a), b)
+    return torch.result_type(proxy(a), proxy(b))

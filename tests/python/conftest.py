@@ -30,7 +30,7 @@ def bits(t):
     """A tensor's bytes, for bit-identity checks."""
     import torch
 
-    t = t.detach().contiguous()
+    t = t.detach().contiguous().reshape(-1)  # a 0-d tensor has no byte view
     return t.view(torch.uint8) if t.dtype != torch.bool else t
 
 
