@@ -622,10 +622,10 @@ def _lower_var(ctx: Ctx, node: fx.Node):
     d = T.binary(ctx.g, wide, mean, T.BinaryOp.sub, name + "_centered")
     sq = T.binary(ctx.g, d, d, T.BinaryOp.mul, name + "_squared")
     total = T.reduce(ctx.g, sq, T.ReduceOp.sum, dims, bool(keep), name + "_sum")
-    if dtype(node) == torch.float32:
-        return T.binary_scalar(ctx.g, total, float(max(0, n - correction)), T.BinaryOp.div, False, name)
-    var = T.binary_scalar(ctx.g, total, float(max(0, n - correction)), T.BinaryOp.div, False, name + "_f32")
-    return T.cast(ctx.g, var, to_sk(dtype(node)), name)
+    narrow = dtype(node) != torch.float32
+    var = T.binary_scalar(ctx.g, total, float(max(0, n - correction)), T.BinaryOp.div, False,
+                          name + "_f32" if narrow else name)
+    return T.cast(ctx.g, var, to_sk(dtype(node)), name) if narrow else var
 
 
 def _lower_arg_reduce(ctx: Ctx, node: fx.Node):

@@ -38,7 +38,6 @@ def to_torch(dtype: DType) -> torch.dtype:
     return _TO_TORCH[dtype]
 
 
-
 def result_type(a, b) -> torch.dtype:
     """torch's type promotion (``torch.result_type``) of two operands: tensors, real or fake (their
     dtype and whether they are 0-d is what counts), or Python scalars."""

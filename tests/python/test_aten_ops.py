@@ -160,3 +160,20 @@ def test_in_place_cache_updates_write_the_torch_buffers():
     assert kinds["k"] == sk.TensorKind.variable and kinds["v"] == sk.TensorKind.variable
     if not _missing(["tensor.index_copy", "tensor.reduce", "tensor.binary"]):
         assert graph.host_steps == []
+
+
+def test_a_row_giving_another_dtype_than_torch_is_an_error_naming_the_node(monkeypatch):
+    """The lowering checks each row's dtypes against torch's: a row that got promotion wrong is
+    refused naming the node, not left to the verifier or to wrong numbers."""
+    from superkernel import _lowering
+
+    row = _lowering.ATEN_LOWERINGS[torch.ops.aten.mul.Tensor]
+
+    def wrong(ctx, node):
+        return ctx.caps.tensor_ops.cast(ctx.g, ctx.value(node.args[0]), sk.DType.i32, ctx.name(node))
+
+    monkeypatch.setitem(_lowering.ATEN_LOWERINGS, torch.ops.aten.mul.Tensor, _lowering.Row(row.check, wrong))
+    compiled = compile_fn(lambda x: x * 2.0, MODES["superkernel"])
+    with pytest.raises(Exception) as e, torch.no_grad():
+        compiled(r(8))
+    assert "node 'mul'" in str(e.value) and "where torch computes torch.float32" in str(e.value)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import types
 
 import pytest
 import torch
@@ -41,7 +42,8 @@ from conftest import MODES, bits, compile_fn, run_recorded
 
 CASES = int(os.environ.get("SK_LOWERING_FUZZ_CASES", "60"))
 FIRST_SEED = int(os.environ.get("SK_LOWERING_FUZZ_SEED", "1"))
-REGRESSION_SEEDS: list[int] = []
+# 1540: torch rounds bf16 rsqrt through a bf16 sqrt; upcast to f32, that ulp needs bf16's tolerance.
+REGRESSION_SEEDS: list[int] = [1540]
 
 # Tolerance (relative and absolute, scaled by the output's magnitude) for values that went through
 # an inexact op (a transcendental, a reduction's order, a matmul's): a few units of the dtype's
@@ -53,12 +55,24 @@ DTYPE_SRC = {
     torch.float32: "torch.float32", torch.bfloat16: "torch.bfloat16", torch.float16: "torch.float16",
     torch.int32: "torch.int32", torch.int64: "torch.int64", torch.bool: "torch.bool",
 }
+OPERAND = re.compile(r"\b(?:x\d+|v\d+|self\.buf)\b")  # the values a line's expression reads
 MAX_MAGNITUDE = 1e4  # lines whose values grow past this (or turn non-finite) are not kept
 
 
 class Value:
-    def __init__(self, name: str, tensor: torch.Tensor, exact: bool):
+    """A value of the program: its eager tensor, whether every op on its path is exact, and the
+    float dtype of least precision on its path (whose TOLERANCE applies to it: a bf16 rounding
+    torch does differently survives a later upcast to f32)."""
+
+    def __init__(self, name: str, tensor: torch.Tensor, exact: bool, coarsest: torch.dtype | None = None):
         self.name, self.t, self.exact = name, tensor, exact
+        self.coarsest = coarsest if coarsest is not None else _coarser(None, tensor.dtype)
+
+
+def _coarser(a: torch.dtype | None, b: torch.dtype | None) -> torch.dtype | None:
+    """The float dtype of the two with the larger tolerance (None: no float dtype yet)."""
+    cands = [d for d in (a, b) if d in TOLERANCE]
+    return max(cands, key=TOLERANCE.get) if cands else None
 
 
 def make_input(rng: random.Random, dtype: torch.dtype, shape: tuple, gen: torch.Generator) -> torch.Tensor:
@@ -89,7 +103,6 @@ class Program:
         self.buffer = torch.randn(tuple(dims[1:]), generator=gen)
         self.values.append(Value("self.buf", self.buffer.clone(), True))
         self.lines: list[str] = []
-        self.line_values: list[str] = []  # the value each line defines ("" for in-place lines)
         self.mutated_inputs: set[int] = set()
         n = 0
         attempts = 0
@@ -127,44 +140,40 @@ class Program:
         inplace = len(made) > 2 and made[2]
         env = {v.name: v.t for v in self.values if not v.name.startswith("self.")}
         env["torch"] = torch
-        env["self"] = self._self_env()
-        saved = {v.name: v.t.clone() for v in self.values}
+        env["self"] = types.SimpleNamespace(buf=self.value("self.buf").t)
+        # Only an in-place line can leave values half-written when torch refuses it.
+        saved = {v.name: v.t.clone() for v in self.values} if inplace else None
         try:
             with torch.no_grad():
                 out = eval(expr, env)
         except Exception:
-            self._restore(saved)
+            if inplace:
+                self._restore(saved)
             return False
+        coarsest = None
+        for used in OPERAND.findall(expr):
+            coarsest = _coarser(coarsest, self.value(used).coarsest)
         if inplace:
-            return self._keep_inplace(expr, saved, made[3], exact)
+            return self._keep_inplace(expr, saved, made[3], exact, coarsest)
         if not isinstance(out, torch.Tensor) or out.dtype not in DTYPE_SRC or out.numel() == 0:
             return False
         if not _tame(out):
             return False
         self.lines.append(f"{name} = {expr}")
-        self.line_values.append(name)
-        self.values.append(Value(name, out, exact))
+        self.values.append(Value(name, out, exact, _coarser(coarsest, out.dtype)))
         return True
-
-    def _self_env(self):
-        class S:
-            pass
-
-        s = S()
-        s.buf = next(v.t for v in self.values if v.name == "self.buf")
-        return s
 
     def _restore(self, saved):
         for v in self.values:
-            v.t.copy_(saved[v.name]) if v.t.shape == saved[v.name].shape else None
+            v.t.copy_(saved[v.name])
 
-    def _keep_inplace(self, expr, saved, target: Value, exact: bool) -> bool:
+    def _keep_inplace(self, expr, saved, target: Value, exact: bool, coarsest) -> bool:
         if not _tame(target.t):
             self._restore(saved)
             return False
         target.exact = target.exact and exact
+        target.coarsest = _coarser(target.coarsest, coarsest)
         self.lines.append(expr)
-        self.line_values.append("")
         if target.name.startswith("x"):
             self.mutated_inputs.add(int(target.name[1:]))
         return True
@@ -255,10 +264,7 @@ class Program:
             return None  # truncating a rounded value could land on the other integer
         if to == torch.bool and not a.exact:
             return None
-        exact = a.exact and (to.is_floating_point or not a.t.dtype.is_floating_point or a.exact)
-        if to in (torch.bfloat16, torch.float16) and a.t.dtype == torch.float32 and not a.exact:
-            exact = False
-        return f"{a.name}.to({DTYPE_SRC[to]})", exact
+        return f"{a.name}.to({DTYPE_SRC[to]})", a.exact  # one rounding of an exact value is exact
 
     def _gen_view(self, name):
         rng = self.rng
@@ -443,8 +449,6 @@ class Program:
     def value(self, name: str) -> Value:
         return next(v for v in self.values if v.name == name)
 
-    def exact(self, i: int) -> bool:
-        return self.outputs[i].exact
 
 
 def _tame(t: torch.Tensor) -> bool:
@@ -471,7 +475,8 @@ def _broadcasts_to(src: torch.Tensor, dst: torch.Tensor) -> bool:
         return False
 
 
-def _same(got: torch.Tensor, want: torch.Tensor, exact: bool) -> str | None:
+def _same(got: torch.Tensor, want: torch.Tensor, value: Value) -> str | None:
+    exact = value.exact
     if got.dtype != want.dtype or got.shape != want.shape:
         return f"{got.dtype}{list(got.shape)} where torch gives {want.dtype}{list(want.shape)}"
     if exact or not want.dtype.is_floating_point:
@@ -481,7 +486,7 @@ def _same(got: torch.Tensor, want: torch.Tensor, exact: bool) -> str | None:
         elif torch.equal(got, want):
             return None
         return f"differs from torch (exact): got {got.tolist()}, torch {want.tolist()}"
-    tol = TOLERANCE[want.dtype]
+    tol = TOLERANCE[_coarser(value.coarsest, want.dtype)]
     scale = 1.0 + float(want.float().abs().max())
     err = float((got.float() - want.float()).abs().max())
     if err <= tol * scale:
@@ -526,12 +531,12 @@ def run_program(seed: int) -> None:
         assert why is None, f"{where}\n{why}"
         return
     for i, (g, w) in enumerate(zip(got, want)):
-        why = _same(g, w, p.exact(i))
+        why = _same(g, w, p.outputs[i])
         assert why is None, f"{where}\noutput {i} ({p.outputs[i].name}): {why}"
     for i in sorted(p.mutated_inputs):
-        why = _same(got_in[i], ref_in[i], p.value(f"x{i}").exact)
+        why = _same(got_in[i], ref_in[i], p.value(f"x{i}"))
         assert why is None, f"{where}\ninput x{i} after the call: {why}"
-    why = _same(m.buf, ref_m.buf, p.value("self.buf").exact)
+    why = _same(m.buf, ref_m.buf, p.value("self.buf"))
     assert why is None, f"{where}\nthe buffer after the call: {why}"
     # The same lowered graphs in the other two modes: the same bits.
     for graph, args in ran:

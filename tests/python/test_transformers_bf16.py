@@ -13,39 +13,35 @@ from transformers_decode import check_model
 
 # Logits of a tiny random model are O(1); bf16 keeps 8 bits, so a few of its ulps.
 TOL = {torch.bfloat16: 5e-2, torch.float16: 1e-2}
+# The sizes every model here shares.
+TINY = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+            max_position_embeddings=128)
 
 
-def _mixed_dtype_ops(graph):
-    return [graph.graph.op(i).kernel for i in range(graph.graph.num_ops) if graph.graph.op(i).kernel == "tensor.cast"]
+def _model(cls, config, dtype):
+    torch.manual_seed(0)
+    return cls(config).to(dtype).eval()
 
 
 def test_olmo2_bf16_compiles_and_matches_eager():
-    torch.manual_seed(0)
-    config = Olmo2Config(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
-    model = Olmo2ForCausalLM(config).to(torch.bfloat16).eval()
-    _, decode = check_model(model, config, tol=TOL[torch.bfloat16])
+    config = Olmo2Config(**TINY, num_key_value_heads=2)
+    _, decode = check_model(_model(Olmo2ForCausalLM, config, torch.bfloat16), config, tol=TOL[torch.bfloat16])
     # The norms' upcasts and the weight x activation products ran as casts and kernels, not in torch.
     assert decode.host_steps == [], decode.explain()
-    assert _mixed_dtype_ops(decode)
+    kernels = {decode.graph.op(i).kernel for i in range(decode.graph.num_ops)}
+    assert "tensor.cast" in kernels
 
 
 def test_deepseek_v3_bf16_compiles_and_matches_eager():
-    torch.manual_seed(0)
-    config = DeepseekV3Config(vocab_size=256, hidden_size=64, intermediate_size=128, moe_intermediate_size=32,
-                              num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, n_routed_experts=8,
+    config = DeepseekV3Config(**TINY, moe_intermediate_size=32, num_key_value_heads=4, n_routed_experts=8,
                               num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1, n_group=2,
                               topk_group=1, kv_lora_rank=16, q_lora_rank=24, qk_rope_head_dim=8, qk_nope_head_dim=8,
-                              v_head_dim=16, max_position_embeddings=128)
+                              v_head_dim=16)
     config._experts_implementation = "batched_mm"
-    model = DeepseekV3ForCausalLM(config).to(torch.bfloat16).eval()
-    check_model(model, config, tol=TOL[torch.bfloat16])
+    check_model(_model(DeepseekV3ForCausalLM, config, torch.bfloat16), config, tol=TOL[torch.bfloat16])
 
 
 def test_llama_f16_compiles_and_matches_eager():
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
-    model = LlamaForCausalLM(config).to(torch.float16).eval()
-    _, decode = check_model(model, config, tol=TOL[torch.float16])
+    config = LlamaConfig(**TINY, num_key_value_heads=2)
+    _, decode = check_model(_model(LlamaForCausalLM, config, torch.float16), config, tol=TOL[torch.float16])
     assert decode.host_steps == [], decode.explain()
