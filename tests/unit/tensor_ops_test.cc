@@ -18,6 +18,7 @@
 #include "superkernel/ops.h"
 #include "superkernel/runtime.h"
 #include "superkernel/tensor_ops.h"
+#include "util/half.h"
 
 namespace sk {
 namespace {
@@ -433,6 +434,58 @@ std::vector<T> values_of(const RunResult& r, const std::string& name) {
   }
   ADD_FAILURE() << "no output '" << name << "'";
   return {};
+}
+
+// tensor.cast between f16 and f32 gives util/half.h's bits for every half and for f32 values
+// around each rounding boundary, NaNs and infinities included, on the vector path (contiguous,
+// lengths not a multiple of 8) and the strided one, in every mode.
+TEST(TensorOpsGraph, HalfCastsGiveTheScalarConversionsBits) {
+  constexpr int64_t kHalves = 65536 + 3;  // a tail after the vector body
+  std::vector<uint16_t> halves(kHalves);
+  for (int64_t i = 0; i < kHalves; ++i) halves[static_cast<size_t>(i)] = static_cast<uint16_t>(i * 40503 % 65536);
+  std::vector<float> floats;
+  for (uint32_t h = 0; h < 0x10000u; h += 7) {  // each half, just below / above its midpoints
+    uint32_t bits;
+    const float f = f16_to_f32(static_cast<uint16_t>(h));
+    std::memcpy(&bits, &f, 4);
+    for (uint32_t d : {0u, 0xfffu, 0x1000u, 0x1001u}) {
+      const uint32_t b = bits + d;
+      float v;
+      std::memcpy(&v, &b, 4);
+      floats.push_back(v);
+    }
+  }
+  for (float v : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                  std::numeric_limits<float>::infinity(), 65520.0f, 65519.99f, 1e-8f, -3e-8f, 0.0f, -0.0f})
+    floats.push_back(v);
+  if (floats.size() % 2 != 0) floats.push_back(1.0f);
+  const auto n_floats = static_cast<int64_t>(floats.size());
+  Graph g("half_casts");
+  Tensor h = g.input("h", DType::kF16, {kHalves});
+  Tensor f = g.input("f", DType::kF32, {n_floats});
+  g.output(cast(g, h, DType::kF32, "widen"), "widened");
+  g.output(cast(g, f, DType::kF16, "narrow"), "narrowed");
+  // Every other element: the strided path.
+  Tensor every_other = g.slice(g.reshape(f, {n_floats / 2, 2}), 1, 0, 1);
+  g.output(cast(g, every_other, DType::kF16, "narrow_strided"), "narrowed_strided");
+  const RunResult r = run_everywhere(g, [&](Executable& e) {
+    ASSERT_TRUE(e.set_input("h", halves.data(), halves.size() * 2).is_ok());
+    ASSERT_TRUE(e.set_input("f", floats.data(), floats.size() * 4).is_ok());
+    ASSERT_TRUE(e.run().is_ok());
+  });
+  const std::vector<uint32_t> widened = values_of<uint32_t>(r, "widened");
+  const std::vector<uint16_t> narrowed = values_of<uint16_t>(r, "narrowed");
+  const std::vector<uint16_t> strided = values_of<uint16_t>(r, "narrowed_strided");
+  ASSERT_EQ(widened.size(), halves.size());
+  ASSERT_EQ(narrowed.size(), floats.size());
+  for (size_t i = 0; i < halves.size(); ++i) {
+    const float want = f16_to_f32(halves[i]);
+    uint32_t want_bits;
+    std::memcpy(&want_bits, &want, 4);
+    ASSERT_EQ(widened[i], want_bits) << "half " << halves[i];
+  }
+  for (size_t i = 0; i < floats.size(); ++i) ASSERT_EQ(narrowed[i], f32_to_f16(floats[i])) << "float " << floats[i];
+  for (size_t i = 0; i < strided.size(); ++i) ASSERT_EQ(strided[i], f32_to_f16(floats[2 * i])) << i;
 }
 
 // Element-wise ops over broadcast, expanded and transposed operands, a norm built from reductions,

@@ -541,6 +541,27 @@ TEST_F(CheckpointSourceTest, W8A8MatchesTheQuantizeReferenceOnEdgeCases) {
   EXPECT_EQ(g.tensor(qw->scale).name, "w.scale");
 }
 
+// f16 -> f32 is exact for all 65,536 halves (checked against their definition, sign * 2^(e-15)
+// * (1 + m / 1024), in double), NaNs stay NaNs of their sign, and f32 -> f16 brings each back.
+TEST(Half, F16ToF32IsExactForEveryHalf) {
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    const float got = f16_to_f32(static_cast<uint16_t>(h));
+    const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    const bool negative = (h & 0x8000u) != 0;
+    ASSERT_EQ(std::signbit(got), negative) << h;
+    if (e == 31 && m != 0) {
+      ASSERT_TRUE(std::isnan(got)) << h;
+      continue;
+    }
+    double want = e == 31  ? std::numeric_limits<double>::infinity()
+                  : e == 0 ? std::ldexp(static_cast<double>(m), -24)
+                           : std::ldexp(static_cast<double>(1024 + m), static_cast<int>(e) - 25);
+    if (negative) want = -want;
+    ASSERT_EQ(static_cast<double>(got), want) << h;
+    ASSERT_EQ(f32_to_f16(got), h) << h;
+  }
+}
+
 // Stacked expert weights [E, N, K] are quantised row by row, each of the E * N rows like
 // quantize.i8 on its own, with scales [E, N] (grouped_matmul.w8a8_dyn's layout).
 TEST(RandomWeights, W8A8StackedExpertsQuantisePerRow) {
