@@ -66,7 +66,8 @@ class KernelSignature:
 
 
 def _dtype_suffix(t: torch.Tensor) -> str:
-    return {torch.float32: "f32", torch.bfloat16: "bf16", torch.int8: "i8"}.get(t.dtype, str(t.dtype))
+    return {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16", torch.int8: "i8"}.get(
+        t.dtype, str(t.dtype))
 
 
 def _weight_kernel(family: str, weight_arg: str = "weight") -> Callable[[dict], str]:
@@ -129,7 +130,8 @@ BUILTIN_SIGNATURES: tuple[KernelSignature, ...] = (
     # ---- matmul family ----
     KernelSignature("matmul", "(Tensor x, Tensor weight, Tensor? scale=None) -> Tensor", ("x", "weight", "scale"),
                     _last("x", "weight", 0), _weight_kernel("matmul"),
-                    doc="x [..., K] times weight [N, K]^T: f32, bf16, or i8 with per-channel scale [N] (w8a8_dyn)"),
+                    doc="x [..., K] (f32) times weight [N, K]^T: f32, bf16, f16, or i8 with per-channel scale [N] "
+                        "(w8a8_dyn)"),
     KernelSignature("quantize", "(Tensor x) -> (Tensor, Tensor)", ("x",),
                     lambda a: [(torch.int8, list(a["x"].shape)), (torch.float32, list(a["x"].shape[:-1]))],
                     "quantize.i8", doc="per-row symmetric int8: (q i8 [..., K], scale f32 [...])"),

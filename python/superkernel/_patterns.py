@@ -13,6 +13,23 @@ a call of that kernel's op (``torch.ops.superkernel.*``), which then lowers like
   [B, T, H, D]; cos and sin the cos and sin of ``cat([f, f], -1)``, so both halves of a row
   hold the same values) -> ``rope`` (neox style) over x viewed as [B*T, H, D], its table the
   first halves of cos and sin side by side and positions 0..B*T-1: one op instead of about six.
+
+bf16 and f16 models (the forms transformers' modules take in those dtypes) use the same kernels,
+which compute in f32: a 16-bit operand is widened (exact) and the result rounded back once.
+
+- linear: ``mm(x, permute(w))`` with x and w both bf16 (or f16) -> ``to(matmul(to(x, f32), w),
+  bf16)``, the 16-bit-weight GEMV/GEMM (f32 accumulation, as torch's CPU mm); ``addmm`` adds the
+  bias in f32 before the one rounding.
+- RMS norm: ``x * rsqrt(mean(x^2, -1, keepdim) + eps)`` with x f32 (the upcast inside
+  transformers' norms), not already part of a weighted norm -> ``rms_norm(x, ones, eps)``; the
+  cast back and the 16-bit weight product that follow stay as torch wrote them.
+- SwiGLU: ``to(silu(to(g, f32)), bf16) * up`` -> ``to(silu_mul(to(g, f32), to(up, f32)), bf16)``.
+- RoPE: x, cos and sin of one 16-bit dtype -> ``rope`` over x widened to f32, rounded back.
+
+torch rounds each 16-bit intermediate (``silu(g)`` before the product, ``x * cos`` before the
+sum); these kernels round once, so their results may differ from eager torch's by an ulp of the
+16-bit dtype at each such step (docs/PYTHON.md states the tolerance). All three modes run the same
+kernels, so they agree bit for bit.
 """
 
 from __future__ import annotations
@@ -24,6 +41,8 @@ from ._lowering import Capabilities, dtype, shape, val
 
 aten = torch.ops.aten
 sk_ops = torch.ops.superkernel
+HALF = (torch.bfloat16, torch.float16)
+HALF_KERNELS = {torch.bfloat16: "matmul.bf16", torch.float16: "matmul.f16"}
 
 
 def _is(node, target) -> bool:
@@ -71,6 +90,33 @@ def _match_rms(node: fx.Node):
     return None
 
 
+def _match_rms_unweighted(node: fx.Node):
+    """x * rsqrt(mean(pow(x, 2), [-1], True) + eps) with x f32 -> (x, eps), unless a weighted
+    norm (_match_rms) takes this product in."""
+    if not _is(node, aten.mul.Tensor):
+        return None
+    for x, r in (node.args, node.args[::-1]):
+        if not (isinstance(x, fx.Node) and _is(r, aten.rsqrt.default)):
+            continue
+        add = r.args[0]
+        if not _is(add, aten.add.Tensor) or not isinstance(add.args[1], (int, float)):
+            continue
+        mean = add.args[0]
+        if not _is(mean, aten.mean.dim) or list(mean.args[1]) not in ([-1], [len(shape(x)) - 1]):
+            continue
+        if not (len(mean.args) > 2 and mean.args[2]):
+            continue
+        pw = mean.args[0]
+        if not _is(pw, aten.pow.Tensor_Scalar) or pw.args[0] is not x or pw.args[1] != 2:
+            continue
+        if dtype(x) != torch.float32 or shape(node) != shape(x):
+            continue
+        if any(_match_rms(user) for user in node.users):
+            continue
+        return x, float(add.args[1])
+    return None
+
+
 def _match_silu_mul(node: fx.Node):
     """(g * sigmoid(g)) * up, or silu(g) * up -> (g, up)."""
     if not _is(node, aten.mul.Tensor):
@@ -97,6 +143,34 @@ def _match_silu_mul(node: fx.Node):
     return None
 
 
+def _match_silu_mul_half(node: fx.Node):
+    """to(silu(xf), bf16) * up with xf = to(g, f32), g and up bf16 (or both f16) -> (xf, up);
+    silu as silu(xf) or xf * sigmoid(xf)."""
+    if not _is(node, aten.mul.Tensor):
+        return None
+    for down, up in (node.args, node.args[::-1]):
+        if not (_is(down, aten._to_copy.default) and isinstance(up, fx.Node)):
+            continue
+        if dtype(up) not in HALF or dtype(down) != dtype(up) or shape(down) != shape(up) or shape(node) != shape(up):
+            continue
+        if set(down.kwargs) - {"dtype"} or len(down.args) != 1:
+            continue
+        s = down.args[0]
+        xf = None
+        if _is(s, aten.silu.default):
+            xf = s.args[0]
+        elif _is(s, aten.mul.Tensor):
+            a, b = s.args
+            if _is(b, aten.sigmoid.default) and b.args[0] is a:
+                xf = a
+            elif _is(a, aten.sigmoid.default) and a.args[0] is b:
+                xf = b
+        if not isinstance(xf, fx.Node) or dtype(xf) != torch.float32 or shape(xf) != shape(up):
+            continue
+        return xf, up
+    return None
+
+
 def _match_linear(node: fx.Node, weights: set):
     """mm(x, permute(w, [1, 0])) with w a dense f32 [N, K] input -> (x, w)."""
     if not _is(node, aten.mm.default):
@@ -111,6 +185,33 @@ def _match_linear_operands(x, wt, weights: set):
     if not _is_weight(w, weights) or dtype(w) != torch.float32 or dtype(x) != torch.float32:
         return None
     return x, w
+
+
+def _match_linear_half(node: fx.Node, weights: set):
+    """mm(x, permute(w, [1, 0])) with x and w both bf16 (or both f16), w a dense [N, K] input -> (x, w)."""
+    if not _is(node, aten.mm.default):
+        return None
+    return _match_half_operands(node.args[0], node.args[1], weights)
+
+
+def _match_half_operands(x, wt, weights: set):
+    if not _is(wt, aten.permute.default) or list(wt.args[1]) != [1, 0]:
+        return None
+    w = wt.args[0]
+    if not _is_weight(w, weights) or dtype(w) not in HALF or dtype(x) != dtype(w):
+        return None
+    return x, w
+
+
+def _match_addmm_half(node: fx.Node, weights: set):
+    """addmm(bias, x, permute(w, [1, 0])) in one 16-bit dtype -> (x, w, bias)."""
+    if not _is(node, aten.addmm.default) or node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
+        return None
+    bias, x, wt = node.args[:3]
+    m = _match_half_operands(x, wt, weights)
+    if not m or not isinstance(bias, fx.Node) or dtype(bias) != dtype(x):
+        return None
+    return m[0], m[1], bias
 
 
 def _match_addmm(node: fx.Node, weights: set):
@@ -198,7 +299,7 @@ def _match_rope(node: fx.Node):
                 if not _last_dim(rot, rot.args[1] if len(rot.args) > 1 else 0):
                     continue
                 neg, x1 = rot.args[0]
-                if len(shape(x)) != 4 or dtype(x) != torch.float32 or shape(node) != shape(x):
+                if len(shape(x)) != 4 or dtype(x) not in (torch.float32, *HALF) or shape(node) != shape(x):
                     continue
                 b, h, t, d = shape(x)
                 if d % 2 or not _is(neg, aten.neg.default):
@@ -210,7 +311,7 @@ def _match_rope(node: fx.Node):
                     continue
                 if shape(c) != [b, 1, t, d] or shape(s) != [b, 1, t, d]:
                     continue
-                if dtype(c) != torch.float32 or dtype(s) != torch.float32:
+                if dtype(c) != dtype(x) or dtype(s) != dtype(x):
                     continue
                 # x viewed as [B*T, H, D] without a copy: the projection's [B, T, H, D] permuted.
                 xv = val(x)
@@ -220,12 +321,39 @@ def _match_rope(node: fx.Node):
     return None
 
 
-def _add(graph: fx.Graph, before: fx.Node, target, args: tuple) -> fx.Node:
-    """A node computing target(*args) inserted before `before`, its meta value from the inputs'."""
+def _add(graph: fx.Graph, before: fx.Node, target, args: tuple, kwargs: dict | None = None) -> fx.Node:
+    """A node computing target(*args, **kwargs) inserted before `before`, its meta value from the
+    inputs'."""
+    kwargs = kwargs or {}
     with graph.inserting_before(before):
-        new = graph.call_function(target, args)
-    new.meta["val"] = target(*torch.fx.node.map_arg(args, lambda n: n.meta["val"]))
+        new = graph.call_function(target, args, kwargs)
+    new.meta["val"] = target(*torch.fx.node.map_arg(args, lambda n: n.meta["val"]), **kwargs)
     return new
+
+
+def _to(graph: fx.Graph, before: fx.Node, x: fx.Node, to: torch.dtype, casts: dict | None = None) -> fx.Node:
+    """x cast to `to`, inserted before `before`; with `casts`, one cast of x for all its users (the
+    q, k and v projections of one normed input)."""
+    if casts is None:
+        return _add(graph, before, aten._to_copy.default, (x,), {"dtype": to})
+    if (x, to) not in casts:
+        casts[(x, to)] = _add(graph, before, aten._to_copy.default, (x,), {"dtype": to})
+    return casts[(x, to)]
+
+
+def _ones(gm: fx.GraphModule, like: fx.Node, n: int, constants: dict) -> fx.Node:
+    """A constant f32 [n] of ones (the weight of an unweighted RMS norm), one per length."""
+    if n not in constants:
+        name = f"_sk_ones_{n}"
+        gm.register_buffer(name, torch.ones(n, dtype=torch.float32))
+        first = next(iter(gm.graph.nodes))
+        while first.op == "placeholder":
+            first = first.next
+        with gm.graph.inserting_before(first):
+            node = gm.graph.get_attr(name)
+        node.meta["val"] = like.meta["val"].new_empty((n,), dtype=torch.float32)
+        constants[n] = node
+    return constants[n]
 
 
 def _rewrite_rope(gm: fx.GraphModule, node: fx.Node, x: fx.Node, c: fx.Node, s: fx.Node, tables: dict) -> None:
@@ -241,6 +369,8 @@ def _rewrite_rope(gm: fx.GraphModule, node: fx.Node, x: fx.Node, c: fx.Node, s: 
         halves = [_add(graph, anchor, aten.slice.Tensor, (n, 3, 0, d // 2)) for n in (c, s)]
         table = _add(graph, anchor, aten.cat.default, (halves, -1))
         table = _add(graph, anchor, aten.view.default, (table, [b * t, d]))
+        if dtype(x) != torch.float32:  # a 16-bit table widened: exact
+            table = _add(graph, anchor, aten._to_copy.default, (table,), {"dtype": torch.float32})
         name = f"_sk_rope_positions_{len(tables)}"
         gm.register_buffer(name, torch.arange(b * t, dtype=torch.int32))
         with graph.inserting_before(anchor):
@@ -250,7 +380,11 @@ def _rewrite_rope(gm: fx.GraphModule, node: fx.Node, x: fx.Node, c: fx.Node, s: 
     table, positions = tables[key]
     rows = _add(graph, node, aten.permute.default, (x, [0, 2, 1, 3]))
     rows = _add(graph, node, aten.view.default, (rows, [b * t, h, d]))
+    if dtype(x) != torch.float32:
+        rows = _add(graph, node, aten._to_copy.default, (rows,), {"dtype": torch.float32})
     out = _add(graph, node, sk_ops.rope.default, (rows, positions, table, d, d, True))
+    if dtype(x) != torch.float32:
+        out = _add(graph, node, aten._to_copy.default, (out,), {"dtype": dtype(x)})
     out = _add(graph, node, aten.view.default, (out, [b, t, h, d]))
     out = _add(graph, node, aten.permute.default, (out, [0, 2, 1, 3]))
     node.replace_all_uses_with(out)
@@ -264,6 +398,8 @@ def rewrite(gm: fx.GraphModule, caps: Capabilities, dense_weights: set) -> list[
     graph = gm.graph
     counts = {"matmul": 0, "rms_norm": 0, "silu_mul": 0, "gqa": 0, "rope": 0}
     rope_tables: dict = {}
+    ones: dict = {}
+    casts: dict = {}
     for node in list(graph.nodes):
         if node.op != "call_function":
             continue
@@ -281,16 +417,38 @@ def rewrite(gm: fx.GraphModule, caps: Capabilities, dense_weights: set) -> list[
                 _replace(graph, node, aten.add.Tensor, (mm, m[2]))
                 counts["matmul"] += 1
                 continue
+        m = _match_linear_half(node, dense_weights) or _match_addmm_half(node, dense_weights)
+        if m and caps.kernel(HALF_KERNELS[dtype(m[1])]):
+            x, w = m[0], m[1]
+            y = _add(graph, node, sk_ops.matmul.default, (_to(graph, node, x, torch.float32, casts), w))
+            if len(m) == 3:  # the bias added in f32, before the one rounding
+                y = _add(graph, node, aten.add.Tensor, (y, _to(graph, node, m[2], torch.float32)))
+            node.replace_all_uses_with(_to(graph, node, y, dtype(x)))
+            counts["matmul"] += 1
+            continue
         if caps.kernel("rms_norm.f32"):
             m = _match_rms(node)
             if m:
                 _replace(graph, node, sk_ops.rms_norm.default, m)
                 counts["rms_norm"] += 1
                 continue
+            m = _match_rms_unweighted(node)
+            if m:
+                x, eps = m
+                _replace(graph, node, sk_ops.rms_norm.default, (x, _ones(gm, x, shape(x)[-1], ones), eps))
+                counts["rms_norm"] += 1
+                continue
         if caps.kernel("silu_mul.f32"):
             m = _match_silu_mul(node)
             if m:
                 _replace(graph, node, sk_ops.silu_mul.default, m)
+                counts["silu_mul"] += 1
+                continue
+            m = _match_silu_mul_half(node)
+            if m:
+                xf, up = m
+                y = _add(graph, node, sk_ops.silu_mul.default, (xf, _to(graph, node, up, torch.float32)))
+                node.replace_all_uses_with(_to(graph, node, y, dtype(up)))
                 counts["silu_mul"] += 1
                 continue
         if caps.kernel("rope.f32"):

@@ -3,11 +3,14 @@
 routing, the router's f32 logits) in bf16, Llama in f16. Each compiles (torch's type promotion
 applied to every mixed-dtype op), greedy ids equal torch eager's over 16 steps with a static
 cache, logits within the half dtype's tolerance, and the decode step gives the same bits in the
-three modes (transformers_decode.check_model)."""
+three modes (transformers_decode.check_model). Llama and Qwen3 in bf16 and f16 run on the
+16-bit fast paths: their projections on matmul.bf16 / matmul.f16, the norms, SwiGLU and RoPE on
+the library's kernels (python/superkernel/_patterns.py), not element-wise chains."""
 
+import pytest
 import torch
 from transformers import (DeepseekV3Config, DeepseekV3ForCausalLM, LlamaConfig, LlamaForCausalLM, Olmo2Config,
-                          Olmo2ForCausalLM)
+                          Olmo2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 from transformers_decode import check_model
 
@@ -45,3 +48,24 @@ def test_llama_f16_compiles_and_matches_eager():
     config = LlamaConfig(**TINY, num_key_value_heads=2)
     _, decode = check_model(_model(LlamaForCausalLM, config, torch.float16), config, tol=TOL[torch.float16])
     assert decode.host_steps == [], decode.explain()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+@pytest.mark.parametrize("arch", ["llama", "qwen3"])
+def test_half_models_run_on_the_16_bit_kernels(arch, dtype):
+    cls, config = {
+        "llama": (LlamaForCausalLM, LlamaConfig(**TINY, num_key_value_heads=2)),
+        "qwen3": (Qwen3ForCausalLM, Qwen3Config(**TINY, num_key_value_heads=2, head_dim=16)),
+    }[arch]
+    _, decode = check_model(_model(cls, config, dtype), config, tol=TOL[dtype])
+    assert decode.host_steps == [], decode.explain()
+    kernels = [decode.graph.op(i).kernel for i in range(decode.graph.num_ops)]
+    suffix = "bf16" if dtype == torch.bfloat16 else "f16"
+    layers = config.num_hidden_layers
+    # q, k, v, o, gate, up, down per layer and the head.
+    assert kernels.count(f"matmul.{suffix}") == 7 * layers + 1, decode.explain()
+    assert "tensor.batched_mm" not in kernels
+    # Two norms per layer and the final one; Qwen3 also normalises q and k per head.
+    assert kernels.count("rms_norm.f32") == (2 + (2 if arch == "qwen3" else 0)) * layers + 1
+    assert kernels.count("silu_mul.f32") == layers
+    assert kernels.count("rope.f32") == 2 * layers
