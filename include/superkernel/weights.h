@@ -166,6 +166,15 @@ struct QuantizedWeight {
   Tensor scale;
 };
 
+// The same per-row quantisation on values in memory: w [rows, k] of f32, bf16 or f16 (widened
+// to f32 first, exactly) -> q i8 [rows, k] and scale f32 [rows], the bits get_w8a8 gives. For
+// weights that come from elsewhere (the torch.compile backend's `weight_dtype: "w8a8"`).
+//
+//   std::vector<int8_t> q(rows * k);
+//   std::vector<float> scale(rows);
+//   SK_RETURN_IF_ERROR(sk::quantize_w8a8_rows(w, sk::DType::kBF16, rows, k, q.data(), scale.data()));
+Status quantize_w8a8_rows(const void* w, DType dtype, int64_t rows, int64_t k, int8_t* q, float* scale);
+
 // Puts named weights into graphs as constants. Asking twice for the same name, dtype and shape
 // in one graph returns the same tensor. Loaded (or generated, converted, quantised) bytes are kept
 // by the source and shared, never copied, by every graph built from it and every executable

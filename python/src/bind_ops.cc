@@ -13,12 +13,59 @@
 #include "py_support.h"
 #include "superkernel/nn.h"
 #include "superkernel/ops.h"
+#include "superkernel/weights.h"
 
 namespace skpy {
 namespace {
 
+using RoArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
+using RwArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+
 sk::nn::Linear linear_weight(sk::Tensor weight, std::optional<sk::Tensor> scale) {
   return sk::nn::Linear{weight, scale.value_or(sk::Tensor{})};
+}
+
+// w [out, in] of f32, bf16 or f16, contiguous: (dtype, out, in).
+std::tuple<sk::DType, int64_t, int64_t> float_matrix(const RoArray& w, const char* what) {
+  const sk::DType dtype = from_dlpack(w.dtype(), what);
+  if (w.ndim() != 2)
+    throw StatusError(sk::Status::invalid_argument(std::string(what) + ": w must be 2-D [out, in], got " +
+                                                   std::to_string(w.ndim()) + " dimensions"));
+  return {dtype, static_cast<int64_t>(w.shape(0)), static_cast<int64_t>(w.shape(1))};
+}
+
+nb::bytes bytes_of(const void* data, size_t n) { return nb::bytes(static_cast<const char*>(data), n); }
+
+void quantize_w8a8(RoArray w, RwArray q, RwArray scale) {
+  const auto [dtype, out, in] = float_matrix(w, "quantize_w8a8");
+  if (from_dlpack(q.dtype(), "quantize_w8a8 q") != sk::DType::kI8 || q.ndim() != 2 ||
+      static_cast<int64_t>(q.shape(0)) != out || static_cast<int64_t>(q.shape(1)) != in)
+    throw StatusError(sk::Status::invalid_argument("quantize_w8a8: q must be i8 of w's shape"));
+  if (from_dlpack(scale.dtype(), "quantize_w8a8 scale") != sk::DType::kF32 || scale.ndim() != 1 ||
+      static_cast<int64_t>(scale.shape(0)) != out)
+    throw StatusError(sk::Status::invalid_argument("quantize_w8a8: scale must be f32 [out]"));
+  check(sk::quantize_w8a8_rows(w.data(), dtype, out, in, static_cast<int8_t*>(q.data()),
+                               static_cast<float*>(scale.data())));
+}
+
+nb::dict quantize_int4(RoArray w, int64_t group, bool zero_points) {
+  const auto [dtype, out, in] = float_matrix(w, "quantize_int4");
+  sk::nn::Int4Options o;
+  o.group = group;
+  o.zero_points = zero_points;
+  sk::nn::Int4Weights q = unwrap(sk::nn::quantize_int4(w.data(), dtype, out, in, o));
+  if (q.out % 16 == 0) q = unwrap(sk::nn::tile_int4(q));  // as the C++ models lay them out
+  nb::dict d;
+  d["weight"] = bytes_of(q.packed.data(), q.packed.size());
+  d["weight_shape"] = sk::nn::int4_weight_shape(q);
+  d["scale"] = bytes_of(q.scale.data(), q.scale.size());
+  d["scale_dtype"] = q.scale_dtype;
+  d["group_shape"] = sk::nn::int4_group_shape(q);
+  if (q.zero.empty())
+    d["zero"] = nb::none();
+  else
+    d["zero"] = bytes_of(q.zero.data(), q.zero.size());
+  return d;
 }
 
 }  // namespace
@@ -108,6 +155,15 @@ void bind_ops(nb::module_& m) {
   nn.def("moe_combine", &sk::nn::moe_combine, arg("graph"), arg("y"), arg("row_map"), arg("topk_weights"), arg("x"),
          arg("name") = "");
   nn.def("argmax", &sk::nn::argmax, arg("graph"), arg("logits"), arg("name") = "");
+  nn.def("quantize_w8a8", &quantize_w8a8, arg("w"), arg("q"), arg("scale"),
+         "Per-row int8 quantisation of w [out, in] (f32, bf16 or f16; NumPy array or torch tensor) into q "
+         "(i8 [out, in]) and scale (f32 [out]), written in place: the weights matmul.w8a8_dyn takes, the bits of "
+         "the C++ models' w8a8 weights (sk::quantize_w8a8_rows).");
+  nn.def("quantize_int4", &quantize_int4, arg("w"), arg("group") = 128, arg("zero_points") = true,
+         "Group-wise 4-bit quantisation of w [out, in] (f32, bf16 or f16) as the C++ models do it "
+         "(sk::nn::quantize_int4, then the tiled layout when out is a multiple of 16): a dict with weight (bytes), "
+         "weight_shape, scale (bytes), scale_dtype, group_shape and zero (bytes, or None when symmetric), the "
+         "operands of matmul.w4a8_dyn and matmul.w4.");
 }
 
 }  // namespace skpy

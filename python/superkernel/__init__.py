@@ -131,6 +131,7 @@ if torch is not None:
     from ._kernel_ops import KernelSignature, call_kernel, register_kernel_op
     from ._backend import backend, compiled_graphs, superkernel_backend
     from ._capture import CapturedStep, capture
+    from ._weight_dtype import quantization_error
     from . import _backend
 
     _backend.register()
@@ -147,4 +148,5 @@ if torch is not None:
         "backend", "superkernel_backend", "compiled_graphs", "scope", "scope_begin", "scope_end",
         "superkernel_scope", "limit_core_num", "stream", "Event", "prefetch", "KernelSignature",
         "register_kernel_op", "call_kernel", "load_kernel_package", "capture", "CapturedStep",
+        "quantization_error",
     ]

@@ -28,6 +28,7 @@ from ._markers import marker_targets
 from ._options import BackendOptions
 from ._partition import BARRIER, HostStep, partition
 from ._patterns import rewrite
+from ._weight_dtype import convert as convert_weights
 from ._torch_types import has_sk_dtype, to_sk
 
 aten = torch.ops.aten
@@ -126,6 +127,7 @@ class Lowerer(Ctx):
         self.scope_stack: list = []
         self.events: dict = {}
         self.rewrites: list[str] = []
+        self.converted_weights: set = set()
         self.notes: list[str] = []
         # (input index, data pointer, name) of every parameter bound as an external constant.
         self.frozen: list[tuple[int, int, str]] = []
@@ -193,6 +195,16 @@ class Lowerer(Ctx):
                 out.add(ph)
         return out
 
+    def frozen_linear_weights(self) -> dict:
+        """Placeholder -> (parameter name, its tensor) of the frozen 2-D parameters (weight_dtype)."""
+        out = {}
+        if not self.options.frozen_parameter:
+            return out
+        for ph, info in zip(self.placeholders, self.inputs):
+            if info.static and isinstance(info.real, torch.Tensor) and info.real.dim() == 2 and ph not in self.copy_back:
+                out[ph] = (info.name, info.real)
+        return out
+
     def special_kinds(self) -> dict:
         special = {}
         for ph, c in self.copy_back.items():
@@ -209,6 +221,8 @@ class Lowerer(Ctx):
             if not isinstance(v, torch.Tensor):
                 raise UnimplementedError(f"graph input '{info.name}' is a {type(v).__name__}, not a tensor")
             if not ph.users and ph not in self.copy_back:
+                if ph in self.converted_weights:  # its converted copy is a constant: still refuse a replaced one
+                    self.frozen.append((i, info.real.data_ptr(), info.name))
                 continue
             if not has_sk_dtype(v.dtype):
                 raise UnimplementedError(f"graph input '{info.name}': dtype {v.dtype} has no superkernel dtype")
@@ -490,7 +504,9 @@ class Lowerer(Ctx):
 
     def build(self) -> "CompiledGraph":
         self.fold_constants()
-        self.rewrites = rewrite(self.gm, self.caps, self.dense_weights())
+        converted, self.converted_weights = convert_weights(self.gm, self.caps, self.frozen_linear_weights(),
+                                                            self.options)
+        self.rewrites = converted + rewrite(self.gm, self.caps, self.dense_weights())
         for node in self.gm.graph.nodes:  # constants the rewrites added (rope's positions)
             if node.op == "get_attr" and node not in self.folded:
                 self.folded[node] = getattr(self.gm, node.target)

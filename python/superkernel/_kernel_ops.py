@@ -132,6 +132,13 @@ BUILTIN_SIGNATURES: tuple[KernelSignature, ...] = (
                     _last("x", "weight", 0), _weight_kernel("matmul"),
                     doc="x [..., K] (f32) times weight [N, K]^T: f32, bf16, f16, or i8 with per-channel scale [N] "
                         "(w8a8_dyn)"),
+    KernelSignature("matmul_int4", "(Tensor x, Tensor weight, Tensor scale, Tensor? zero=None, "
+                    "bool f32_activations=False) -> Tensor", ("x", "weight", "scale", "zero"),
+                    lambda a: [(torch.float32, list(a["x"].shape[:-1]) + [
+                        a["weight"].shape[0] * 16 if a["weight"].dim() == 4 else a["weight"].shape[0]])],
+                    lambda a: "matmul.w4" if a["f32_activations"] else "matmul.w4a8_dyn",
+                    doc="x [..., K] (f32) times group-wise 4-bit weights (superkernel.nn.quantize_int4's weight, "
+                        "scale and zero): matmul.w4a8_dyn, or matmul.w4 with f32_activations"),
     KernelSignature("quantize", "(Tensor x) -> (Tensor, Tensor)", ("x",),
                     lambda a: [(torch.int8, list(a["x"].shape)), (torch.float32, list(a["x"].shape[:-1]))],
                     "quantize.i8", doc="per-row symmetric int8: (q i8 [..., K], scale f32 [...])"),

@@ -16,6 +16,7 @@ Every key goes through ``CompileOptions.set`` in C++, so an unknown key or a bad
 from __future__ import annotations
 
 import os
+import re
 
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,6 +34,17 @@ FRONTEND_DEFAULTS: dict[str, Any] = {
     # storage, bound once at compile time; otherwise they are inputs bound again at every call
     # (still without a copy) so that replacing a parameter's tensor is seen.
     "frozen_parameter": False,
+}
+
+
+# The front-end's weight conversion (python/superkernel/_weight_dtype.py, docs/PYTHON.md).
+WEIGHT_DTYPES = ("f32", "bf16", "f16", "w8a8", "w4a8", "w4")
+WEIGHT_DEFAULTS: dict[str, Any] = {
+    "weight_dtype": None,  # None: linear weights as the model holds them
+    "weight_dtype_include": (),  # regexes searched in parameter names; empty: every linear weight
+    "weight_dtype_exclude": (),
+    "int4_group": 128,  # w4a8 / w4: values per scale along the input dimension
+    "int4_symmetric": False,  # w4a8 / w4: zero point 8 (as llama.cpp's Q4_0) instead of per-group zeros
 }
 
 
@@ -103,10 +115,56 @@ class BackendOptions:
     compile: _superkernel.CompileOptions
     frozen_parameter: bool
     raw: dict
+    weight_dtype: str | None = None
+    weight_dtype_include: tuple = ()
+    weight_dtype_exclude: tuple = ()
+    int4_group: int = 128
+    int4_symmetric: bool = False
 
     @property
     def mode(self) -> str:
         return self.compile.mode
+
+
+def _patterns(key: str, value: Any) -> tuple:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise InvalidArgumentError(f"option '{key}': expected a regular expression or a list of them, got {value!r}")
+    for v in value:
+        try:
+            re.compile(v)
+        except re.error as e:
+            raise InvalidArgumentError(f"option '{key}': {v!r} is not a regular expression: {e}") from None
+    return tuple(value)
+
+
+def _weight_options(given: dict, frozen_parameter: bool) -> dict:
+    out = dict(WEIGHT_DEFAULTS)
+    wd = given.get("weight_dtype")
+    if wd is not None and wd not in WEIGHT_DTYPES:
+        raise InvalidArgumentError(f"option 'weight_dtype': {wd!r}, expected one of {', '.join(WEIGHT_DTYPES)}")
+    out["weight_dtype"] = wd
+    for key in ("weight_dtype_include", "weight_dtype_exclude"):
+        if key in given:
+            out[key] = _patterns(key, given[key])
+    if "int4_group" in given:
+        g = given["int4_group"]
+        if isinstance(g, bool) or not isinstance(g, int) or g < 32 or g & (g - 1):
+            raise InvalidArgumentError(f"option 'int4_group': {g!r}, expected a power of two >= 32")
+        out["int4_group"] = g
+    if "int4_symmetric" in given:
+        if not isinstance(given["int4_symmetric"], bool):
+            raise InvalidArgumentError(f"option 'int4_symmetric': expected a bool, got {given['int4_symmetric']!r}")
+        out["int4_symmetric"] = given["int4_symmetric"]
+    others = [k for k in given if k != "weight_dtype"]
+    if wd is None and others:
+        raise InvalidArgumentError(f"option '{others[0]}' needs option 'weight_dtype'")
+    if wd is not None and not frozen_parameter:
+        raise InvalidArgumentError(
+            "option 'weight_dtype' converts parameters once at compile time: it needs 'frozen_parameter': True"
+        )
+    return out
 
 
 def backend_options(options: Mapping[str, Any] | None) -> BackendOptions:
@@ -115,12 +173,16 @@ def backend_options(options: Mapping[str, Any] | None) -> BackendOptions:
         raise InvalidArgumentError(f"options must be a dict, got {type(options).__name__}")
     raw = dict(options or {})
     frontend = dict(FRONTEND_DEFAULTS)
+    weights = {}
     rest = {}
     for key, value in raw.items():
         if key in FRONTEND_DEFAULTS:
             if not isinstance(value, bool):
                 raise InvalidArgumentError(f"option '{key}': expected a bool, got {value!r}")
             frontend[key] = value
+        elif key in WEIGHT_DEFAULTS:
+            weights[key] = value
         else:
             rest[key] = value
-    return BackendOptions(compile_options(rest), frontend["frozen_parameter"], raw)
+    return BackendOptions(compile_options(rest), frontend["frozen_parameter"], raw,
+                          **_weight_options(weights, frontend["frozen_parameter"]))

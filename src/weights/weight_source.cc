@@ -369,6 +369,22 @@ Expected<QuantizedWeight> WeightSource::get_w8a8(Graph& g, const std::string& na
   return out;
 }
 
+Status quantize_w8a8_rows(const void* w, DType dtype, int64_t rows, int64_t k, int8_t* q, float* scale) {
+  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16)
+    return Status::invalid_argument(std::string("quantize_w8a8_rows: weights of dtype ") + dtype_name(dtype) +
+                                    ", expected f32, bf16 or f16");
+  if (rows < 0 || k < 0) return Status::invalid_argument("quantize_w8a8_rows: negative shape");
+  if (rows * k > 0 && (w == nullptr || q == nullptr || scale == nullptr))
+    return Status::invalid_argument("quantize_w8a8_rows: no data");
+  std::vector<float> row(static_cast<size_t>(k));
+  const auto* bytes = static_cast<const uint8_t*>(w);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < k; ++i) row[static_cast<size_t>(i)] = load_float(dtype, bytes, r * k + i);
+    scale[r] = quantize_row(row.data(), k, q + r * k);
+  }
+  return Status::ok();
+}
+
 Expected<WeightSource::Loaded> WeightSource::load_shard(const std::string& name, DType dtype, const Shape& shape,
                                                         const Shard& shard, WeightInit init) {
   auto whole = load(name, dtype, shape, init);

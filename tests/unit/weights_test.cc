@@ -541,6 +541,28 @@ TEST_F(CheckpointSourceTest, W8A8MatchesTheQuantizeReferenceOnEdgeCases) {
   EXPECT_EQ(g.tensor(qw->scale).name, "w.scale");
 }
 
+// quantize_w8a8_rows on bf16 values in memory gives get_w8a8's bits for the same (widened)
+// weights, edge cases included; bad arguments are errors naming the function.
+TEST(QuantizeW8A8Rows, GivesGetW8A8sBitsAndRefusesBadArguments) {
+  constexpr int64_t n = 5, k = 40;
+  std::vector<uint16_t> wb(n * k);
+  for (int64_t i = 0; i < n * k; ++i) wb[i] = f32_to_bf16(std::sin(static_cast<float>(i) * 0.7f) * 2.0f);
+  std::fill(wb.begin() + k, wb.begin() + 2 * k, uint16_t{0});  // a zero row
+  wb[3 * k + 2] = f32_to_bf16(std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> wf(n * k);
+  for (int64_t i = 0; i < n * k; ++i) wf[i] = bf16_to_f32(wb[i]);
+  std::vector<int8_t> q(n * k), want_q;
+  std::vector<float> scale(n), want_scale;
+  ASSERT_TRUE(quantize_w8a8_rows(wb.data(), DType::kBF16, n, k, q.data(), scale.data()).is_ok());
+  reference_quantize(wf.data(), n, k, &want_q, &want_scale);
+  EXPECT_EQ(std::memcmp(q.data(), want_q.data(), q.size()), 0);
+  EXPECT_EQ(std::memcmp(scale.data(), want_scale.data(), scale.size() * 4), 0);
+  expect_error(quantize_w8a8_rows(wb.data(), DType::kI32, n, k, q.data(), scale.data()), StatusCode::kInvalidArgument,
+               {"quantize_w8a8_rows", "i32"});
+  expect_error(quantize_w8a8_rows(nullptr, DType::kF32, n, k, q.data(), scale.data()), StatusCode::kInvalidArgument,
+               {"quantize_w8a8_rows", "no data"});
+}
+
 // f16 -> f32 is exact for all 65,536 halves (checked against their definition, sign * 2^(e-15)
 // * (1 + m / 1024), in double), NaNs stay NaNs of their sign, and f32 -> f16 brings each back.
 TEST(Half, F16ToF32IsExactForEveryHalf) {
