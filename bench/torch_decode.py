@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""One decode step of transformers' LlamaForCausalLM (random weights, f32, batch 1, static KV
-cache), side by side in one run: torch eager, torch.compile with inductor, torch.compile with
+"""One decode step of transformers' LlamaForCausalLM (random weights in f32, bf16 or f16, batch 1,
+static KV cache), side by side in one run: torch eager, torch.compile with inductor, torch.compile with
 backend="superkernel" in each execution mode (and, after each, the compiled graph that step ran,
 called directly: the share of the step that is the backend's, without dynamo's guards,
 aot_autograd's wrappers and the model's own Python; and the step captured once with
 superkernel.capture and replayed), and the same model built by the C++ API
-(superkernel.cpp_models.build_llama, paged cache) in graph and superkernel mode. Prints a
+(superkernel.cpp_models.build_llama, paged cache, weights of the same dtype, f32 activations) in
+graph and superkernel mode. Prints a
 Markdown table of median step times and ratios (and --json in the project's bench format).
 
     PYTHONPATH=build/python build/venv/bin/python bench/torch_decode.py
     PYTHONPATH=build/python build/venv/bin/python bench/torch_decode.py --sizes llama-mini --runs 20
+    ... --dtypes f32,bf16   # one table per size and dtype (default f32)
+    ... --weight-dtypes w8a8,w4a8   # also: weights quantised by the backend's weight_dtype and the
+                                    # C++ model's, against the same model's unquantised rows
     ... --kernel-time 20    # also: each step's core time by kernel, the backend's graph against the C++ model's
 
 Sizes: llama-mini (configs/llama-mini.yaml: hidden 128, 4 layers, vocab 512) and llama-8l-1024
@@ -56,7 +60,7 @@ def captured_decode(model, config, options: dict):
         return sk.capture(lambda t: compiled(t, cache=cache, use_cache=True), torch.tensor([[1]]))
 
 
-def cpp_decode(size: dict, options: dict):
+def cpp_decode(size: dict, options: dict, weight_dtype: str = "f32"):
     """The same Llama built by the C++ API (paged cache) and compiled with `options`, its inputs set
     for the decode step after the prompt: (executable, graph)."""
     import numpy as np
@@ -65,7 +69,7 @@ def cpp_decode(size: dict, options: dict):
 
     block = 16
     graph = sk.cpp_models.build_llama(dict(size, rms_norm_eps=1e-6, rope_theta=10000.0), phase="decode", batch=1,
-                                      block_size=block, max_context=CACHE_LEN)
+                                      block_size=block, max_context=CACHE_LEN, weight_dtype=weight_dtype)
     exe = sk.compile(graph, options)
     for name, value in (("input_ids", [1]), ("positions", [PROMPT]), ("slot_mapping", [PROMPT]),
                         ("context_lens", [PROMPT + 1])):
@@ -74,7 +78,10 @@ def cpp_decode(size: dict, options: dict):
     return exe, graph
 
 
-def torch_configs(size: dict, args):
+TORCH_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
+
+
+def torch_configs(size: dict, dtype: str, args, weight_dtypes=()):
     """(name, step function factory) for the torch model in each configuration."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
@@ -85,7 +92,7 @@ def torch_configs(size: dict, args):
     torch._dynamo.reset()
     torch.manual_seed(0)
     config = LlamaConfig(**size, max_position_embeddings=CACHE_LEN * 2)
-    model = LlamaForCausalLM(config).eval()
+    model = LlamaForCausalLM(config).eval().to(getattr(torch, TORCH_DTYPES[dtype]))
 
     def stepper(forward):
         """Prefill once, then each call is one decode step (the cache grows by one token)."""
@@ -143,15 +150,18 @@ def torch_configs(size: dict, args):
                     lambda: superkernel_stepper("superkernel, module guards skipped", {
                         **modes["superkernel"],
                         "guard_filter_fn": torch.compiler.skip_guard_on_all_nn_modules_unsafe})))
+    for wd in weight_dtypes:
+        configs.append((f"superkernel superkernel, weight_dtype {wd}: captured step replayed",
+                        lambda wd=wd: captured_decode(model, config, {**modes["superkernel"], "weight_dtype": wd})))
     return configs
 
 
-def cpp_configs(size: dict):
+def cpp_configs(size: dict, dtype: str, weight_dtypes=()):
     """The same Llama built by the C++ API: one Executable.run() and a copy of the logits per step."""
     import numpy as np
 
-    def stepper(mode_opts):
-        exe, _ = cpp_decode(size, mode_opts)
+    def stepper(mode_opts, weight_dtype):
+        exe, _ = cpp_decode(size, mode_opts, weight_dtype)
         # The step is the run and one copy of the logits out, as the torch rows return them (into a
         # NumPy array kept from step to step: nanobind reads it through the buffer protocol).
         name = exe.output_names()[0]
@@ -163,13 +173,14 @@ def cpp_configs(size: dict):
 
         return step
 
+    sk_mode = {"static_kernel_compile": True, "super_kernel_optimize": True}
     return [
-        ("C++ model graph", lambda: stepper({"static_kernel_compile": True})),
-        ("C++ model superkernel", lambda: stepper({"static_kernel_compile": True, "super_kernel_optimize": True})),
-    ]
+        ("C++ model graph", lambda: stepper({"static_kernel_compile": True}, dtype)),
+        ("C++ model superkernel", lambda: stepper(sk_mode, dtype)),
+    ] + [(f"C++ model superkernel, weight_dtype {wd}", lambda wd=wd: stepper(sk_mode, wd)) for wd in weight_dtypes]
 
 
-def kernel_time(size: dict, steps: int) -> None:
+def kernel_time(size: dict, steps: int, dtype: str = "f32") -> None:
     """Where each step's core time goes, by kernel, for the backend's superkernel-mode step
     (captured and replayed) and the C++ model's: both compiled with tracing, run `steps` times
     alternately; the median over the steps of each kernel's time summed over the cores."""
@@ -195,8 +206,9 @@ def kernel_time(size: dict, steps: int) -> None:
     torch._dynamo.reset()
     torch.manual_seed(0)
     config = LlamaConfig(**size, max_position_embeddings=CACHE_LEN * 2)
-    step = captured_decode(LlamaForCausalLM(config).eval(), config, {**mode, "trace": f"{tmp}/torch.json"})
-    exe, graph = cpp_decode(size, {**mode, "trace": f"{tmp}/cpp.json"})
+    model = LlamaForCausalLM(config).eval().to(getattr(torch, TORCH_DTYPES[dtype]))
+    step = captured_decode(model, config, {**mode, "trace": f"{tmp}/torch.json"})
+    exe, graph = cpp_decode(size, {**mode, "trace": f"{tmp}/cpp.json"}, dtype)
     seen = {"torch graph": collections.defaultdict(list), "C++ model": collections.defaultdict(list)}
     for _ in range(steps):
         step()
@@ -217,6 +229,8 @@ def kernel_time(size: dict, steps: int) -> None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="llama-mini,llama-8l-1024")
+    p.add_argument("--dtypes", default="f32", help="comma-separated: f32, bf16, f16 (the model's parameters)")
+    p.add_argument("--weight-dtypes", default="", help="comma-separated: w8a8, w4a8, w4 (extra quantised rows)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--runs", type=int, default=30)
     p.add_argument("--threads", type=int, default=0, help="torch threads and superkernel cores (0: all CPUs)")
@@ -234,6 +248,13 @@ def main() -> int:
     # static cache: its own steps and its compiled graph's alone, which advances the same cache.
     if PROMPT + 1 + 2 * (args.warmup + args.runs) > CACHE_LEN:
         p.error(f"--warmup + --runs must be at most {(CACHE_LEN - PROMPT - 1) // 2} (a static cache of {CACHE_LEN})")
+    for d in args.dtypes.split(","):
+        if d not in TORCH_DTYPES:
+            p.error(f"--dtypes: '{d}': expected f32, bf16 or f16")
+    weight_dtypes = [w for w in args.weight_dtypes.split(",") if w]
+    for w in weight_dtypes:
+        if w not in ("w8a8", "w4a8", "w4"):
+            p.error(f"--weight-dtypes: '{w}': expected w8a8, w4a8 or w4")
     if args.json:
         try:
             check_writable(args.json)
@@ -262,10 +283,11 @@ def main() -> int:
           f"batch 1, prompt {PROMPT}, "
           f"static cache {CACHE_LEN}; median of {args.runs} interleaved rounds after {args.warmup}; "
           f"torch on {'4 KiB' if args.no_huge_pages else 'huge'} pages", file=sys.stderr)
-    for name in args.sizes.split(","):
-        size = SIZES[name]
+    for size_name, dtype in [(n, d) for n in args.sizes.split(",") for d in args.dtypes.split(",")]:
+        size = SIZES[size_name]
+        name = size_name if dtype == "f32" else f"{size_name} {dtype}"
         steps, errors = {}, {}
-        for label, make in torch_configs(size, args) + cpp_configs(size):
+        for label, make in torch_configs(size, dtype, args, weight_dtypes) + cpp_configs(size, dtype, weight_dtypes):
             t0 = time.perf_counter()
             try:
                 steps[label] = make()
@@ -290,19 +312,20 @@ def main() -> int:
         for label, med, lo, hi, err in rows:
             if med is None:
                 print(f"| {name} | {label} | {cores} | n/a ({err}) | | | " + " | ".join("" for _ in refs) + " |")
-                results.append({"bench": name, "mode": label, "cores": cores, "metric": "decode step",
+                results.append({"bench": size_name, "dtype": dtype, "mode": label, "cores": cores, "metric": "decode step",
                                 "median": None, "min": None, "max": None, "runs": 0, "unit": "ms",
                                 "unsupported": err})
                 continue
             ratios = {k: (med / times[v] if v in times else None) for k, v in refs.items()}
             cells = " | ".join(f"{r:.2f}x" if r else "" for r in ratios.values())
             print(f"| {name} | {label} | {cores} | {med:.3f} | {lo:.3f} | {hi:.3f} | {cells} |")
-            results.append({"bench": name, "mode": label, "cores": cores, "metric": "decode step", "median": med,
+            results.append({"bench": size_name, "dtype": dtype, "mode": label, "cores": cores, "metric": "decode step",
+                            "median": med,
                             "min": lo, "max": hi, "runs": args.runs, "unit": "ms",
                             "ratios": {k: v for k, v in ratios.items() if v}})
         sys.stdout.flush()
         if args.kernel_time:
-            kernel_time(size, args.kernel_time)
+            kernel_time(size, args.kernel_time, dtype)
     print(f"superkernel launches that ran on one thread (load policy {args.load_policy}): "
           f"{sk.runtime().one_thread_launches - one_thread_before}", file=sys.stderr)
     if args.json:
