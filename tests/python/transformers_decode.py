@@ -39,8 +39,13 @@ def check_model(model, config, tol, prompt_at_once=True):
     want_ids, want_logits, _ = greedy(model, config, prompt_at_once=prompt_at_once)
     compiled = torch.compile(model, backend="superkernel", options=OPTIONS, fullgraph=True, dynamic=False)
     got_ids, got_logits, ran = greedy(compiled, config, record=True, prompt_at_once=prompt_at_once)
-    assert got_ids == want_ids
-    for g, w in zip(got_logits, want_logits):
+    same = next((i for i, (g, w) in enumerate(zip(got_ids, want_ids)) if g != w), len(want_ids))
+    if same < len(want_ids):
+        # The sequences may part only at a tie within the dtype's tolerance: eager's top two logits
+        # there are closer than tol (a 16-bit rounding may pick either); after it they differ.
+        top2 = want_logits[same].float().topk(2, dim=-1).values[0]
+        assert float(top2[0] - top2[1]) < tol, (same, got_ids, want_ids, top2)
+    for g, w in zip(got_logits[:same + 1], want_logits[:same + 1]):
         torch.testing.assert_close(g, w, rtol=tol, atol=tol)
     graphs = []
     for g, _ in ran:
