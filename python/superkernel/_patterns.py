@@ -34,6 +34,8 @@ kernels, so they agree bit for bit.
 
 from __future__ import annotations
 
+import operator
+
 import torch
 import torch.fx as fx
 
@@ -341,19 +343,39 @@ def _to(graph: fx.Graph, before: fx.Node, x: fx.Node, to: torch.dtype, casts: di
     return casts[(x, to)]
 
 
-def _ones(gm: fx.GraphModule, like: fx.Node, n: int, constants: dict) -> fx.Node:
-    """A constant f32 [n] of ones (the weight of an unweighted RMS norm), one per length."""
-    if n not in constants:
-        name = f"_sk_ones_{n}"
-        gm.register_buffer(name, torch.ones(n, dtype=torch.float32))
+def _ones(gm: fx.GraphModule, like: fx.Node, n: int, constants: dict, value: float = 1.0) -> fx.Node:
+    """A constant f32 [n] of ones (the weight of an unweighted RMS or layer norm), or of `value`
+    (zeros: a layer norm's missing bias), one per length and value."""
+    if (n, value) not in constants:
+        name = f"_sk_ones_{n}" if value == 1.0 else f"_sk_fill_{n}_{len(constants)}"
+        gm.register_buffer(name, torch.full((n,), value, dtype=torch.float32))
         first = next(iter(gm.graph.nodes))
         while first.op == "placeholder":
             first = first.next
         with gm.graph.inserting_before(first):
             node = gm.graph.get_attr(name)
         node.meta["val"] = like.meta["val"].new_empty((n,), dtype=torch.float32)
-        constants[n] = node
-    return constants[n]
+        constants[(n, value)] = node
+    return constants[(n, value)]
+
+
+def _match_layer_norm(node: fx.Node):
+    """getitem(native_layer_norm(x, [D], weight, bias, eps), 0), mean and rstd unused, x f32 or
+    16-bit with weight and bias (or None) of x's dtype or f32 -> (x, weight, bias, eps)."""
+    if not (_is(node, operator.getitem) and node.args[1] == 0):
+        return None
+    ln = node.args[0]
+    if not _is(ln, aten.native_layer_norm.default):
+        return None
+    x, normalized, weight, bias, eps = ln.args
+    if list(normalized) != [shape(x)[-1]] or dtype(x) not in (torch.float32, *HALF):
+        return None
+    if any(u is not node and u.users for u in ln.users):
+        return None
+    for p in (weight, bias):
+        if p is not None and (dtype(p) not in (torch.float32, dtype(x)) or list(shape(p)) != [shape(x)[-1]]):
+            return None
+    return x, weight, bias, float(eps)
 
 
 def _rewrite_rope(gm: fx.GraphModule, node: fx.Node, x: fx.Node, c: fx.Node, s: fx.Node, tables: dict) -> None:
@@ -396,7 +418,7 @@ SDPA_TARGETS = (aten._scaled_dot_product_flash_attention_for_cpu.default, aten.s
 def rewrite(gm: fx.GraphModule, caps: Capabilities, dense_weights: set) -> list[str]:
     """Applies the rewrites in place; returns one line per rewrite kind with its count."""
     graph = gm.graph
-    counts = {"matmul": 0, "rms_norm": 0, "silu_mul": 0, "gqa": 0, "rope": 0}
+    counts = {"matmul": 0, "rms_norm": 0, "layer_norm": 0, "silu_mul": 0, "gqa": 0, "rope": 0}
     rope_tables: dict = {}
     ones: dict = {}
     casts: dict = {}
@@ -437,6 +459,19 @@ def rewrite(gm: fx.GraphModule, caps: Capabilities, dense_weights: set) -> list[
                 x, eps = m
                 _replace(graph, node, sk_ops.rms_norm.default, (x, _ones(gm, x, shape(x)[-1], ones), eps))
                 counts["rms_norm"] += 1
+                continue
+        if caps.kernel("layer_norm.f32"):
+            m = _match_layer_norm(node)
+            if m:
+                x, weight, bias, eps = m
+                d = shape(x)[-1]
+                xf = _to(graph, node, x, torch.float32, casts) if dtype(x) != torch.float32 else x
+                params = [_ones(gm, x, d, ones, fill) if p is None else
+                          p if dtype(p) == torch.float32 else _to(graph, node, p, torch.float32)
+                          for p, fill in ((weight, 1.0), (bias, 0.0))]
+                y = _add(graph, node, sk_ops.layer_norm.default, (xf, *params, eps))
+                node.replace_all_uses_with(y if dtype(x) == torch.float32 else _to(graph, node, y, dtype(x)))
+                counts["layer_norm"] += 1
                 continue
         if caps.kernel("silu_mul.f32"):
             m = _match_silu_mul(node)

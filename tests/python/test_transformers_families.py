@@ -1,7 +1,9 @@
 """More decoder families from transformers (tiny random configs) in f32, bf16 and f16 through the
 superkernel backend: Qwen2 (q/k/v biases: addmm), Mistral, Granite (its embedding, residual,
 attention and logits multipliers), Phi-3 (fused qkv and gate_up projections, split in the graph)
-and Gemma (the (1 + w) norm, GELU-tanh, a scaled embedding). Each compiles into one graph per
+Gemma (the (1 + w) norm, GELU-tanh, a scaled embedding), and the LayerNorm families OLMo
+(LayerNorm without weight or bias), StableLM (partial rotary) and Phi (one norm per layer, the
+attention and MLP in parallel), whose norms run on layer_norm.f32 (_patterns.py). Each compiles into one graph per
 call shape with no host step, its greedy ids follow torch eager's (parting only at a tie within
 the dtype's tolerance), logits within it, the decode step gives the same bits in the three modes
 (transformers_decode.check_model), and in bf16 the step captured once and replayed gives the
@@ -25,7 +27,12 @@ FAMILIES = {
     "granite": ("GraniteConfig", "GraniteForCausalLM", {}),
     "phi3": ("Phi3Config", "Phi3ForCausalLM", dict(pad_token_id=0)),
     "gemma": ("GemmaConfig", "GemmaForCausalLM", dict(head_dim=16)),
+    "olmo": ("OlmoConfig", "OlmoForCausalLM", {}),
+    "stablelm": ("StableLmConfig", "StableLmForCausalLM", {}),
+    "phi": ("PhiConfig", "PhiForCausalLM", {}),
 }
+# layer_norm.f32 per model: two per layer and the final one; Phi's layers have one.
+LAYER_NORMS = {"olmo": 5, "stablelm": 5, "phi": 3}
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 
@@ -42,6 +49,8 @@ def test_family_compiles_and_follows_eager(family, dtype):
     model, config = _model(family, DTYPES[dtype])
     _, decode = check_model(model, config, tol=TOL[DTYPES[dtype]])
     assert decode.host_steps == [], decode.explain()
+    kernels = [decode.graph.op(i).kernel for i in range(decode.graph.num_ops)]
+    assert kernels.count("layer_norm.f32") == LAYER_NORMS.get(family, 0), decode.explain()
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
