@@ -63,38 +63,8 @@ def _is_weight(node, placeholders_dense: set) -> bool:
     return isinstance(node, fx.Node) and node in placeholders_dense
 
 
-def _match_rms(node: fx.Node):
-    """w * (x * rsqrt(mean(pow(x, 2), [-1], True) + eps)) -> (x, w, eps)."""
-    if not _is(node, aten.mul.Tensor):
-        return None
-    for w, inner in (node.args, node.args[::-1]):
-        if not _is(inner, aten.mul.Tensor) or not isinstance(w, fx.Node):
-            continue
-        for x, r in (inner.args, inner.args[::-1]):
-            if not _is(r, aten.rsqrt.default):
-                continue
-            add = r.args[0]
-            if not _is(add, aten.add.Tensor) or not isinstance(add.args[1], (int, float)):
-                continue
-            mean = add.args[0]
-            if not _is(mean, aten.mean.dim) or list(mean.args[1]) not in ([-1], [len(shape(x)) - 1]):
-                continue
-            if not (len(mean.args) > 2 and mean.args[2]):
-                continue
-            pw = mean.args[0]
-            if not _is(pw, aten.pow.Tensor_Scalar) or pw.args[0] is not x or pw.args[1] != 2:
-                continue
-            if len(shape(w)) != 1 or shape(w)[0] != shape(x)[-1]:
-                continue
-            if dtype(x) != torch.float32 or dtype(w) != torch.float32 or shape(node) != shape(x):
-                continue
-            return x, w, float(add.args[1])
-    return None
-
-
-def _match_rms_unweighted(node: fx.Node):
-    """x * rsqrt(mean(pow(x, 2), [-1], True) + eps) with x f32 -> (x, eps), unless a weighted
-    norm (_match_rms) takes this product in."""
+def _rms_core(node) -> tuple | None:
+    """x * rsqrt(mean(pow(x, 2), [-1], True) + eps), either operand order -> (x, eps)."""
     if not _is(node, aten.mul.Tensor):
         return None
     for x, r in (node.args, node.args[::-1]):
@@ -109,14 +79,37 @@ def _match_rms_unweighted(node: fx.Node):
         if not (len(mean.args) > 2 and mean.args[2]):
             continue
         pw = mean.args[0]
-        if not _is(pw, aten.pow.Tensor_Scalar) or pw.args[0] is not x or pw.args[1] != 2:
-            continue
-        if dtype(x) != torch.float32 or shape(node) != shape(x):
-            continue
-        if any(_match_rms(user) for user in node.users):
-            continue
-        return x, float(add.args[1])
+        if _is(pw, aten.pow.Tensor_Scalar) and pw.args[0] is x and pw.args[1] == 2:
+            return x, float(add.args[1])
     return None
+
+
+def _match_rms(node: fx.Node):
+    """w * (x * rsqrt(mean(pow(x, 2), [-1], True) + eps)) -> (x, w, eps)."""
+    if not _is(node, aten.mul.Tensor):
+        return None
+    for w, inner in (node.args, node.args[::-1]):
+        core = _rms_core(inner) if isinstance(w, fx.Node) else None
+        if core is None:
+            continue
+        x, eps = core
+        if len(shape(w)) != 1 or shape(w)[0] != shape(x)[-1]:
+            continue
+        if dtype(x) != torch.float32 or dtype(w) != torch.float32 or shape(node) != shape(x):
+            continue
+        return x, w, eps
+    return None
+
+
+def _match_rms_unweighted(node: fx.Node):
+    """x * rsqrt(mean(pow(x, 2), [-1], True) + eps) with x f32 -> (x, eps), unless a weighted
+    norm (_match_rms) takes this product in."""
+    core = _rms_core(node)
+    if core is None or dtype(core[0]) != torch.float32 or shape(node) != shape(core[0]):
+        return None
+    if any(_match_rms(user) for user in node.users):
+        return None
+    return core
 
 
 def _match_silu_mul(node: fx.Node):
@@ -343,19 +336,23 @@ def _to(graph: fx.Graph, before: fx.Node, x: fx.Node, to: torch.dtype, casts: di
     return casts[(x, to)]
 
 
+def constant_buffer(gm: fx.GraphModule, name: str, value: torch.Tensor, like: fx.Node) -> fx.Node:
+    """A get_attr node over a new buffer `name` of gm holding `value`, after the graph's inputs
+    (so that every node can read it); its meta from `like`'s."""
+    gm.register_buffer(name, value)
+    first = next(n for n in gm.graph.nodes if n.op != "placeholder")
+    with gm.graph.inserting_before(first):
+        node = gm.graph.get_attr(name)
+    node.meta["val"] = like.meta["val"].new_empty(tuple(value.shape), dtype=value.dtype)
+    return node
+
+
 def _ones(gm: fx.GraphModule, like: fx.Node, n: int, constants: dict, value: float = 1.0) -> fx.Node:
     """A constant f32 [n] of ones (the weight of an unweighted RMS or layer norm), or of `value`
     (zeros: a layer norm's missing bias), one per length and value."""
     if (n, value) not in constants:
         name = f"_sk_ones_{n}" if value == 1.0 else f"_sk_fill_{n}_{len(constants)}"
-        gm.register_buffer(name, torch.full((n,), value, dtype=torch.float32))
-        first = next(iter(gm.graph.nodes))
-        while first.op == "placeholder":
-            first = first.next
-        with gm.graph.inserting_before(first):
-            node = gm.graph.get_attr(name)
-        node.meta["val"] = like.meta["val"].new_empty((n,), dtype=torch.float32)
-        constants[(n, value)] = node
+        constants[(n, value)] = constant_buffer(gm, name, torch.full((n,), value, dtype=torch.float32), like)
     return constants[(n, value)]
 
 

@@ -31,7 +31,7 @@ import torch.fx as fx
 from . import _superkernel
 from ._errors import InvalidArgumentError, UnimplementedError
 from ._lowering import Capabilities, dtype, shape
-from ._patterns import _add, _is, _to
+from ._patterns import _add, _is, _to, constant_buffer
 
 aten = torch.ops.aten
 sk_ops = torch.ops.superkernel
@@ -60,14 +60,7 @@ def _linear(node: fx.Node, params: dict):
 
 
 def _constant(gm: fx.GraphModule, like: fx.Node, name: str, value: torch.Tensor) -> fx.Node:
-    """A get_attr node over a new buffer of gm holding `value`, placed after the placeholders."""
-    attr = re.sub(r"\W", "_", f"_sk_weight_{name}")
-    gm.register_buffer(attr, value.contiguous())
-    first = next(n for n in gm.graph.nodes if n.op != "placeholder")
-    with gm.graph.inserting_before(first):
-        node = gm.graph.get_attr(attr)
-    node.meta["val"] = like.meta["val"].new_empty(tuple(value.shape), dtype=value.dtype)
-    return node
+    return constant_buffer(gm, re.sub(r"\W", "_", f"_sk_weight_{name}"), value.contiguous(), like)
 
 
 def _bytes_tensor(data: bytes, torch_dtype: torch.dtype, shp) -> torch.Tensor:
