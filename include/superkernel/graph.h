@@ -212,6 +212,9 @@ class Graph {
   Tensor reshape(Tensor t, Shape shape, std::string name = "");  // needs a dense source
   Tensor transpose(Tensor t, std::vector<int> perm, std::string name = "");
   Tensor slice(Tensor t, int dim, int64_t begin, int64_t end, std::string name = "");
+  // torch's t[begin:end:step] along `dim` (step >= 1): ceil((end - begin) / step) elements,
+  // the dim's stride times `step`. A view like any other: read in place by every kernel.
+  Tensor slice(Tensor t, int dim, int64_t begin, int64_t end, int64_t step, std::string name = "");
   // torch's t.expand(shape): dims of size 1 repeat with stride 0, new leading dims may be added
   // (also with stride 0), and -1 keeps a dim's size. Readable everywhere a view is (kernels get
   // the 0 strides); an op cannot write an expanded view (its elements share memory), and

@@ -202,7 +202,8 @@ void bind_graph(nb::module_& m) {
       // ---- views ----
       .def("reshape", &sk::Graph::reshape, nb::arg("tensor"), nb::arg("shape"), nb::arg("name") = "")
       .def("transpose", &sk::Graph::transpose, nb::arg("tensor"), nb::arg("perm"), nb::arg("name") = "")
-      .def("slice", &sk::Graph::slice, nb::arg("tensor"), nb::arg("dim"), nb::arg("begin"), nb::arg("end"),
+      .def("slice", nb::overload_cast<sk::Tensor, int, int64_t, int64_t, int64_t, std::string>(&sk::Graph::slice),
+           nb::arg("tensor"), nb::arg("dim"), nb::arg("begin"), nb::arg("end"), nb::arg("step") = 1,
            nb::arg("name") = "")
       .def("expand", &sk::Graph::expand, nb::arg("tensor"), nb::arg("shape"), nb::arg("name") = "")
       // ---- ops ----

@@ -17,4 +17,5 @@ NB_MODULE(_superkernel, m) {
   skpy::bind_runtime(m);
   skpy::bind_models(m);
   m.attr("KERNEL_ABI_VERSION") = SK_KERNEL_ABI_VERSION;
+  m.attr("MAX_RANK") = SK_MAX_RANK;
 }

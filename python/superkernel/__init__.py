@@ -127,7 +127,8 @@ except ImportError:  # the graph API works without torch
     torch = None
 
 if torch is not None:
-    from ._markers import Event, limit_core_num, prefetch, scope, scope_begin, scope_end, stream, superkernel_scope
+    from ._markers import (Event, limit_core_num, prefetch, scope, scope_begin, scope_end, scope_modules, stream,
+                           superkernel_scope)
     from ._kernel_ops import KernelSignature, call_kernel, register_kernel_op
     from ._backend import backend, compiled_graphs, superkernel_backend
     from ._capture import CapturedStep, capture
@@ -145,7 +146,7 @@ if torch is not None:
             register_kernel_op(sig)
 
     __all__ += [
-        "backend", "superkernel_backend", "compiled_graphs", "scope", "scope_begin", "scope_end",
+        "backend", "superkernel_backend", "compiled_graphs", "scope", "scope_begin", "scope_end", "scope_modules",
         "superkernel_scope", "limit_core_num", "stream", "Event", "prefetch", "KernelSignature",
         "register_kernel_op", "call_kernel", "load_kernel_package", "capture", "CapturedStep",
         "quantization_error",

@@ -203,23 +203,20 @@ def _slice_bounds(node: fx.Node):
     return dim, start, end, step
 
 
-def _check_slice(node, caps):
-    return None if _slice_bounds(node)[3] == 1 else "slice with a step other than 1"
-
-
 def _lower_slice(ctx: Ctx, node: fx.Node):
-    dim, start, end, _ = _slice_bounds(node)
+    """x[start:end:step] along a dim: a view (the dim's stride times the step)."""
+    dim, start, end, step = _slice_bounds(node)
     x = ctx.value(node.args[0])
-    if start == 0 and end == shape(node.args[0])[dim]:
+    if start == 0 and end == shape(node.args[0])[dim] and step == 1:
         return x
-    return ctx.g.slice(x, dim, start, end, ctx.name(node))
+    return ctx.g.slice(x, dim, start, end, step, name=ctx.name(node))
 
 
 def _lower_select(ctx: Ctx, node: fx.Node):
     src = shape(node.args[0])
     dim = norm_dim(node.args[1], len(src))
     index = node.args[2] + src[dim] if node.args[2] < 0 else node.args[2]
-    x = ctx.g.slice(ctx.value(node.args[0]), dim, index, index + 1, ctx.name(node) + "_slice")
+    x = ctx.g.slice(ctx.value(node.args[0]), dim, index, index + 1, name=ctx.name(node) + "_slice")
     return ctx.g.reshape(ctx.dense(x, ctx.name(node)), shape(node), ctx.name(node))
 
 
@@ -233,7 +230,7 @@ def _lower_split(ctx: Ctx, node: fx.Node):
     x = ctx.value(node.args[0])
     pieces, begin = [], 0
     for i, n in enumerate(sizes):
-        pieces.append(ctx.g.slice(x, dim, begin, begin + n, f"{ctx.name(node)}_{i}"))
+        pieces.append(ctx.g.slice(x, dim, begin, begin + n, name=f"{ctx.name(node)}_{i}"))
         begin += n
     return tuple(pieces)
 
@@ -752,6 +749,82 @@ def _lower_cat(ctx: Ctx, node: fx.Node):
     return ctx.caps.tensor_ops.cat(ctx.g, parts, dim, ctx.name(node))
 
 
+def _slice_scatter_bounds(node: fx.Node):
+    """(dim, start, end, step) of slice_scatter(input, src, dim=0, start=None, end=None, step=1)."""
+    names = ["input", "src", "dim", "start", "end", "step"]
+    a = {"dim": 0, "start": None, "end": None, "step": 1, **dict(zip(names, node.args)), **node.kwargs}
+    n_dims = len(shape(node.args[0]))
+    dim = norm_dim(a["dim"], n_dims)
+    n = shape(node.args[0])[dim]
+    start = 0 if a["start"] is None else a["start"]
+    end = n if a["end"] is None else a["end"]
+    start = max(0, min(n, start + n if start < 0 else start))
+    end = max(start, min(n, end + n if end < 0 else end))
+    return dim, start, end, a["step"]
+
+
+def _check_slice_scatter(node, caps):
+    if _slice_scatter_bounds(node)[3] != 1:
+        return "slice_scatter with a step other than 1"
+    if not (caps.tensor_ops is not None and hasattr(caps.tensor_ops, "cat") and caps.kernel("copy")):
+        return "no cat builder in this build"
+    if dtype(node.args[1]) != dtype(node) and not caps.tensor("cast"):
+        return "slice_scatter of mixed dtypes: no tensor.cast kernel in the loaded packages"
+    return None
+
+
+def _lower_slice_scatter(ctx: Ctx, node: fx.Node):
+    """out = input with out[start:end] = src along dim (functionalisation's form of
+    x[..., a:b].copy_(src)): one dense tensor made of input's head, src and input's tail, the cat
+    kernel's copies."""
+    dim, start, end, _ = _slice_scatter_bounds(node)
+    x = ctx.value(node.args[0])
+    n = shape(node.args[0])[dim]
+    name = ctx.name(node)
+    parts = []
+    if start > 0:
+        parts.append(ctx.g.slice(x, dim, 0, start, name=name + "_head"))
+    parts.append(_as_dtype(ctx, node, node.args[1], dtype(node), "src"))
+    if end < n:
+        parts.append(ctx.g.slice(x, dim, end, n, name=name + "_tail"))
+    return ctx.caps.tensor_ops.cat(ctx.g, parts, dim, name)
+
+
+def _check_scatter_value(node, caps):
+    for family in ("binary", "reduce", "where"):
+        if not caps.tensor(family):
+            return f"no tensor.{family} kernel in the loaded packages"
+    src, index = shape(node.args[0]), shape(node.args[2])
+    dim = norm_dim(node.args[1], len(src))
+    if len(index) != len(src) or any(a != b for d, (a, b) in enumerate(zip(index, src)) if d != dim):
+        return "scatter whose index differs from the tensor in a dim other than the scattered one"
+    if len(src) + 1 > _sk.MAX_RANK:
+        return f"scatter of a rank-{len(src)} tensor (the mask needs rank {len(src) + 1})"
+    return None
+
+
+def _lower_scatter_value(ctx: Ctx, node: fx.Node):
+    """x.scatter(dim, index, value): where(mask, value, x), mask[.., j, ..] = any over k of
+    index[.., k, ..] == j (an equality against 0..n-1 in a dim after `dim`, counted over `dim`).
+    Exact: every element is x's or the value in x's dtype. Unlike torch, an index out of range
+    matches no position (torch raises)."""
+    x_node, dim, index_node, value = node.args[:4]
+    src = shape(x_node)
+    dim = norm_dim(dim, len(src))
+    name = ctx.name(node)
+    T = ctx.caps.tensor_ops
+    index_shape = shape(index_node)
+    index = ctx.g.reshape(ctx.dense(ctx.value(index_node), name + "_index"),
+                          index_shape[:dim + 1] + [1] + index_shape[dim + 1:], name + "_index_e")
+    positions = torch.arange(src[dim], dtype=dtype(index_node)).reshape([1] * (dim + 1) + [src[dim]] +
+                                                                        [1] * (len(src) - dim - 1))
+    hits = T.binary(ctx.g, index, ctx.g.constant(name + "_positions", positions), T.BinaryOp.eq, name + "_hits")
+    count = T.reduce(ctx.g, hits, T.ReduceOp.sum, [dim], False, name + "_count")  # i64
+    mask = T.binary_scalar(ctx.g, count, 0, T.BinaryOp.gt, False, name + "_mask")
+    fill = ctx.g.constant(name + "_value", torch.full([1] * len(src), value, dtype=dtype(node)))
+    return T.where(ctx.g, mask, fill, ctx.value(x_node), name)
+
+
 # ---- matrix products and attention ----------------------------------------------------------
 
 
@@ -861,7 +934,7 @@ _views = {
     aten.squeeze.default: Row(_ok, _lower_reshape),
     aten.alias.default: Row(_ok, _lower_alias),
     aten.permute.default: Row(_ok, _lower_permute),
-    aten.slice.Tensor: Row(_check_slice, _lower_slice),
+    aten.slice.Tensor: Row(_ok, _lower_slice),
     aten.select.int: Row(_ok, _lower_select),
     aten.split_with_sizes.default: Row(_ok, _lower_split),
     aten.split.Tensor: Row(_ok, _lower_split),
@@ -895,6 +968,8 @@ ATEN_LOWERINGS: dict[Any, Row] = {
     aten.index.Tensor: Row(_check_index, _lower_index),
     aten.embedding.default: Row(_check_embedding, _lower_embedding),
     aten.cat.default: Row(_check_cat, _lower_cat),
+    aten.slice_scatter.default: Row(_check_slice_scatter, _lower_slice_scatter),
+    aten.scatter.value: Row(_check_scatter_value, _lower_scatter_value),
     aten.index_copy.default: Row(_check_index_update, _lower_index_update),
     aten.index_put.default: Row(_check_index_update, _lower_index_update),
     aten.mm.default: Row(_check_mm, _lower_mm),

@@ -21,6 +21,8 @@ torch (prefetch does nothing).
 from __future__ import annotations
 
 import contextlib
+import functools
+import re
 import sys
 import weakref
 
@@ -212,6 +214,35 @@ def superkernel_scope(enable: bool, name: str | None, options: str = ""):
     """``with superkernel_scope(enable, name, options):`` a scope when `enable`, nothing otherwise,
     so one model file runs with fusion on or off."""
     return scope(name, options) if enable else contextlib.nullcontext()
+
+
+def scope_modules(model: torch.nn.Module, pattern: str, options: str = "") -> list[str]:
+    r"""Puts the forward of every submodule of `model` whose qualified name matches the regular
+    expression `pattern` (in full) inside a fusion scope named after that name, for models whose
+    ``forward`` you do not edit (a transformers model: ``scope_modules(model, r"model\.layers\.\d+")``
+    gives one scope per decoder layer). Returns the names scoped, in module order; a pattern that
+    matches no module, or a module scoped twice, is a ValueError naming it."""
+    names = []
+    for name, module in model.named_modules():
+        if not name or not re.fullmatch(pattern, name):
+            continue
+        if getattr(module.forward, "_superkernel_scope", None) is not None:
+            raise ValueError(f"scope_modules: module '{name}' is already in scope "
+                             f"'{module.forward._superkernel_scope}'")
+        inner = module.forward
+
+        @functools.wraps(inner)
+        def forward(*args, _inner=inner, _name=name, **kwargs):
+            with scope(_name, options):
+                return _inner(*args, **kwargs)
+
+        forward._superkernel_scope = name
+        module.forward = forward
+        names.append(name)
+    if not names:
+        raise ValueError(f"scope_modules: no submodule of {type(model).__name__} has a name matching "
+                         f"'{pattern}' (names look like '{next((n for n, _ in model.named_modules() if n), '')}')")
+    return names
 
 
 class limit_core_num:

@@ -329,6 +329,10 @@ Tensor Graph::transpose(Tensor t, std::vector<int> perm, std::string name) {
 }
 
 Tensor Graph::slice(Tensor t, int dim, int64_t begin, int64_t end, std::string name) {
+  return slice(t, dim, begin, end, 1, std::move(name));
+}
+
+Tensor Graph::slice(Tensor t, int dim, int64_t begin, int64_t end, int64_t step, std::string name) {
   if (name.empty()) name = "slice_" + std::to_string(impl_->tensors.size());
   if (!impl_->check_handle(t, "slice '" + name + "'")) return input(name, DType::kF32, {});
   const TensorInfo& src = impl_->tensors[t.id];
@@ -339,9 +343,16 @@ Tensor Graph::slice(Tensor t, int dim, int64_t begin, int64_t end, std::string n
                                           " is out of bounds for '" + src.name + "' " + shape_to_string(src.shape)));
     return add_view(*impl_, src, std::move(name), src.shape, src.strides, 0);
   }
+  if (step < 1) {
+    impl_->error(Status::invalid_argument("slice '" + name + "': step " + std::to_string(step) +
+                                          " must be at least 1"));
+    return add_view(*impl_, src, std::move(name), src.shape, src.strides, 0);
+  }
   Shape shape = src.shape;
-  shape[dim] = end - begin;
-  return add_view(*impl_, src, std::move(name), std::move(shape), src.strides, begin * src.strides[dim]);
+  shape[dim] = (end - begin + step - 1) / step;
+  Shape strides = src.strides;
+  strides[dim] *= step;
+  return add_view(*impl_, src, std::move(name), std::move(shape), std::move(strides), begin * src.strides[dim]);
 }
 
 Tensor Graph::expand(Tensor t, Shape shape, std::string name) {

@@ -78,6 +78,16 @@ CASES = [
     ("slice_squeeze_unsqueeze", lambda x: x[:, 1:3].unsqueeze(0).squeeze(0)[0] + x[1, :2], (r(3, 5),),
      ["tensor.binary"], 0),
     ("expand", lambda x, y: x.expand(3, 4, 5) + y, (r(4, 1), r(3, 4, 5)), ["tensor.binary"], 0),
+    # DeepSeek-V3's interleaved RoPE reads x[..., ::2] and x[..., 1::2]: strided views.
+    ("slice_step", lambda x: x[..., ::2] * 2.0 - x[..., 1::2] + x[1:, 1:7:3].sum(), (r(3, 2, 8),),
+     ["tensor.binary", "tensor.binary_scalar", "tensor.reduce"], 1e-6),
+    # What functionalisation makes of key[..., :8].copy_(a); key[..., 8:].copy_(b).
+    ("slice_scatter", lambda x, a, b: torch.slice_scatter(torch.slice_scatter(x, a, 2, 0, 3), b, 2, 5) * 1.0,
+     (r(2, 3, 8), r(2, 3, 3), r(2, 3, 3).to(torch.bfloat16)), ["copy", "tensor.cast"], 0),
+    # DeepSeek-V3's grouped routing: group_mask.scatter_(1, group_idx, 1).
+    ("scatter_value", lambda x, i, j: torch.zeros_like(x).scatter(1, i, 1.0) + x.scatter(0, j, -2.5),
+     (r(4, 6), torch.tensor([[0, 5], [2, 2], [1, 4], [3, 0]]), torch.tensor([[0, 3, 1, 2, 0, 3], [1, 1, 1, 2, 2, 3]])),
+     ["tensor.binary", "tensor.reduce", "tensor.where"], 0),
     # ---- attention ----
     ("sdpa_gqa_mask", lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True),
      (r(1, 4, 2, 8), r(1, 2, 6, 8), r(1, 2, 6, 8), torch.rand(1, 1, 2, 6) > 0.3), ["tensor.sdpa"], 1e-5),

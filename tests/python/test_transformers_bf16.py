@@ -1,16 +1,10 @@
-"""transformers models in the half dtypes they ship in, through the superkernel backend: OLMo-2
-(its q/k norms multiply a bf16 weight by an f32 activation) and DeepSeek-V3 (MLA, grouped
-routing, the router's f32 logits) in bf16, Llama in f16. Each compiles (torch's type promotion
-applied to every mixed-dtype op), greedy ids equal torch eager's over 16 steps with a static
-cache, logits within the half dtype's tolerance, and the decode step gives the same bits in the
-three modes (transformers_decode.check_model). Llama and Qwen3 in bf16 and f16 run on the
-16-bit fast paths: their projections on matmul.bf16 / matmul.f16, the norms, SwiGLU and RoPE on
+"""transformers models in the half dtypes they ship in run on the 16-bit fast paths (every family
+in every dtype is in test_transformers_families.py). Llama and Qwen3 in bf16 and f16: their projections on matmul.bf16 / matmul.f16, the norms, SwiGLU and RoPE on
 the library's kernels (python/superkernel/_patterns.py), not element-wise chains."""
 
 import pytest
 import torch
-from transformers import (DeepseekV3Config, DeepseekV3ForCausalLM, LlamaConfig, LlamaForCausalLM, Olmo2Config,
-                          Olmo2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
 from transformers_decode import check_model
 
@@ -24,30 +18,6 @@ TINY = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_la
 def _model(cls, config, dtype):
     torch.manual_seed(0)
     return cls(config).to(dtype).eval()
-
-
-def test_olmo2_bf16_compiles_and_matches_eager():
-    config = Olmo2Config(**TINY, num_key_value_heads=2)
-    _, decode = check_model(_model(Olmo2ForCausalLM, config, torch.bfloat16), config, tol=TOL[torch.bfloat16])
-    # The norms' upcasts and the weight x activation products ran as casts and kernels, not in torch.
-    assert decode.host_steps == [], decode.explain()
-    kernels = {decode.graph.op(i).kernel for i in range(decode.graph.num_ops)}
-    assert "tensor.cast" in kernels
-
-
-def test_deepseek_v3_bf16_compiles_and_matches_eager():
-    config = DeepseekV3Config(**TINY, moe_intermediate_size=32, num_key_value_heads=4, n_routed_experts=8,
-                              num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1, n_group=2,
-                              topk_group=1, kv_lora_rank=16, q_lora_rank=24, qk_rope_head_dim=8, qk_nope_head_dim=8,
-                              v_head_dim=16)
-    config._experts_implementation = "batched_mm"
-    check_model(_model(DeepseekV3ForCausalLM, config, torch.bfloat16), config, tol=TOL[torch.bfloat16])
-
-
-def test_llama_f16_compiles_and_matches_eager():
-    config = LlamaConfig(**TINY, num_key_value_heads=2)
-    _, decode = check_model(_model(LlamaForCausalLM, config, torch.float16), config, tol=TOL[torch.float16])
-    assert decode.host_steps == [], decode.explain()
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])

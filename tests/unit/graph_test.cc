@@ -68,6 +68,26 @@ TEST(Graph, SliceOutOfBoundsIsAnError) {
   EXPECT_TRUE(FailsWith(g.verify(), {"slice 's'", "out of bounds"}));
 }
 
+TEST(Graph, SteppedSliceMultipliesTheStride) {
+  Graph g;
+  Tensor x = g.input("x", DType::kF32, {4, 7});
+  Tensor odd = g.slice(x, 1, 1, 7, 2, "odd");   // columns 1, 3, 5
+  Tensor rows = g.slice(x, 0, 0, 4, 3, "rows");  // rows 0, 3
+  EXPECT_EQ(g.tensor(odd).shape, (Shape{4, 3}));
+  EXPECT_EQ(g.tensor(odd).strides, (Shape{7, 2}));
+  EXPECT_EQ(g.tensor(odd).byte_offset, 1 * 4);
+  EXPECT_EQ(g.tensor(rows).shape, (Shape{2, 7}));
+  EXPECT_EQ(g.tensor(rows).strides, (Shape{21, 1}));
+  EXPECT_TRUE(g.verify().is_ok());
+}
+
+TEST(Graph, SliceStepBelowOneIsAnError) {
+  Graph g;
+  Tensor x = g.input("x", DType::kF32, {4});
+  g.slice(x, 0, 0, 4, 0, "s");
+  EXPECT_TRUE(FailsWith(g.verify(), {"slice 's'", "step 0"}));
+}
+
 TEST(Verifier, ShapeMismatchNamesOpAndOperand) {
   Graph g;
   Tensor a = g.input("a", DType::kF32, {2, 8});
