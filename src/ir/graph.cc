@@ -344,8 +344,8 @@ Tensor Graph::slice(Tensor t, int dim, int64_t begin, int64_t end, int64_t step,
     return add_view(*impl_, src, std::move(name), src.shape, src.strides, 0);
   }
   if (step < 1) {
-    impl_->error(Status::invalid_argument("slice '" + name + "': step " + std::to_string(step) +
-                                          " must be at least 1"));
+    impl_->error(
+        Status::invalid_argument("slice '" + name + "': step " + std::to_string(step) + " must be at least 1"));
     return add_view(*impl_, src, std::move(name), src.shape, src.strides, 0);
   }
   Shape shape = src.shape;

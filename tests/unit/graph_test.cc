@@ -71,7 +71,7 @@ TEST(Graph, SliceOutOfBoundsIsAnError) {
 TEST(Graph, SteppedSliceMultipliesTheStride) {
   Graph g;
   Tensor x = g.input("x", DType::kF32, {4, 7});
-  Tensor odd = g.slice(x, 1, 1, 7, 2, "odd");   // columns 1, 3, 5
+  Tensor odd = g.slice(x, 1, 1, 7, 2, "odd");    // columns 1, 3, 5
   Tensor rows = g.slice(x, 0, 0, 4, 3, "rows");  // rows 0, 3
   EXPECT_EQ(g.tensor(odd).shape, (Shape{4, 3}));
   EXPECT_EQ(g.tensor(odd).strides, (Shape{7, 2}));
