@@ -192,3 +192,14 @@ def test_a_bad_scope_option_is_an_error_naming_the_key():
     with pytest.raises(Exception, match="early-start"):
         with torch.no_grad():
             compile_fn(BadOption(), SK_MODE)(torch.randn(4))
+
+
+def test_scope_modules_scopes_by_name_and_refuses_what_it_cannot_scope():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 4))
+    assert sk.scope_modules(model, r"[02]") == ["0", "2"]
+    x = torch.randn(2, 4)
+    torch.testing.assert_close(model(x), model[2](model[1](model[0](x))))  # outside compile: plain torch
+    with pytest.raises(ValueError, match=r"module '0' is already in scope '0'"):
+        sk.scope_modules(model, r"0")
+    with pytest.raises(ValueError, match=r"no submodule of Sequential has a name matching 'layers\\.\\d\+'"):
+        sk.scope_modules(model, r"layers\.\d+")
