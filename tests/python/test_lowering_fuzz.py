@@ -5,7 +5,7 @@ lowering table (``superkernel._lowering.ATEN_LOWERINGS``) covers, compiled with
 A program is an ``nn.Module`` whose ``forward`` is generated Python source: inputs of every dtype
 the graph holds (f32, bf16, f16, int32, int64, bool) with broadcast-compatible shapes, a buffer,
 then a random sequence of element-wise ops (mixed dtypes, Python scalars on either side),
-casts, views (slice, select, permute, transpose, unsqueeze, expand, reshape), reductions with and
+casts, views (slice with and without a step, select, permute, transpose, unsqueeze, expand, reshape), reductions with and
 without keepdim, arg-reductions, softmax, cumsum, cat, matmul, index_select and gather, in-place
 updates of inputs and of the buffer, and fusion scopes around random sub-ranges of the lines. The
 generator runs each line in eager torch as it writes it and keeps only lines torch accepts, so
@@ -280,7 +280,8 @@ class Program:
             if n < 2:
                 return None
             start = rng.randrange(n - 1)
-            index = ", ".join([":"] * d + [f"{start}:{rng.randint(start + 1, n)}"])
+            step = rng.choice([1, 1, 2, 3])  # a stepped slice is a strided view
+            index = ", ".join([":"] * d + [f"{start}:{rng.randint(start + 1, n)}" + (f":{step}" if step > 1 else "")])
             expr = f"{x}[{index}]"
         elif kind == "select":
             d = rng.randrange(r)
