@@ -6,6 +6,7 @@ not at all, a failure naming the path.
     from checked_write import check_writable, write_json
     check_writable(args.json)          # before the run: a bad path fails now, not after an hour
     write_json(args.json, results)
+    return json_exit_code(args.json, results, "my_bench")  # at the end of main(): 0, or 1 and why
 """
 
 import importlib.util
@@ -23,3 +24,14 @@ write_bytes = _files.write_bytes
 write_text = _files.write_text
 write_json = _files.write_json
 replaced = _files.replaced
+
+
+def json_exit_code(path, data, prog: str, **json_args) -> int:
+    """Writes `data` to `path` as JSON; the bench's exit status: 0, or 1 after printing
+    "<prog>: --json: <the error naming the path>" (a result is never lost without a word)."""
+    try:
+        write_json(path, data, **json_args)
+    except OSError as e:
+        print(f"{prog}: --json: {e}", file=sys.stderr)
+        return 1
+    return 0

@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checked_write import check_writable, write_json  # noqa: E402
+from checked_write import check_writable, json_exit_code  # noqa: E402
 
 OUR_TYPES = ("f32", "bf16", "f16", "w8a8", "w4a8", "w4")
 
@@ -230,11 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(table)
     if args.json:
-        try:
-            write_json(args.json, {"rounds": args.rounds, "rows": rows})
-        except OSError as e:
-            print(f"llama_cpp_compare: --json: {e}", file=sys.stderr)
-            return 1
+        return json_exit_code(args.json, {"rounds": args.rounds, "rows": rows}, "llama_cpp_compare")
     return 0
 
 

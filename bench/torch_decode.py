@@ -29,7 +29,7 @@ import statistics
 import sys
 import time
 
-from checked_write import check_writable, write_json
+from checked_write import check_writable, json_exit_code
 from interleaved import time_interleaved
 
 SIZES = {
@@ -329,12 +329,8 @@ def main() -> int:
     print(f"superkernel launches that ran on one thread (load policy {args.load_policy}): "
           f"{sk.runtime().one_thread_launches - one_thread_before}", file=sys.stderr)
     if args.json:
-        try:
-            write_json(args.json, {"machine": {"cores": cores, "isa": isa, "load_policy": args.load_policy},
-                                   "results": results}, indent=1)
-        except OSError as e:
-            print(f"torch_decode: --json: {e}", file=sys.stderr)
-            return 1
+        return json_exit_code(args.json, {"machine": {"cores": cores, "isa": isa, "load_policy": args.load_policy},
+                                          "results": results}, "torch_decode", indent=1)
     return 0
 
 

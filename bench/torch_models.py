@@ -25,7 +25,7 @@ import statistics
 import sys
 import time
 
-from checked_write import check_writable, write_json
+from checked_write import check_writable, json_exit_code
 from interleaved import time_interleaved
 
 BASE = dict(vocab_size=32000, hidden_size=1024, num_hidden_layers=8, num_attention_heads=16, num_key_value_heads=4)
@@ -233,11 +233,8 @@ def main() -> int:
                                     "ratios": ratios})
                 sys.stdout.flush()
     if args.json:
-        try:
-            write_json(args.json, {"machine": {"cores": cores, "isa": isa}, "results": results}, indent=1)
-        except OSError as e:
-            print(f"torch_models: --json: {e}", file=sys.stderr)
-            return 1
+        return json_exit_code(args.json, {"machine": {"cores": cores, "isa": isa}, "results": results},
+                              "torch_models", indent=1)
     return 0
 
 

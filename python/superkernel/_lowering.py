@@ -733,9 +733,13 @@ def _lower_embedding(ctx: Ctx, node: fx.Node):
     return ctx.g.reshape(rows, shape(node), ctx.name(node))
 
 
-def _check_cat(node, caps):
+def _has_cat(caps) -> bool:
     # cat is copies into slices of one tensor: it needs the builder and the copy kernel only.
-    if not (caps.tensor_ops is not None and hasattr(caps.tensor_ops, "cat") and caps.kernel("copy")):
+    return caps.tensor_ops is not None and hasattr(caps.tensor_ops, "cat") and caps.kernel("copy")
+
+
+def _check_cat(node, caps):
+    if not _has_cat(caps):
         return "no cat builder in this build"
     if _casts_needed(node, dtype(node), node.args[0]) and not caps.tensor("cast"):
         return "cat of mixed dtypes: no tensor.cast kernel in the loaded packages"
@@ -766,7 +770,7 @@ def _slice_scatter_bounds(node: fx.Node):
 def _check_slice_scatter(node, caps):
     if _slice_scatter_bounds(node)[3] != 1:
         return "slice_scatter with a step other than 1"
-    if not (caps.tensor_ops is not None and hasattr(caps.tensor_ops, "cat") and caps.kernel("copy")):
+    if not _has_cat(caps):
         return "no cat builder in this build"
     if dtype(node.args[1]) != dtype(node) and not caps.tensor("cast"):
         return "slice_scatter of mixed dtypes: no tensor.cast kernel in the loaded packages"
