@@ -197,10 +197,13 @@ def _slice_bounds(node: fx.Node):
     start = node.args[2] if len(node.args) > 2 and node.args[2] is not None else 0
     end = node.args[3] if len(node.args) > 3 and node.args[3] is not None else src[dim]
     step = node.args[4] if len(node.args) > 4 else 1
-    n = src[dim]
+    return (dim, *_clamp_range(start, end, src[dim]), step)
+
+
+def _clamp_range(start: int, end: int, n: int) -> tuple[int, int]:
+    """A slice's [start, end) of a dim of n as torch clamps it (negative: from the end)."""
     start = max(0, min(n, start + n if start < 0 else start))
-    end = max(start, min(n, end + n if end < 0 else end))
-    return dim, start, end, step
+    return start, max(start, min(n, end + n if end < 0 else end))
 
 
 def _lower_slice(ctx: Ctx, node: fx.Node):
@@ -760,10 +763,7 @@ def _slice_scatter_bounds(node: fx.Node):
     n_dims = len(shape(node.args[0]))
     dim = norm_dim(a["dim"], n_dims)
     n = shape(node.args[0])[dim]
-    start = 0 if a["start"] is None else a["start"]
-    end = n if a["end"] is None else a["end"]
-    start = max(0, min(n, start + n if start < 0 else start))
-    end = max(start, min(n, end + n if end < 0 else end))
+    start, end = _clamp_range(0 if a["start"] is None else a["start"], n if a["end"] is None else a["end"], n)
     return dim, start, end, a["step"]
 
 
