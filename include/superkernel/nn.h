@@ -175,7 +175,7 @@ struct DispatchOutput {
 DispatchOutput moe_dispatch(Graph& g, Tensor x, Tensor topk_ids, const sk_moe_dispatch_attrs& attrs,
                             std::string name = "");
 
-// grouped_matmul.{f32,bf16,w8a8_dyn}: x [R, in] grouped by counts [E], w [E, out, in] -> [R, out].
+// grouped_matmul.{f32,bf16,f16,w8a8_dyn}: x [R, in] grouped by counts [E], w [E, out, in] -> [R, out].
 Tensor grouped_matmul(Graph& g, Tensor x, Tensor counts, const Linear& w, std::string name = "");
 
 // moe_combine.f32: y [R, D], row_map [T, k], topk_weights [T, k], x [T, D] -> [T, D].

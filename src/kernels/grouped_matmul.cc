@@ -2,11 +2,12 @@
 //
 //   grouped_matmul.f32:      x f32 [R, K], counts i32 [E], w f32  [E, N, K]                  -> y f32 [R, N]
 //   grouped_matmul.bf16:     x f32 [R, K], counts i32 [E], w bf16 [E, N, K]                  -> y f32 [R, N]
+//   grouped_matmul.f16:      x f32 [R, K], counts i32 [E], w f16  [E, N, K]                  -> y f32 [R, N]
 //   grouped_matmul.w8a8_dyn: x f32 [R, K], counts i32 [E], w i8   [E, N, K], w_scale f32 [E, N] -> y f32 [R, N]
 //
 // The rows of x are grouped by expert: counts[0] rows of expert 0 first, then counts[1] rows of
 // expert 1, and so on. Row r of expert e gives y[r] = x[r] · w[e]ᵀ, with exactly the numerics of
-// matmul.f32 / matmul.bf16 / matmul.w8a8_dyn on that row; rows at or beyond sum(counts) are
+// matmul.f32 / matmul.bf16 / matmul.f16 / matmul.w8a8_dyn on that row; rows at or beyond sum(counts) are
 // written as 0. Counts must be non-negative and sum to at most R.
 //
 // The tiling function reads `counts` (input data, hence SK_TILING_SINK: the runtime runs it
@@ -28,7 +29,7 @@
 namespace sk::kernels {
 namespace {
 
-enum class WType { kF32, kBf16, kW8 };
+enum class WType { kF32, kBf16, kF16, kW8 };
 
 struct Variant {
   const char* name;
@@ -40,6 +41,7 @@ struct Variant {
 
 constexpr Variant kF32 = {"grouped_matmul.f32", WType::kF32, SK_DTYPE_F32, 4, 3};
 constexpr Variant kBf16 = {"grouped_matmul.bf16", WType::kBf16, SK_DTYPE_BF16, 2, 3};
+constexpr Variant kF16 = {"grouped_matmul.f16", WType::kF16, SK_DTYPE_F16, 2, 3};
 constexpr Variant kW8 = {"grouped_matmul.w8a8_dyn", WType::kW8, SK_DTYPE_I8, 1, 4};
 
 enum { kOpX = 0, kOpCounts = 1, kOpW = 2, kOpWScale = 3 };
@@ -247,6 +249,9 @@ int32_t run(const Variant& v, const sk_kernel_args* args, const sk_core_ctx* cor
         case WType::kBf16:
           gemm_bf16(x, p.sx, static_cast<const uint16_t*>(p.w) + w_off, p.swn, y, p.sy, it.rows, nn, p.k);
           break;
+        case WType::kF16:
+          gemm_f16(x, p.sx, static_cast<const uint16_t*>(p.w) + w_off, p.swn, y, p.sy, it.rows, nn, p.k);
+          break;
         case WType::kW8: {
           W8Rows rows;
           rows.x = x;
@@ -333,6 +338,15 @@ int32_t grouped_matmul_bf16_tiling(const sk_kernel_args* args, void* tiling_out,
 int32_t grouped_matmul_bf16_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
                                    sk_access_range* ranges, int32_t capacity) {
   return access(kBf16, args, core_id, num_cores, ranges, capacity);
+}
+
+int32_t grouped_matmul_f16_run(const sk_kernel_args* args, const sk_core_ctx* core) { return run(kF16, args, core); }
+int32_t grouped_matmul_f16_tiling(const sk_kernel_args* args, void* tiling_out, uint32_t capacity, uint32_t* size) {
+  return tiling(kF16, args, tiling_out, capacity, size);
+}
+int32_t grouped_matmul_f16_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
+                                  sk_access_range* ranges, int32_t capacity) {
+  return access(kF16, args, core_id, num_cores, ranges, capacity);
 }
 
 int32_t grouped_matmul_w8a8_dyn_run(const sk_kernel_args* args, const sk_core_ctx* core) {

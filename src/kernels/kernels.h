@@ -56,6 +56,8 @@ SK_DECLARE_KERNEL(grouped_matmul_f32);
 int32_t grouped_matmul_f32_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
 SK_DECLARE_KERNEL(grouped_matmul_bf16);
 int32_t grouped_matmul_bf16_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
+SK_DECLARE_KERNEL(grouped_matmul_f16);
+int32_t grouped_matmul_f16_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
 SK_DECLARE_KERNEL(grouped_matmul_w8a8_dyn);
 int32_t grouped_matmul_w8a8_dyn_tiling(const sk_kernel_args* args, void* tiling, uint32_t capacity, uint32_t* size);
 // ---- attention family ----

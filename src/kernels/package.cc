@@ -56,6 +56,8 @@ constexpr sk_kernel_desc kKernels[] = {
            {.flags = SK_TILING_SINK, .tiling = grouped_matmul_f32_tiling}),
     kernel("grouped_matmul.bf16", SK_KERNEL_CUBE, grouped_matmul_bf16_run, grouped_matmul_bf16_access,
            {.flags = SK_TILING_SINK, .tiling = grouped_matmul_bf16_tiling}),
+    kernel("grouped_matmul.f16", SK_KERNEL_CUBE, grouped_matmul_f16_run, grouped_matmul_f16_access,
+           {.flags = SK_TILING_SINK, .tiling = grouped_matmul_f16_tiling}),
     kernel("grouped_matmul.w8a8_dyn", SK_KERNEL_CUBE, grouped_matmul_w8a8_dyn_run, grouped_matmul_w8a8_dyn_access,
            {.flags = SK_TILING_SINK, .tiling = grouped_matmul_w8a8_dyn_tiling}),
     // ---- attention family (layer_norm, RoPE, KV cache, paged attention and MLA at decode and prefill) ----

@@ -231,7 +231,7 @@ SK_KERNEL_CASES(matmul_family_cases) {
   cs.push_back(make("w4a8_dyn_k0", "matmul.w4a8_dyn", {f32({2, 0}), i8({5, 0}), scales({0, 5})}, {f32({2, 5})}));
   cs.push_back(make("w4_k0", "matmul.w4", {f32({2, 0}), i8({5, 0}), scales({0, 5})}, {f32({2, 5})}));
 
-  // ---- grouped_matmul.{f32,bf16,w8a8_dyn} ----
+  // ---- grouped_matmul.{f32,bf16,f16,w8a8_dyn} ----
   struct Group {
     const char* name;
     int64_t r, k, n;
@@ -251,6 +251,8 @@ SK_KERNEL_CASES(matmul_family_cases) {
                       {f32({g.r, g.k}), counts(g.counts), f32({e, g.n, g.k})}, {f32({g.r, g.n})}));
     cs.push_back(make(std::string("gmm_bf16_") + g.name, "grouped_matmul.bf16",
                       {f32({g.r, g.k}), counts(g.counts), bf16({e, g.n, g.k})}, {f32({g.r, g.n})}));
+    cs.push_back(make(std::string("gmm_f16_") + g.name, "grouped_matmul.f16",
+                      {f32({g.r, g.k}), counts(g.counts), f16({e, g.n, g.k})}, {f32({g.r, g.n})}));
     cs.push_back(make(std::string("gmm_w8a8_dyn_") + g.name, "grouped_matmul.w8a8_dyn",
                       {f32({g.r, g.k}).range(-3, 3), counts(g.counts), i8({e, g.n, g.k}), scales({e, g.n})},
                       {f32({g.r, g.n})}));
@@ -945,6 +947,7 @@ TEST(MatmulFamily, GroupedRowsArePlainMatmulsOfTheirExpert) {
   const std::vector<int32_t> counts = {3, 0, 16};
   for (const Pair& p : {Pair{"grouped_matmul.f32", "matmul.f32", SK_DTYPE_F32},
                         Pair{"grouped_matmul.bf16", "matmul.bf16", SK_DTYPE_BF16},
+                        Pair{"grouped_matmul.f16", "matmul.f16", SK_DTYPE_F16},
                         Pair{"grouped_matmul.w8a8_dyn", "matmul.w8a8_dyn", SK_DTYPE_I8}}) {
     SCOPED_TRACE(p.grouped);
     const sk_kernel_desc* kg = kernel(p.grouped);

@@ -25,6 +25,7 @@
 #include "kernels/sampling_exp2.h"
 #include "manual_args.h"
 #include "superkernel/attrs_moe.h"
+#include "util/half.h"
 
 namespace sk::kernel_test {
 namespace {
@@ -1213,6 +1214,7 @@ TEST(GroupedMatmulSkew, BusyExpertsGiveThePlainMatmulBitsOnEveryCoreCount) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (const Variant& vt : {Variant{"grouped_matmul.f32", "matmul.f32", SK_DTYPE_F32},
                             Variant{"grouped_matmul.bf16", "matmul.bf16", SK_DTYPE_BF16},
+                            Variant{"grouped_matmul.f16", "matmul.f16", SK_DTYPE_F16},
                             Variant{"grouped_matmul.w8a8_dyn", "matmul.w8a8_dyn", SK_DTYPE_I8}}) {
     SCOPED_TRACE(vt.grouped);
     const bool w8 = vt.w_dtype == SK_DTYPE_I8;
@@ -1223,6 +1225,9 @@ TEST(GroupedMatmulSkew, BusyExpertsGiveThePlainMatmulBitsOnEveryCoreCount) {
     for (size_t i = 0; i < w.size(); i += static_cast<size_t>(wsize)) {
       if (w8) {
         w[i] = static_cast<unsigned char>(rng() % 255);
+      } else if (vt.w_dtype == SK_DTYPE_F16) {
+        const uint16_t h = f32_to_f16(dist(rng));
+        std::memcpy(&w[i], &h, 2);
       } else if (wsize == 2) {
         const float f = dist(rng);
         uint32_t b;

@@ -24,6 +24,7 @@ constexpr Reference kReferences[] = {
     {"matmul.w4a8_dyn", matmul_w4a8_dyn, 0.0, 0.0},
     {"grouped_matmul.f32", grouped_matmul_f32, 1e-4, 1e-4},
     {"grouped_matmul.bf16", grouped_matmul_bf16, 8e-2, 1e-4},
+    {"grouped_matmul.f16", grouped_matmul_f16, 1e-4, 1e-4},
     {"grouped_matmul.w8a8_dyn", grouped_matmul_w8a8_dyn, 0.0, 0.0},
     // ---- attention family ----
     {"layer_norm.f32", layer_norm_f32, 1e-5, 1e-5},

@@ -35,6 +35,7 @@
 //   matmul.f16     1e-4     1e-4     f16 weights are exact in f32: matmul.f32 on the widened
 //                                    weights at every level, bit for bit (direct tests)
 //   grouped_matmul.f32  1e-4 1e-4    as matmul.f32
+//   grouped_matmul.f16  1e-4 1e-4    as matmul.f16
 //   quantize.i8    0        0        every step is exact or one correctly rounded f32 operation
 //   matmul.w8a8    0        0        exact int32 sums, then the documented f32 expression
 //   matmul.w8a8_dyn, grouped_matmul.w8a8_dyn  0  0   quantize.i8, then as matmul.w8a8
@@ -133,6 +134,7 @@ int32_t matmul_w4(const sk_kernel_args* args);
 int32_t matmul_w4a8_dyn(const sk_kernel_args* args);
 int32_t grouped_matmul_f32(const sk_kernel_args* args);
 int32_t grouped_matmul_bf16(const sk_kernel_args* args);
+int32_t grouped_matmul_f16(const sk_kernel_args* args);
 int32_t grouped_matmul_w8a8_dyn(const sk_kernel_args* args);
 // ---- attention family ---- (attention.cc)
 int32_t layer_norm_f32(const sk_kernel_args* args);
