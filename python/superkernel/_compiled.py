@@ -191,17 +191,19 @@ class Lowerer(Ctx):
         out = set()
         for ph, info in zip(self.placeholders, self.inputs):
             v = val(ph)
-            if isinstance(v, torch.Tensor) and v.dim() == 2 and v.is_contiguous() and ph not in self.copy_back:
+            # 2-D: linear weights; 3-D: packed experts [E, N, K] (grouped_matmul).
+            if isinstance(v, torch.Tensor) and v.dim() in (2, 3) and v.is_contiguous() and ph not in self.copy_back:
                 out.add(ph)
         return out
 
     def frozen_linear_weights(self) -> dict:
-        """Placeholder -> (parameter name, its tensor) of the frozen 2-D parameters (weight_dtype)."""
+        """Placeholder -> (parameter name, its tensor) of the frozen 2-D parameters and 3-D packed
+        experts (weight_dtype)."""
         out = {}
         if not self.options.frozen_parameter:
             return out
         for ph, info in zip(self.placeholders, self.inputs):
-            if info.static and isinstance(info.real, torch.Tensor) and info.real.dim() == 2 and ph not in self.copy_back:
+            if info.static and isinstance(info.real, torch.Tensor) and info.real.dim() in (2, 3) and ph not in self.copy_back:
                 out[ph] = (info.name, info.real)
         return out
 

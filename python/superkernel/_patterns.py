@@ -6,6 +6,10 @@ a call of that kernel's op (``torch.ops.superkernel.*``), which then lowers like
 - RMS norm: ``w * (x * rsqrt(mean(x^2, -1, keepdim) + eps))`` in f32 -> ``rms_norm(x, w, eps)``.
 - SwiGLU: ``(g * sigmoid(g)) * up`` (silu as core ATen decomposes it) or ``silu(g) * up`` ->
   ``silu_mul(g, up)``.
+- MoE experts: ``squeeze(bmm(index(w, [ids]), unsqueeze(x, -1)), -1)`` (transformers' "batched_mm"
+  experts, w [E, N, K] f32, bf16 or f16) -> ``moe_dispatch`` of x by ids, ``grouped_matmul`` with
+  w read in place, ``index_select`` back to row order: no per-step copy of the chosen experts'
+  matrices (torch's index would copy S x N x K weights for S rows).
 - GQA: ``view(clone(expand(unsqueeze(k, 2))))`` feeding attention (transformers' repeat_kv)
   -> k itself, as the sdpa kernel reads each kv head for its group of query heads.
 - RoPE: ``x * cos + cat([-x[..., D/2:], x[..., :D/2]], -1) * sin`` (transformers'
@@ -45,6 +49,8 @@ aten = torch.ops.aten
 sk_ops = torch.ops.superkernel
 HALF = (torch.bfloat16, torch.float16)
 HALF_KERNELS = {torch.bfloat16: "matmul.bf16", torch.float16: "matmul.f16"}
+GROUPED_KERNELS = {torch.float32: "grouped_matmul.f32", torch.bfloat16: "grouped_matmul.bf16",
+                   torch.float16: "grouped_matmul.f16"}
 
 
 def _is(node, target) -> bool:
@@ -207,6 +213,54 @@ def _match_addmm_half(node: fx.Node, weights: set):
     if not m or not isinstance(bias, fx.Node) or dtype(bias) != dtype(x):
         return None
     return m[0], m[1], bias
+
+
+def match_expert_linear(node: fx.Node, weights) -> tuple | None:
+    """squeeze(bmm(index(w, [ids]), unsqueeze(x, -1)), -1), transformers' "batched_mm" experts
+    (integrations/moe.py: each (token, slot) row times its expert's matrix), with w a weight
+    [E, N, K] in `weights`, ids [S] integer and x [S, K] of w's dtype -> (x, w, ids)."""
+    if not (_is(node, aten.squeeze.dims) and list(node.args[1]) in ([-1], [2])) and not (
+            _is(node, aten.squeeze.dim) and node.args[1] in (-1, 2)):
+        return None
+    bmm = node.args[0]
+    if not _is(bmm, aten.bmm.default) or len(bmm.users) != 1:
+        return None
+    chosen, xu = bmm.args
+    if not _is(chosen, aten.index.Tensor) or len(chosen.args[1]) != 1 or len(chosen.users) != 1:
+        return None
+    w, ids = chosen.args[0], chosen.args[1][0]
+    if not isinstance(w, fx.Node) or w not in weights or len(shape(w)) != 3:
+        return None
+    if not _is(xu, aten.unsqueeze.default) or xu.args[1] not in (-1, 2):
+        return None
+    x = xu.args[0]
+    if not isinstance(ids, fx.Node) or dtype(ids) not in (torch.int32, torch.int64) or len(shape(ids)) != 1:
+        return None
+    if len(shape(x)) != 2 or dtype(x) != dtype(w) or shape(x)[1] != shape(w)[2] or shape(x)[0] != shape(ids)[0]:
+        return None
+    return x, w, ids
+
+
+def expert_linear(graph: fx.Graph, node: fx.Node, x: fx.Node, ids: fx.Node, num_experts: int,
+                  weight_ops: tuple, casts: dict) -> fx.Node:
+    """The rows x [S, K] times their experts' weights, read in place: moe_dispatch groups the rows
+    by expert, grouped_matmul multiplies each group by its expert's [N, K] (weight_ops: the weight,
+    and its scales when int8), index_select puts the products back in row order (exact), rounded
+    to x's dtype once. Replaces `node`; returns the result."""
+    rows = shape(x)[0]
+    xf = x if dtype(x) == torch.float32 else _to(graph, node, x, torch.float32, casts)
+    if (ids, "expert_ids") not in casts:
+        ids32 = ids if dtype(ids) == torch.int32 else _to(graph, node, ids, torch.int32)
+        casts[(ids, "expert_ids")] = _add(graph, node, aten.view.default, (ids32, [rows, 1]))
+    dispatched = _add(graph, node, sk_ops.moe_dispatch.default, (xf, casts[(ids, "expert_ids")], num_experts))
+    x_sorted, counts, row_map = (_add(graph, node, operator.getitem, (dispatched, i)) for i in range(3))
+    y_sorted = _add(graph, node, sk_ops.grouped_matmul.default, (x_sorted, counts, *weight_ops))
+    y = _add(graph, node, aten.index_select.default,
+             (y_sorted, 0, _add(graph, node, aten.view.default, (row_map, [rows]))))
+    if dtype(node) != torch.float32:
+        y = _to(graph, node, y, dtype(node))
+    node.replace_all_uses_with(y)
+    return y
 
 
 def _match_addmm(node: fx.Node, weights: set):
@@ -415,7 +469,8 @@ SDPA_TARGETS = (aten._scaled_dot_product_flash_attention_for_cpu.default, aten.s
 def rewrite(gm: fx.GraphModule, caps: Capabilities, dense_weights: set) -> list[str]:
     """Applies the rewrites in place; returns one line per rewrite kind with its count."""
     graph = gm.graph
-    counts = {"matmul": 0, "rms_norm": 0, "layer_norm": 0, "silu_mul": 0, "gqa": 0, "rope": 0}
+    counts = {"matmul": 0, "experts": 0, "rms_norm": 0, "layer_norm": 0, "silu_mul": 0, "gqa": 0, "rope": 0}
+    grouped = caps.kernel("moe_dispatch.f32") and caps.tensor("index_select")
     rope_tables: dict = {}
     ones: dict = {}
     casts: dict = {}
@@ -444,6 +499,12 @@ def rewrite(gm: fx.GraphModule, caps: Capabilities, dense_weights: set) -> list[
                 y = _add(graph, node, aten.add.Tensor, (y, _to(graph, node, m[2], torch.float32)))
             node.replace_all_uses_with(_to(graph, node, y, dtype(x)))
             counts["matmul"] += 1
+            continue
+        m = match_expert_linear(node, dense_weights) if grouped else None
+        if m and dtype(m[1]) in GROUPED_KERNELS and caps.kernel(GROUPED_KERNELS[dtype(m[1])]):
+            x, w, ids = m
+            expert_linear(graph, node, x, ids, shape(w)[0], (w,), casts)
+            counts["experts"] += 1
             continue
         if caps.kernel("rms_norm.f32"):
             m = _match_rms(node)

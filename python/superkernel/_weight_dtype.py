@@ -5,7 +5,8 @@ multiplied by the same kernels.
     compiled = torch.compile(model, backend="superkernel", options={
         "frozen_parameter": True, "weight_dtype": "w8a8", "weight_dtype_exclude": ["lm_head"]})
 
-Each ``mm(x, permute(w, [1, 0]))`` (and ``addmm``) whose ``w`` is a frozen parameter selected by
+Each ``mm(x, permute(w, [1, 0]))`` (and ``addmm``, and the packed experts [E, N, K] of
+transformers' "batched_mm" MoE blocks) whose ``w`` is a frozen parameter selected by
 ``weight_dtype_include`` / ``weight_dtype_exclude`` (regular expressions searched in the
 parameter's name; by default every linear weight) becomes, with x widened to f32 when it is
 16-bit and the result rounded back to x's dtype once:
@@ -17,7 +18,10 @@ parameter's name; by default every linear weight) becomes, with x widened to f32
 | w4a8 | 4-bit groups of int4_group (sk::nn::quantize_int4, tiled) | matmul.w4a8_dyn (per-token int8 x) |
 | w4 | the same 4-bit weights | matmul.w4 (f32 x) |
 
-A bias is added in f32 before the rounding. The torch parameter itself is left as it is (the model
+Packed experts run on grouped_matmul.{f32,bf16,f16,w8a8_dyn} (each expert's rows quantised as a
+linear weight's are); there is no grouped 4-bit kernel, so w4a8 and w4 refuse them with an error
+naming the parameter (exclude them to keep them in their dtype). A bias is added in f32 before the
+rounding. The torch parameter itself is left as it is (the model
 still runs eagerly with it); the converted copy lives in the compiled graph.
 """
 
@@ -31,12 +35,14 @@ import torch.fx as fx
 from . import _superkernel
 from ._errors import InvalidArgumentError, UnimplementedError
 from ._lowering import Capabilities, dtype, shape
-from ._patterns import _add, _is, _to, constant_buffer
+from ._patterns import _add, _is, _to, constant_buffer, expert_linear, match_expert_linear
 
 aten = torch.ops.aten
 sk_ops = torch.ops.superkernel
 
 WEIGHT_DTYPES = ("f32", "bf16", "f16", "w8a8", "w4a8", "w4")
+GROUPED_KERNELS = {"f32": "grouped_matmul.f32", "bf16": "grouped_matmul.bf16", "f16": "grouped_matmul.f16",
+                   "w8a8": "grouped_matmul.w8a8_dyn"}
 KERNELS = {"f32": "matmul.f32", "bf16": "matmul.bf16", "f16": "matmul.f16", "w8a8": "matmul.w8a8_dyn",
            "w4a8": "matmul.w4a8_dyn", "w4": "matmul.w4"}
 FLOAT = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
@@ -94,6 +100,24 @@ def _weight_operands(gm, like, name: str, real: torch.Tensor, weight_dtype: str,
     return tuple(ops)
 
 
+def _expert_operands(gm, like, name: str, real: torch.Tensor, weight_dtype: str) -> tuple:
+    """The graph constants that replace packed experts `real` [E, N, K]: converted, or each expert's
+    rows quantised as a linear weight's are (sk::quantize_w8a8_rows), scales [E, N]."""
+    w = real.detach()
+    if weight_dtype in FLOAT:
+        return (_constant(gm, like, name, w.to(FLOAT[weight_dtype])),)
+    if weight_dtype != "w8a8":
+        raise UnimplementedError(
+            f"weight_dtype '{weight_dtype}': parameter '{name}' {list(w.shape)} holds packed experts, and there is "
+            "no grouped 4-bit matmul kernel (grouped_matmul takes f32, bf16, f16 and w8a8 experts); keep them in "
+            "their dtype with 'weight_dtype_exclude' (e.g. [\"experts\"])")
+    e, n, k = w.shape
+    q = torch.empty((e * n, k), dtype=torch.int8)
+    scale = torch.empty(e * n, dtype=torch.float32)
+    _superkernel.nn.quantize_w8a8(w.reshape(e * n, k).contiguous(), q, scale)
+    return (_constant(gm, like, name, q.reshape(e, n, k)), _constant(gm, like, name + ".scale", scale.reshape(e, n)))
+
+
 def selected(name: str, include: tuple, exclude: tuple) -> bool:
     if include and not any(re.search(p, name) for p in include):
         return False
@@ -115,6 +139,21 @@ def convert(gm: fx.GraphModule, caps: Capabilities, params: dict, options) -> tu
     casts: dict = {}
     count = 0
     for node in list(graph.nodes):
+        experts = match_expert_linear(node, params)
+        if experts is not None:
+            x, w, ids = experts
+            name, real = params[w]
+            if not selected(name, options.weight_dtype_include, options.weight_dtype_exclude):
+                continue
+            if not caps.kernel(GROUPED_KERNELS.get(weight_dtype, "")) and weight_dtype in GROUPED_KERNELS:
+                raise UnimplementedError(f"option weight_dtype '{weight_dtype}': no {GROUPED_KERNELS[weight_dtype]} "
+                                         "kernel in the loaded packages")
+            if w not in converted:
+                converted[w] = _expert_operands(gm, w, name, real, weight_dtype)
+            expert_linear(graph, node, x, ids, shape(w)[0], converted[w], casts)
+            replaced.add(w)
+            count += 1
+            continue
         m = _linear(node, params)
         if m is None:
             continue

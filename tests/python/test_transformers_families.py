@@ -50,8 +50,9 @@ FAMILIES = {
 }
 # layer_norm.f32 per model: two per layer and the final one; Phi's layers have one.
 LAYER_NORMS = {"olmo": 5, "stablelm": 5, "phi": 3}
-# The MoE blocks' kernels: router top-k, the chosen experts' weights, their products.
-MOE_KERNELS = {"tensor.topk", "tensor.index_select", "tensor.batched_mm"}
+# The MoE blocks' kernels: router top-k, rows grouped by expert, each expert's weights read in place.
+MOE_KERNELS = {"tensor.topk", "moe_dispatch.f32"}
+GROUPED = {"f32": "grouped_matmul.f32", "bf16": "grouped_matmul.bf16", "f16": "grouped_matmul.f16"}
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 
@@ -78,6 +79,10 @@ def test_family_compiles_and_follows_eager(family, dtype):
     assert kernels.count("layer_norm.f32") == LAYER_NORMS.get(family, 0), decode.explain()
     if family in ("qwen3_moe", "deepseek_v3"):
         assert MOE_KERNELS <= set(kernels), decode.explain()
+        # gate_up and down per MoE layer (DeepSeek-V3's first layer is dense); no weight copies.
+        assert kernels.count(GROUPED[dtype]) == 2 * (config.num_hidden_layers - getattr(
+            config, "first_k_dense_replace", 0)), decode.explain()
+        assert "tensor.batched_mm" not in kernels, decode.explain()
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))

@@ -7,10 +7,11 @@ the parameters; bad values are errors naming the option or the parameter.
 superkernel.quantization_error reports the deviation from eager."""
 
 import copy
+from unittest import mock
 
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM
 
 import superkernel as sk
 from conftest import MODES, bits, compile_fn
@@ -128,6 +129,45 @@ def test_a_bf16_model_with_w8a8_weights():
     want = _reference_logits(model, "w8a8")
     torch.testing.assert_close(logits, want, rtol=0, atol=5e-2)  # bf16 activations between the layers
     _same_bits_in_every_mode(graph, args)
+
+
+def _moe_model():
+    config = Qwen3MoeConfig(**CONFIG, moe_intermediate_size=32, num_experts=8, num_experts_per_tok=2, head_dim=16)
+    config._experts_implementation = "batched_mm"
+    torch.manual_seed(0)
+    return Qwen3MoeForCausalLM(config).eval()
+
+
+def test_packed_experts_run_on_the_grouped_kernels():
+    """Qwen3-MoE's packed experts [E, N, K] (gate_up_proj, down_proj) are quantised with the
+    linear weights: grouped_matmul.w8a8_dyn, each expert's rows as a linear weight's. The reference
+    is transformers' own expert loop (the "eager" implementation) with every F.linear (projections,
+    router, each expert) computed by the w8a8 definition."""
+    model = _moe_model()
+    layers = CONFIG["num_hidden_layers"]
+    logits, graph, args, kernels = _run(model, _options("w8a8"))
+    assert kernels.count("grouped_matmul.w8a8_dyn") == 2 * layers, graph.explain()
+    assert "tensor.batched_mm" not in kernels and "grouped_matmul.f32" not in kernels
+    ref = copy.deepcopy(model)
+    ref.config._experts_implementation = "eager"
+    for mod in ref.modules():
+        if hasattr(mod, "config"):
+            mod.config._experts_implementation = "eager"
+
+    def linear(x, w, b=None):
+        y = _definition("w8a8", x.float(), w).to(x.dtype)
+        return y if b is None else y + b
+
+    with torch.no_grad(), mock.patch("torch.nn.functional.linear", linear):
+        want = ref(IDS).logits.float()
+    torch.testing.assert_close(logits, want, rtol=0, atol=2e-3)
+    _same_bits_in_every_mode(graph, args)
+    # No grouped 4-bit kernel: w4a8 refuses the experts by name unless they are excluded.
+    with pytest.raises(Exception, match=r"experts\.gate_up_proj.*no grouped 4-bit"):
+        _run(model, _options("w4a8"))
+    _, graph, _, kernels = _run(model, _options("w4a8", weight_dtype_exclude=["experts"]))
+    assert kernels.count("grouped_matmul.f32") == 2 * layers
+    assert kernels.count("matmul.w4a8_dyn") == 5 * layers + 1  # q, k, v, o, the router; the head
 
 
 def test_include_and_exclude_pick_the_parameters():
