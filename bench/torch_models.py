@@ -195,9 +195,6 @@ def main() -> int:
         for dtype in args.dtypes.split(","):
             for phase in args.phases.split(","):
                 name = f"{arch} {dtype} {phase}" + (f" {args.prefill_tokens}" if phase == "prefill" else "")
-                if phase == "prefill" and arch == "qwen3_moe":
-                    print(f"\n{name}: skipped (the batched_mm experts gather tokens x top-k x 3 expert matrices)")
-                    continue
                 steps, errors = {}, {}
                 for label, make in torch_configs(arch, dtype, phase, args) + cpp_configs(arch, dtype, phase, args):
                     t0 = time.perf_counter()
