@@ -503,6 +503,58 @@ def cmd_generate(args, cfg) -> int:
     return EXIT_OK
 
 
+def serve_engine(args, cfg):
+    """(engine, tokenizer, eos ids, model name) of `serve`: the model built with one sequence row per
+    concurrent request, both steps compiled and run once before any request (so a bad config fails
+    at start, and the first request does not pay the compiles)."""
+    import dataclasses
+
+    from .serve import Engine, SamplingParams
+
+    if _architecture(cfg) == "longcat_flash_afd":
+        raise CliError("serve: the FFN-only model longcat_flash_afd makes no tokens", EXIT_USAGE)
+    tokenizer = _tokenizer(cfg)  # a checkpoint without one is refused here, saying what is missing
+    mode = args.mode or cfg.exe_mode
+    block = 16
+    opts = dataclasses.replace(cfg.build_options(mode), batch=args.max_sequences,
+                               max_context=-(-args.max_context // block) * block, prefill_tokens=args.prefill_chunk)
+    _, model = build_model(cfg, mode, args.allow_unused_tensors, options=opts)
+    engine = Engine(model, _step_options(cfg, mode), replay=not args.no_replay, max_waiting=args.max_waiting)
+    _log(args, f"serve: compiling the prefill ({args.prefill_chunk} tokens) and decode ({args.max_sequences} "
+               f"sequences) steps, mode {mode}")
+    warm = engine.submit([0], SamplingParams(max_tokens=2, temperature=0.0), lambda ev: None)
+    while warm.done is None:
+        engine._admit()
+        engine.iterate()
+    engine.requests_finished = engine.tokens_generated = engine.prompt_tokens = engine.steps = 0
+    engine.ttft.__init__()
+    engine.itl.__init__()
+    name = args.model_name or os.path.basename(os.path.normpath(cfg.checkpoint))
+    return engine, tokenizer, _eos_ids(cfg, tokenizer), name
+
+
+def cmd_serve(args, cfg) -> int:
+    for flag in ("max_sequences", "max_context", "prefill_chunk", "max_waiting", "max_tokens"):
+        if getattr(args, flag) < 1:
+            raise CliError(f"--{flag.replace('_', '-')}: expected at least 1, got {getattr(args, flag)}", EXIT_USAGE)
+    if not 0 < args.port < 65536:
+        raise CliError(f"--port: expected 1-65535, got {args.port}", EXIT_USAGE)
+    import uvicorn
+
+    from .serve.http import Server, create_app
+
+    engine, tokenizer, eos, name = serve_engine(args, cfg)
+    server = Server(engine, tokenizer, name, eos, default_max_tokens=args.max_tokens)
+    engine.start()
+    print(f"serving '{name}' on http://{args.host}:{args.port}/v1 ({args.max_sequences} sequences of up to "
+          f"{engine.max_context} tokens, prefill chunks of {args.prefill_chunk})", file=sys.stderr, flush=True)
+    try:
+        uvicorn.run(create_app(server), host=args.host, port=args.port, log_level="warning")
+    finally:
+        engine.stop()
+    return EXIT_OK
+
+
 # ---- entry -------------------------------------------------------------------------------------
 
 
@@ -559,6 +611,19 @@ def parser() -> argparse.ArgumentParser:
     gen.add_argument("--top-p", type=float, help="keep the shortest prefix reaching this probability")
     gen.add_argument("--seed", type=int, help="sampling seed")
     replay(gen)
+    srv = sub.add_parser("serve", help="an OpenAI-compatible HTTP server with continuous batching (docs/SERVING.md)")
+    common(srv)
+    mode(srv)
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    srv.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    srv.add_argument("--model-name", help="the model id clients name (default: the checkpoint directory's name)")
+    srv.add_argument("--max-sequences", type=int, default=4, help="sequences decoded together (default 4)")
+    srv.add_argument("--max-context", type=int, default=256,
+                     help="tokens per sequence, prompt and completion (default 256; whole blocks of 16)")
+    srv.add_argument("--prefill-chunk", type=int, default=32, help="prompt tokens per prefill launch (default 32)")
+    srv.add_argument("--max-waiting", type=int, default=64, help="queued requests before 503 (default 64)")
+    srv.add_argument("--max-tokens", type=int, default=16, help="max_tokens of a request that names none")
+    replay(srv)
     return p
 
 
@@ -580,7 +645,8 @@ def main(argv: list[str] | None = None) -> int:
                 check_writable(args.json)  # before the run: a bad path fails now, not after it
             except OSError as e:
                 raise CliError(f"--json: {e}", EXIT_USAGE) from None
-        command = {"run": cmd_run, "bench": cmd_bench, "explain": cmd_explain, "generate": cmd_generate}
+        command = {"run": cmd_run, "bench": cmd_bench, "explain": cmd_explain, "generate": cmd_generate,
+                   "serve": cmd_serve}
         return command[args.command](args, cfg)
     except CliError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -1,0 +1,349 @@
+"""Continuous batching over a model's paged KV cache: the scheduler behind ``superkernel serve``.
+
+The model is one with the paged step interface of the C++ models and the LongCat-Flash sample
+(``decode(input_ids, positions, slot_mapping, block_tables, context_lens)`` over ``batch``
+sequence rows, ``prefill(input_ids, positions, slot_mapping, block_tables, seq_ids)`` over
+``prefill_tokens`` packed tokens). Each iteration of the engine's thread
+
+1. admits waiting requests into free sequence rows (first come, first served; a request waits
+   while every row is busy),
+2. runs one prefill chunk: up to ``prefill_tokens`` prompt tokens of the admitted requests, in
+   arrival order, a long prompt split over several iterations, so that it never stalls the
+   streams already decoding; a request whose prompt is complete samples its first token from the
+   chunk's logits,
+3. runs one decode step (one launch: the captured step replayed in compiled modes) for every row
+   that is decoding; idle rows are padding (their token written nowhere, slot -1),
+
+then hands every new token to its request. A row's results depend on its own tokens only (the
+kernels' numerics do not depend on the batch rows or on the tokens beside it in a chunk), so a
+request gets the same tokens alone or batched with others; tests/python/test_serve.py checks it.
+
+    engine = Engine(model, options=compile_options("superkernel"))
+    engine.start()
+    req = engine.submit([1, 2, 3], SamplingParams(max_tokens=8, temperature=0.0), on_event=print)
+
+Cache layout: row b owns cache blocks j * batch + b (the C++ models' PagedCacheLayout), so a
+request holds ceil(length / block_size) blocks and never more than max_context tokens; one that
+would not fit is refused when it is submitted.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from .._errors import InvalidArgumentError
+
+# Latency histogram buckets (seconds), for /metrics.
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+@dataclass
+class SamplingParams:
+    """What a request asks of the sampler. temperature 0 is greedy (argmax); top_k 0 and top_p 1
+    are off; ``seed`` keys the library's counter-based sampler (sample.f32), so a seeded request
+    draws the same tokens alone or batched. ``logprobs``: how many top alternatives to report per
+    token (0: none, only the chosen token's log-probability when ``want_logprobs``)."""
+
+    max_tokens: int = 16
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int = 0
+    stop_ids: frozenset = frozenset()
+    want_logprobs: bool = False
+    logprobs: int = 0
+
+
+@dataclass
+class TokenEvent:
+    token: int
+    logprob: float | None = None
+    top: list[tuple[int, float]] = field(default_factory=list)
+
+
+@dataclass
+class DoneEvent:
+    reason: str  # "stop" (an EOS / stop id), "length" (max_tokens or the context), "abort", "error"
+    message: str = ""
+
+
+class Request:
+    """One sequence: its prompt, sampling, state and timings. Events reach ``on_event`` from the
+    engine's thread, in order: one TokenEvent per new token, then one DoneEvent."""
+
+    def __init__(self, rid: int, prompt: list[int], params: SamplingParams, on_event: Callable):
+        from .._cli import Sampler
+
+        self.id, self.prompt, self.params, self.on_event = rid, prompt, params, on_event
+        self.sampler = Sampler(params.temperature, params.top_k, params.top_p, params.seed)
+        self.row = -1
+        self.written = 0  # prompt tokens already in the cache
+        self.length = 0  # tokens in the cache
+        self.output: list[int] = []
+        self.pending: int | None = None  # the last sampled token, not yet fed to decode
+        self.done: DoneEvent | None = None
+        self.aborted = False
+        self.arrival = time.perf_counter()
+        self.first_token_at: float | None = None
+        self.last_token_at: float | None = None
+
+
+class Histogram:
+    def __init__(self, buckets=LATENCY_BUCKETS):
+        self.buckets, self.counts, self.sum, self.count = buckets, [0] * len(buckets), 0.0, 0
+
+    def observe(self, v: float) -> None:
+        self.sum += v
+        self.count += 1
+        for i, b in enumerate(self.buckets):
+            if v <= b:
+                self.counts[i] += 1
+
+
+class Engine:
+    """Continuous batching over `model` (see the module docstring). ``options``: backend options
+    (``compile_options(mode)``) to compile the two steps with torch.compile(backend="superkernel"),
+    or None for plain torch (every kernel op on its own). ``replay``: compiled decode steps are
+    captured once and replayed. ``max_waiting``: requests queued beyond it are refused
+    (``submit`` raises Overloaded)."""
+
+    def __init__(self, model, options: dict | None = None, *, replay: bool = True, max_waiting: int = 64):
+        from ..models.longcat_flash import compile_step
+
+        o = model.options
+        self.model = model
+        self.rows, self.block_size, self.max_context = o.batch, o.block_size, o.max_context
+        self.chunk = o.prefill_tokens
+        self.max_blocks = -(-self.max_context // self.block_size)
+        self._tables = [[j * self.rows + b for j in range(self.max_blocks)] for b in range(self.rows)]
+        self.block_tables = torch.tensor(self._tables, dtype=torch.int32)
+        self.max_waiting = max_waiting
+        if options is None:
+            self._decode, self._prefill, self.replay = model.decode, model.prefill, False
+        else:
+            self._decode = compile_step(model.decode, options)
+            self._prefill = compile_step(model.prefill, options)
+            self.replay = replay
+        self._captured = None
+        self._views: dict = {}
+        self._lock = threading.Condition()
+        self._waiting: deque[Request] = deque()
+        self._slots: list[Request | None] = [None] * self.rows
+        self._next_id = 0
+        self._thread: threading.Thread | None = None
+        self._stop = False
+        self.failure: BaseException | None = None
+        # Metrics.
+        self.tokens_generated = 0
+        self.prompt_tokens = 0
+        self.requests_finished = 0
+        self.steps = 0
+        self.ttft = Histogram()
+        self.itl = Histogram()
+        self._started_at = time.perf_counter()
+
+    # ---- the caller's side (any thread) ----
+
+    def submit(self, prompt: list[int], params: SamplingParams, on_event: Callable) -> Request:
+        vocab = self.model.config.vocab_size
+        if not prompt:
+            raise InvalidArgumentError("the prompt has no tokens")
+        if any(not 0 <= t < vocab for t in prompt):
+            bad = next(t for t in prompt if not 0 <= t < vocab)
+            raise InvalidArgumentError(f"prompt token id {bad} is outside the vocabulary ({vocab} ids)")
+        if len(prompt) >= self.max_context:
+            raise InvalidArgumentError(f"the prompt has {len(prompt)} tokens; this server's context is "
+                                       f"{self.max_context} tokens (prompt and completion together)")
+        if params.max_tokens < 1:
+            raise InvalidArgumentError(f"max_tokens must be at least 1, got {params.max_tokens}")
+        with self._lock:
+            if self.failure is not None:
+                raise RuntimeError(f"the engine stopped: {self.failure}")
+            if len(self._waiting) >= self.max_waiting:
+                raise Overloaded(f"{len(self._waiting)} requests are waiting (max_waiting {self.max_waiting})")
+            req = Request(self._next_id, list(prompt), params, on_event)
+            self._next_id += 1
+            self._waiting.append(req)
+            self._lock.notify_all()
+        return req
+
+    def abort(self, req: Request) -> None:
+        """Stops a request (a client that went away); its row is freed at the next iteration."""
+        with self._lock:
+            req.aborted = True
+            self._lock.notify_all()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="superkernel-engine", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stop = True
+            self._lock.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+
+    def stats(self) -> dict:
+        with self._lock:
+            running = [r for r in self._slots if r is not None]
+            blocks = sum(-(-r.length // self.block_size) for r in running)
+            return {"waiting": len(self._waiting), "running": len(running), "kv_blocks_used": blocks,
+                    "kv_blocks_total": self.rows * self.max_blocks, "tokens_generated": self.tokens_generated,
+                    "prompt_tokens": self.prompt_tokens, "requests_finished": self.requests_finished,
+                    "steps": self.steps, "uptime_s": time.perf_counter() - self._started_at,
+                    "ttft": self.ttft, "itl": self.itl}
+
+    # ---- the engine's thread ----
+
+    def _loop(self) -> None:
+        try:
+            while True:
+                with self._lock:
+                    while not self._stop and not self._waiting and not any(self._slots):
+                        self._lock.wait()
+                    if self._stop:
+                        break
+                    self._admit()
+                self.iterate()
+        except BaseException as e:  # noqa: BLE001 - every request learns why; nothing hangs
+            with self._lock:
+                self.failure = e
+                for r in list(self._waiting) + [r for r in self._slots if r is not None]:
+                    self._finish(r, DoneEvent("error", f"{type(e).__name__}: {e}"))
+                self._waiting.clear()
+
+    def _admit(self) -> None:
+        for r in list(self._waiting):
+            if r.aborted:
+                self._waiting.remove(r)
+                self._finish(r, DoneEvent("abort"))
+        for b in range(self.rows):
+            if self._slots[b] is None and self._waiting:
+                r = self._waiting.popleft()
+                r.row = b
+                self._slots[b] = r
+
+    def iterate(self) -> None:
+        """One scheduler iteration: a prefill chunk, then one decode step (see the module doc)."""
+        with self._lock:
+            for b, r in enumerate(self._slots):
+                if r is not None and r.aborted:
+                    self._finish(r, DoneEvent("abort"))
+            active = [r for r in self._slots if r is not None]
+        filling = sorted((r for r in active if r.written < len(r.prompt)), key=lambda r: r.id)
+        if filling:
+            self._prefill_chunk(filling)
+        decoding = [r for r in active if r.done is None and r.pending is not None]
+        if decoding:
+            self._decode_step(decoding)
+        self.steps += 1
+
+    def _slot(self, row: int, position: int) -> int:
+        return self._tables[row][position // self.block_size] * self.block_size + position % self.block_size
+
+    def _prefill_chunk(self, filling: list[Request]) -> None:
+        ids, pos, slots, seq, last = [], [], [], [], {}
+        for r in filling:
+            take = min(len(r.prompt) - r.written, self.chunk - len(ids))
+            if take <= 0:
+                break
+            for i in range(r.written, r.written + take):
+                ids.append(r.prompt[i])
+                pos.append(i)
+                slots.append(self._slot(r.row, i))
+                seq.append(r.row)
+            r.written += take
+            r.length = r.written
+            if r.written == len(r.prompt):
+                last[r] = len(ids) - 1
+        pad = self.chunk - len(ids)
+        ids, pos, slots, seq = ids + [0] * pad, pos + [0] * pad, slots + [-1] * pad, seq + [0] * pad
+        i32 = torch.int32
+        with torch.inference_mode():
+            logits = self._prefill(torch.tensor(ids, dtype=i32), torch.tensor(pos, dtype=i32),
+                                   torch.tensor(slots, dtype=i32), self.block_tables, torch.tensor(seq, dtype=i32))
+        self.prompt_tokens += self.chunk - pad
+        for r, row in last.items():
+            self._sample(r, logits[row:row + 1])
+
+    def _decode_step(self, decoding: list[Request]) -> None:
+        ids, pos, slots, lens = [0] * self.rows, [0] * self.rows, [-1] * self.rows, [1] * self.rows
+        for r in decoding:
+            ids[r.row], pos[r.row], slots[r.row] = r.pending, r.length, self._slot(r.row, r.length)
+            r.length += 1
+            lens[r.row] = r.length
+            r.pending = None
+        logits = self._run_decode(ids, pos, slots, lens)
+        for r in decoding:
+            self._sample(r, logits[r.row:r.row + 1])
+
+    def _run_decode(self, ids, pos, slots, lens) -> torch.Tensor:
+        if self._captured is not None:
+            for name, v in (("input_ids", ids), ("positions", pos), ("slot_mapping", slots), ("context_lens", lens)):
+                self._views[name][...] = v
+            return self._captured()
+        i32 = torch.int32
+        inputs = (torch.tensor(ids, dtype=i32), torch.tensor(pos, dtype=i32), torch.tensor(slots, dtype=i32),
+                  self.block_tables, torch.tensor(lens, dtype=i32))
+        if not self.replay:
+            with torch.inference_mode():
+                return self._decode(*inputs)
+        from .._capture import capture
+
+        static = [t.clone() for t in inputs]  # outside inference mode: later steps write them
+        with torch.inference_mode():
+            self._captured = capture(self._decode, *static)
+        names = ("input_ids", "positions", "slot_mapping", "block_tables", "context_lens")
+        self._views = {n: t.numpy() for n, t in zip(names, self._captured.inputs)}
+        return self._captured.result
+
+    def _sample(self, r: Request, logits: torch.Tensor) -> None:
+        p = r.params
+        token = r.sampler(logits)[0]
+        event = TokenEvent(token)
+        if p.want_logprobs:
+            lp = torch.log_softmax(logits[0].double(), -1)
+            event.logprob = float(lp[token])
+            if p.logprobs:
+                values, indices = torch.topk(lp, min(p.logprobs, lp.numel()))
+                event.top = [(int(i), float(v)) for v, i in zip(values, indices)]
+        now = time.perf_counter()
+        if r.first_token_at is None:
+            r.first_token_at = now
+            self.ttft.observe(now - r.arrival)
+        else:
+            self.itl.observe(now - r.last_token_at)
+        r.last_token_at = now
+        self.tokens_generated += 1
+        if token in p.stop_ids:
+            self._finish(r, DoneEvent("stop"))
+            return
+        r.output.append(token)
+        r.on_event(event)
+        # The token just sampled is written at position r.length when it is fed: no room, no feed.
+        if len(r.output) >= p.max_tokens or r.length >= self.max_context:
+            self._finish(r, DoneEvent("length"))
+            return
+        r.pending = token
+
+    def _finish(self, r: Request, event: DoneEvent) -> None:
+        with self._lock:  # re-entrant: also called with the lock held
+            if r.done is not None:
+                return
+            r.done = event
+            if 0 <= r.row < self.rows and self._slots[r.row] is r:
+                self._slots[r.row] = None
+            self.requests_finished += 1
+        r.on_event(event)
+
+
+class Overloaded(RuntimeError):
+    """Too many requests are waiting: the server answers 503 with Retry-After."""
+
