@@ -327,8 +327,9 @@ class Engine:
             return
         r.output.append(token)
         r.on_event(event)
-        # The token just sampled is written at position r.length when it is fed: no room, no feed.
-        if len(r.output) >= p.max_tokens or r.length >= self.max_context:
+        # Prompt and completion together hold at most max_context tokens (the last one sampled is
+        # never written to the cache, so the cache keeps room to spare for one).
+        if len(r.output) >= p.max_tokens or r.length + 1 >= self.max_context:
             self._finish(r, DoneEvent("length"))
             return
         r.pending = token

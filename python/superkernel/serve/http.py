@@ -24,6 +24,9 @@ import json
 import time
 import uuid
 
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+
 from .engine import DoneEvent, Engine, Overloaded, SamplingParams, TokenEvent
 from .text import TextStream, render_chat
 
@@ -218,10 +221,7 @@ class Server:
         return "\n".join(lines) + "\n"
 
 
-def create_app(server: Server):
-    from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
-
+def create_app(server: Server) -> FastAPI:
     app = FastAPI(title="superkernel", docs_url=None, redoc_url=None)
 
     def error(status: int, message: str, kind: str = "invalid_request_error", headers=None):

@@ -1,0 +1,310 @@
+"""``python -m superkernel serve``: the continuous-batching engine and the OpenAI-compatible HTTP
+API over the LongCat-Flash sample on a seeded oracle checkpoint (longcat_oracle) with a word-level
+tokenizer (test_longcat_cli.make_tokenizer: id i is the word "w{i}").
+
+- engine: a request alone gives transformers' greedy ids in every mode; requests batched with
+  others (more requests than sequence rows, prompts longer than a prefill chunk, arriving while
+  others decode) give the same tokens as alone, greedy and seeded sampling alike; EOS and
+  max_tokens end a request, a prompt longer than the context is refused.
+- HTTP (a real server on a free port, stdlib client): /v1/models, /health, /metrics;
+  /v1/completions and /v1/chat/completions, plain and streamed (server-sent events), text equal to
+  the greedy ids' words, stop strings, logprobs, usage; concurrent requests each get their alone
+  tokens; malformed JSON, unknown fields, n > 1, bad values and overload are errors naming the
+  field.
+- command line: a checkpoint without a tokenizer is refused at start, naming what is missing."""
+
+import json
+import os
+import queue
+import shutil
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from longcat_oracle import Case
+from superkernel import _cli
+from superkernel.models import run_config
+from superkernel.serve import DoneEvent, Overloaded, SamplingParams, TokenEvent
+from test_longcat_cli import EOS_WORD, make_tokenizer
+
+ROWS, CONTEXT, CHUNK = 3, 64, 8
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    case = Case("longcat_packed")
+    d = tmp_path_factory.mktemp("serve_ckpt")
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(os.path.join(case.dir, name), d / name)
+    make_tokenizer(str(d), 96)
+    cfg = d / "run.yaml"
+    cfg.write_text(f"model_config:\n  exe_mode: superkernel\n  custom_params:\n    enable_superkernel: true\n"
+                   f"model:\n  checkpoint: {d}\n")
+    return case, str(cfg)
+
+
+def _engine(cfg_path, mode="superkernel", rows=ROWS, **flags):
+    argv = ["serve", cfg_path, "--mode", mode, "--max-sequences", str(rows), "--max-context", str(CONTEXT),
+            "--prefill-chunk", str(CHUNK), "-q"]
+    for k, v in flags.items():
+        argv += [f"--{k.replace('_', '-')}", str(v)]
+    args = _cli.parser().parse_args(argv)
+    return _cli.serve_engine(args, run_config.load(cfg_path))
+
+
+def _drain(engine, prompts, params):
+    """Submits every prompt, runs the engine's iterations on this thread until all are done;
+    returns per request (tokens, finish reason)."""
+    queues = []
+    for p in prompts:
+        q = queue.Queue()
+        engine.submit(p, params, q.put)
+        queues.append(q)
+    while engine._waiting or any(r is not None for r in engine._slots):
+        engine._admit()
+        engine.iterate()
+    out = []
+    for q in queues:
+        events = [q.get() for _ in range(q.qsize())]
+        assert isinstance(events[-1], DoneEvent) and all(isinstance(e, TokenEvent) for e in events[:-1])
+        out.append(([e.token for e in events[:-1]], events[-1].reason))
+    return out
+
+
+GREEDY = SamplingParams(max_tokens=10, temperature=0.0)
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph", "superkernel"])
+def test_engine_alone_gives_transformers_greedy_ids(checkpoint, mode):
+    case, cfg = checkpoint
+    engine, _, eos, _ = _engine(cfg, mode)
+    assert eos == {EOS_WORD}
+    want = case.ids["f32"][:10]
+    assert EOS_WORD not in want
+    assert _drain(engine, [case.prompt], GREEDY) == [(want, "length")]
+
+
+def test_engine_batched_requests_get_their_alone_tokens(checkpoint):
+    case, cfg = checkpoint
+    engine, _, _, _ = _engine(cfg)
+    long = [(7 * i + 3) % 90 for i in range(21)]  # three prefill chunks
+    prompts = [case.prompt, long, [3, 4], case.prompt[:5], [11] * 9]  # five requests, three rows
+    sampled = SamplingParams(max_tokens=8, temperature=0.9, top_p=0.9, seed=5)
+    for params in (GREEDY, sampled):
+        alone = [_drain(engine, [p], params)[0] for p in prompts]
+        together = _drain(engine, prompts, params)
+        assert together == alone
+    assert alone[0][0] != _drain(engine, [case.prompt], GREEDY)[0][0]  # sampling is not greedy here
+    assert _drain(engine, [case.prompt], GREEDY)[0][0] == case.ids["f32"][:10]
+    # A request arriving while others are decoding.
+    q = queue.Queue()
+    engine.submit(long, GREEDY, q.put)
+    engine._admit()
+    engine.iterate()
+    engine.iterate()
+    late = _drain(engine, [case.prompt], GREEDY)
+    assert late == [(case.ids["f32"][:10], "length")]
+    events = [q.get() for _ in range(q.qsize())]
+    assert [e.token for e in events if isinstance(e, TokenEvent)] == _drain(engine, [long], GREEDY)[0][0]
+
+
+def test_engine_stops_at_eos_the_context_and_refuses_what_cannot_fit(checkpoint):
+    case, cfg = checkpoint
+    engine, _, _, _ = _engine(cfg)
+    first = case.ids["f32"][0]
+    stop = SamplingParams(max_tokens=10, temperature=0.0, stop_ids=frozenset({first}))
+    assert _drain(engine, [case.prompt], stop) == [([], "stop")]
+    # The context ends a long generation: prompt + completion <= CONTEXT.
+    tokens, reason = _drain(engine, [case.prompt], SamplingParams(max_tokens=1000, temperature=0.0))[0]
+    assert reason == "length" and len(case.prompt) + len(tokens) == CONTEXT
+    with pytest.raises(ValueError, match="context is 64 tokens"):
+        engine.submit(list(range(CONTEXT)), GREEDY, lambda ev: None)
+    with pytest.raises(ValueError, match="token id 500 is outside the vocabulary"):
+        engine.submit([1, 500], GREEDY, lambda ev: None)
+    with pytest.raises(ValueError, match="max_tokens"):
+        engine.submit([1], SamplingParams(max_tokens=0), lambda ev: None)
+    engine.max_waiting = 1
+    engine.submit([1], GREEDY, lambda ev: None)
+    with pytest.raises(Overloaded):
+        engine.submit([1], GREEDY, lambda ev: None)
+
+
+# ---- HTTP ----
+
+
+@pytest.fixture(scope="module")
+def server(checkpoint):
+    import uvicorn
+
+    from superkernel.serve.http import Server, create_app
+
+    case, cfg = checkpoint
+    engine, tokenizer, eos, name = _engine(cfg)
+    engine.start()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(create_app(Server(engine, tokenizer, name, eos)), host="127.0.0.1",
+                                        port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 60
+    while not srv.started:
+        assert time.time() < deadline, "the server did not start"
+        time.sleep(0.05)
+    yield case, f"http://127.0.0.1:{port}", name, engine
+    srv.should_exit = True
+    thread.join(30)
+    engine.stop()
+
+
+def _post(url, body, raw=False):
+    data = body if raw else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, r.read().decode(), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(), dict(e.headers)
+
+
+def _get(url):
+    with urllib.request.urlopen(url, timeout=60) as r:
+        return r.status, r.read().decode()
+
+
+def _words(ids):
+    return " ".join(f"w{i}" for i in ids)
+
+
+def _events(text):
+    frames = [line[len("data: "):] for line in text.split("\n") if line.startswith("data: ")]
+    assert frames[-1] == "[DONE]"
+    return [json.loads(f) for f in frames[:-1]]
+
+
+def test_http_models_health_and_metrics(server):
+    _, url, name, _ = server
+    status, body = _get(url + "/v1/models")
+    assert status == 200 and json.loads(body)["data"][0]["id"] == name
+    assert json.loads(_get(url + "/health")[1]) == {"status": "ok"}
+    status, text, _ = _post(url + "/v1/completions", {"prompt": "w3 w4", "max_tokens": 2, "temperature": 0})
+    assert status == 200, text
+    metrics = _get(url + "/metrics")[1]
+    for name in ("requests_waiting", "requests_running", "kv_blocks_used", "generation_tokens_total",
+                 "time_to_first_token_seconds_bucket", "inter_token_latency_seconds_count",
+                 "generation_tokens_per_second"):
+        assert f"superkernel_{name}" in metrics, name
+    assert "superkernel_generation_tokens_total 0\n" not in metrics
+
+
+def test_http_completions_plain_and_streamed(server):
+    case, url, _, _ = server
+    want = case.ids["f32"][:10]
+    body = {"prompt": _words(case.prompt), "max_tokens": 10, "temperature": 0}
+    status, text, _ = _post(url + "/v1/completions", body)
+    assert status == 200, text
+    out = json.loads(text)
+    assert out["choices"][0]["text"].split() == [f"w{i}" for i in want]
+    assert out["choices"][0]["finish_reason"] == "length"
+    assert out["usage"] == {"prompt_tokens": len(case.prompt), "completion_tokens": 10,
+                            "total_tokens": len(case.prompt) + 10}
+    # Token ids as the prompt give the same.
+    ids_out = json.loads(_post(url + "/v1/completions", dict(body, prompt=case.prompt))[1])
+    assert ids_out["choices"][0]["text"] == out["choices"][0]["text"]
+    status, text, headers = _post(url + "/v1/completions", dict(body, stream=True,
+                                                                 stream_options={"include_usage": True}))
+    assert status == 200 and headers["content-type"].startswith("text/event-stream")
+    events = _events(text)
+    assert "".join(e["choices"][0]["text"] for e in events if e["choices"]) == out["choices"][0]["text"]
+    assert events[-1]["usage"]["completion_tokens"] == 10
+    # A stop string inside the output ends it there; the stop string is not returned.
+    stop = f"w{want[3]}"
+    out = json.loads(_post(url + "/v1/completions", dict(body, stop=[stop]))[1])
+    assert out["choices"][0]["text"].split() == [f"w{i}" for i in want[:3]]
+    assert out["choices"][0]["finish_reason"] == "stop"
+    streamed = _events(_post(url + "/v1/completions", dict(body, stop=stop, stream=True))[1])
+    assert "".join(e["choices"][0]["text"] for e in streamed).split() == [f"w{i}" for i in want[:3]]
+    # logprobs: the chosen token is the best of the top 3 at temperature 0.
+    out = json.loads(_post(url + "/v1/completions", dict(body, max_tokens=3, logprobs=3))[1])
+    lp = out["choices"][0]["logprobs"]
+    assert lp["tokens"] == [f"w{i}" for i in want[:3]]
+    for token, value, top in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"]):
+        assert len(top) == 3 and max(top, key=top.get) == token and value == pytest.approx(top[token]) and value <= 0
+
+
+def test_http_chat_completions(server):
+    case, url, _, _ = server
+    body = {"messages": [{"role": "user", "content": "w5 w6 w7"}], "max_tokens": 6, "temperature": 0}
+    out = json.loads(_post(url + "/v1/chat/completions", body)[1])
+    # The template renders "w1 {content} w2 ": the same ids through /v1/completions.
+    plain = json.loads(_post(url + "/v1/completions", {"prompt": [1, 5, 6, 7, 2], "max_tokens": 6,
+                                                       "temperature": 0})[1])
+    msg = out["choices"][0]["message"]
+    assert msg["role"] == "assistant" and msg["content"] == plain["choices"][0]["text"]
+    assert out["object"] == "chat.completion" and out["usage"]["prompt_tokens"] == 5
+    events = _events(_post(url + "/v1/chat/completions", dict(body, stream=True))[1])
+    assert events[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert "".join(e["choices"][0]["delta"].get("content", "") for e in events) == msg["content"]
+    assert events[-1]["choices"][0]["finish_reason"] == "length"
+    out = json.loads(_post(url + "/v1/chat/completions", dict(body, logprobs=True, top_logprobs=2))[1])
+    content = out["choices"][0]["logprobs"]["content"]
+    assert len(content) == 6 and all(len(c["top_logprobs"]) == 2 for c in content)
+
+
+def test_http_concurrent_requests_get_their_alone_tokens(server):
+    case, url, _, _ = server
+    prompts = [case.prompt, [(5 * i + 1) % 90 for i in range(19)], [3, 4], [9, 9, 9], case.prompt[:4]]
+    bodies = [{"prompt": p, "max_tokens": 8, "temperature": 0.8, "seed": 3 + i} for i, p in enumerate(prompts)]
+    alone = [json.loads(_post(url + "/v1/completions", b)[1])["choices"][0]["text"] for b in bodies]
+    results = [None] * len(bodies)
+    threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, _post(
+        url + "/v1/completions", dict(bodies[i], stream=i % 2 == 0))[1])) for i in range(len(bodies))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    for i, text in enumerate(results):
+        got = "".join(e["choices"][0]["text"] for e in _events(text)) if i % 2 == 0 else \
+            json.loads(text)["choices"][0]["text"]
+        assert got == alone[i], i
+
+
+def test_http_bad_requests_name_the_field(server):
+    _, url, _, _ = server
+    cases = [
+        (b"{not json", "not JSON"),
+        ({"prompt": "w1", "frobnicate": 1}, "unknown field 'frobnicate'"),
+        ({"prompt": "w1", "n": 2}, "'n': only 1"),
+        ({"prompt": "w1", "temperature": 3}, "'temperature': 3 is outside"),
+        ({"prompt": "w1", "max_tokens": "ten"}, "'max_tokens': expected an integer"),
+        ({"prompt": "w1", "stop": [1]}, "'stop'"),
+        ({"prompt": "w1", "presence_penalty": 0.5}, "'presence_penalty': not implemented"),
+        ({"prompt": "w1", "model": "other"}, "'model'"),
+        ({"prompt": []}, "'prompt'"),
+        ({"prompt": [1, 500]}, "token id 500"),
+        ({"prompt": list(range(1, 70))}, "context is 64 tokens"),
+        ([1, 2], "JSON object"),
+    ]
+    for body, message in cases:
+        status, text, _ = _post(url + "/v1/completions", body, raw=isinstance(body, bytes))
+        assert status == 400, (body, text)
+        assert message in json.loads(text)["error"]["message"], (body, text)
+    status, text, _ = _post(url + "/v1/chat/completions", {"messages": [{"role": "user"}]})
+    assert status == 400 and "messages[0]" in text
+    status, text, _ = _post(url + "/v1/chat/completions", {"messages": [], "top_logprobs": 2})
+    assert status == 400 and "'messages'" in text
+    assert json.loads(_get(url + "/health")[1]) == {"status": "ok"}  # nothing of it reached the engine
+
+
+def test_serve_refuses_a_model_without_a_tokenizer(capsys):
+    cfg = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "longcat-mini.yaml")
+    code = _cli.main(["serve", cfg, "-q"])
+    err = capsys.readouterr().err
+    assert code == 3 and "no tokenizer" in err and "random weights" in err
+    assert _cli.main(["serve", str(cfg), "--max-sequences", "0"]) == 2
+    assert "--max-sequences: expected at least 1" in capsys.readouterr().err
