@@ -15,8 +15,10 @@ between modes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import statistics
 import sys
 import time
@@ -527,6 +529,7 @@ def serve_engine(args, cfg):
         engine._admit()
         engine.iterate()
     engine.requests_finished = engine.tokens_generated = engine.prompt_tokens = engine.steps = 0
+    engine.finished_by_reason.clear()
     engine.ttft.__init__()
     engine.itl.__init__()
     name = args.model_name or os.path.basename(os.path.normpath(cfg.checkpoint))
@@ -548,10 +551,22 @@ def cmd_serve(args, cfg) -> int:
     engine.start()
     print(f"serving '{name}' on http://{args.host}:{args.port}/v1 ({args.max_sequences} sequences of up to "
           f"{engine.max_context} tokens, prefill chunks of {args.prefill_chunk})", file=sys.stderr, flush=True)
+
+    class GracefulServer(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self):  # the signals stay with the handlers below
+            yield
+
+    http = GracefulServer(uvicorn.Config(create_app(server), host=args.host, port=args.port, log_level="warning"))
+    # SIGTERM and SIGINT: stop accepting, let the running responses finish, exit 0 (uvicorn's own
+    # handling re-raises the signal after its shutdown, which would end the process with it).
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: setattr(http, "should_exit", True))
     try:
-        uvicorn.run(create_app(server), host=args.host, port=args.port, log_level="warning")
+        http.run()
     finally:
         engine.stop()
+    print("serve: stopped", file=sys.stderr, flush=True)
     return EXIT_OK
 
 

@@ -118,9 +118,12 @@ def test_engine_stops_at_eos_the_context_and_refuses_what_cannot_fit(checkpoint)
     first = case.ids["f32"][0]
     stop = SamplingParams(max_tokens=10, temperature=0.0, stop_ids=frozenset({first}))
     assert _drain(engine, [case.prompt], stop) == [([], "stop")]
-    # The context ends a long generation: prompt + completion <= CONTEXT.
-    tokens, reason = _drain(engine, [case.prompt], SamplingParams(max_tokens=1000, temperature=0.0))[0]
-    assert reason == "length" and len(case.prompt) + len(tokens) == CONTEXT
+    # A generation up to the context: prompt + completion = CONTEXT; one more is refused.
+    room = CONTEXT - len(case.prompt)
+    tokens, reason = _drain(engine, [case.prompt], SamplingParams(max_tokens=room, temperature=0.0))[0]
+    assert reason == "length" and len(tokens) == room and tokens[:10] == case.ids["f32"][:10]
+    with pytest.raises(ValueError, match=f"exceed this server's context of 64 tokens.*at most {room}"):
+        engine.submit(case.prompt, SamplingParams(max_tokens=room + 1), lambda ev: None)
     with pytest.raises(ValueError, match="context is 64 tokens"):
         engine.submit(list(range(CONTEXT)), GREEDY, lambda ev: None)
     with pytest.raises(ValueError, match="token id 500 is outside the vocabulary"):
@@ -288,6 +291,7 @@ def test_http_bad_requests_name_the_field(server):
         ({"prompt": []}, "'prompt'"),
         ({"prompt": [1, 500]}, "token id 500"),
         ({"prompt": list(range(1, 70))}, "context is 64 tokens"),
+        ({"prompt": "w1 w2", "max_tokens": 63}, "ask for at most 62"),
         ([1, 2], "JSON object"),
     ]
     for body, message in cases:
@@ -308,3 +312,111 @@ def test_serve_refuses_a_model_without_a_tokenizer(capsys):
     assert code == 3 and "no tokenizer" in err and "random weights" in err
     assert _cli.main(["serve", str(cfg), "--max-sequences", "0"]) == 2
     assert "--max-sequences: expected at least 1" in capsys.readouterr().err
+
+
+def test_openai_client_completions_chat_streaming_and_stop(server):
+    from openai import OpenAI
+
+    case, url, name, _ = server
+    client = OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=120)
+    want = [f"w{i}" for i in case.ids["f32"][:10]]
+    prompt = _words(case.prompt)
+    out = client.completions.create(model=name, prompt=prompt, max_tokens=10, temperature=0)
+    assert out.choices[0].text.split() == want and out.usage.completion_tokens == 10
+    pieces = [c.choices[0].text for c in client.completions.create(model=name, prompt=prompt, max_tokens=10,
+                                                                     temperature=0, stream=True)]
+    assert "".join(pieces).split() == want
+    out = client.completions.create(model=name, prompt=prompt, max_tokens=10, temperature=0, stop=[want[4]])
+    assert out.choices[0].text.split() == want[:4] and out.choices[0].finish_reason == "stop"
+    messages = [{"role": "user", "content": "w5 w6 w7"}]
+    chat = client.chat.completions.create(model=name, messages=messages, max_tokens=6, temperature=0)
+    streamed = client.chat.completions.create(model=name, messages=messages, max_tokens=6, temperature=0,
+                                              stream=True)
+    assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices) == chat.choices[0].message.content
+    assert [m.id for m in client.models.list().data] == [name]
+    from openai import BadRequestError
+
+    with pytest.raises(BadRequestError, match="unknown field 'logit_bias'"):
+        client.completions.create(model=name, prompt=prompt, max_tokens=2, logit_bias={"5": 1})
+
+
+def test_http_disconnect_frees_the_row_and_overload_is_503(server):
+    import http.client
+
+    case, url, _, engine = server
+    permits = threading.Semaphore(0)
+    iterate = engine.iterate
+
+    def gated():  # the engine runs only the iterations the test allows
+        permits.acquire()
+        iterate()
+
+    engine.iterate = gated
+    try:
+        before = engine.stats()["finished_by_reason"].get("abort", 0)
+        host, port = url[len("http://"):].split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=120)
+        conn.request("POST", "/v1/completions", json.dumps({"prompt": case.prompt, "max_tokens": 40, "stream": True,
+                                                            "temperature": 0}), {"Content-Type": "application/json"})
+        permits.release(3)  # the prefill (one chunk of 8 and one of 3 tokens), then a decode step
+        resp = conn.getresponse()
+        assert resp.status == 200
+        assert resp.read1().startswith(b"data: ")  # the first token arrived
+        conn.sock.shutdown(socket.SHUT_RDWR)
+        conn.close()
+        deadline = time.time() + 60
+        while not any(r is not None and r.aborted for r in engine._slots):
+            assert time.time() < deadline, "the disconnect did not abort the request"
+            time.sleep(0.02)
+    finally:
+        engine.iterate = iterate
+        permits.release(100)
+    deadline = time.time() + 60
+    while engine.stats()["finished_by_reason"].get("abort", 0) == before or engine.stats()["running"]:
+        assert time.time() < deadline
+        time.sleep(0.02)
+    # The others' output is undisturbed.
+    out = json.loads(_post(url + "/v1/completions", {"prompt": case.prompt, "max_tokens": 10, "temperature": 0})[1])
+    assert out["choices"][0]["text"].split() == [f"w{i}" for i in case.ids["f32"][:10]]
+    engine.max_waiting = 0
+    try:
+        status, text, headers = _post(url + "/v1/completions", {"prompt": "w1", "max_tokens": 2})
+    finally:
+        engine.max_waiting = 64
+    assert status == 503 and "overloaded" in text and headers.get("retry-after") == "1"
+
+
+def test_serve_command_answers_and_exits_0_on_sigterm(checkpoint):
+    import signal
+    import subprocess
+    import sys
+
+    case, cfg = checkpoint
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "superkernel", "serve", cfg, "--port", str(port), "-q",
+                             "--max-context", "64", "--prefill-chunk", "8", "--max-sequences", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 240
+        while True:
+            assert proc.poll() is None, proc.communicate()
+            try:
+                if _get(url + "/health")[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.time() < deadline, "the server did not come up"
+            time.sleep(0.2)
+        out = json.loads(_post(url + "/v1/completions", {"prompt": case.prompt, "max_tokens": 10,
+                                                          "temperature": 0})[1])
+        assert out["choices"][0]["text"].split() == [f"w{i}" for i in case.ids["f32"][:10]]
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert f"serving '{os.path.basename(os.path.dirname(cfg))}' on http://127.0.0.1:{port}/v1" in err

@@ -143,6 +143,7 @@ class Engine:
         self.tokens_generated = 0
         self.prompt_tokens = 0
         self.requests_finished = 0
+        self.finished_by_reason: dict[str, int] = {}
         self.steps = 0
         self.ttft = Histogram()
         self.itl = Histogram()
@@ -162,6 +163,11 @@ class Engine:
                                        f"{self.max_context} tokens (prompt and completion together)")
         if params.max_tokens < 1:
             raise InvalidArgumentError(f"max_tokens must be at least 1, got {params.max_tokens}")
+        if len(prompt) + params.max_tokens > self.max_context:
+            raise InvalidArgumentError(
+                f"the prompt's {len(prompt)} tokens and max_tokens {params.max_tokens} exceed this server's context "
+                f"of {self.max_context} tokens (prompt and completion together); ask for at most "
+                f"{self.max_context - len(prompt)}")
         with self._lock:
             if self.failure is not None:
                 raise RuntimeError(f"the engine stopped: {self.failure}")
@@ -197,6 +203,7 @@ class Engine:
             return {"waiting": len(self._waiting), "running": len(running), "kv_blocks_used": blocks,
                     "kv_blocks_total": self.rows * self.max_blocks, "tokens_generated": self.tokens_generated,
                     "prompt_tokens": self.prompt_tokens, "requests_finished": self.requests_finished,
+                    "finished_by_reason": dict(self.finished_by_reason),
                     "steps": self.steps, "uptime_s": time.perf_counter() - self._started_at,
                     "ttft": self.ttft, "itl": self.itl}
 
@@ -342,6 +349,7 @@ class Engine:
             if 0 <= r.row < self.rows and self._slots[r.row] is r:
                 self._slots[r.row] = None
             self.requests_finished += 1
+            self.finished_by_reason[event.reason] = self.finished_by_reason.get(event.reason, 0) + 1
         r.on_event(event)
 
 

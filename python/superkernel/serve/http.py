@@ -207,7 +207,11 @@ class Server:
         metric("kv_blocks_total", "gauge", "KV cache blocks of all rows.", s["kv_blocks_total"])
         metric("generation_tokens_total", "counter", "Tokens sampled.", s["tokens_generated"])
         metric("prompt_tokens_total", "counter", "Prompt tokens prefilled.", s["prompt_tokens"])
-        metric("requests_finished_total", "counter", "Requests finished (any reason).", s["requests_finished"])
+        lines += ["# HELP superkernel_requests_finished_total Requests finished, by reason (stop, length, abort, "
+                  "error).", "# TYPE superkernel_requests_finished_total counter"]
+        for reason in ("stop", "length", "abort", "error"):
+            lines.append(f'superkernel_requests_finished_total{{reason="{reason}"}} '
+                         f'{s["finished_by_reason"].get(reason, 0)}')
         metric("engine_steps_total", "counter", "Scheduler iterations.", s["steps"])
         rate = s["tokens_generated"] / s["uptime_s"] if s["uptime_s"] > 0 else 0.0
         metric("generation_tokens_per_second", "gauge", "Tokens sampled per second since start.", f"{rate:.3f}")
