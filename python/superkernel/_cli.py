@@ -511,7 +511,7 @@ def serve_engine(args, cfg):
     at start, and the first request does not pay the compiles)."""
     import dataclasses
 
-    from .serve import Engine, SamplingParams
+    from .serve import Engine
 
     if _architecture(cfg) == "longcat_flash_afd":
         raise CliError("serve: the FFN-only model longcat_flash_afd makes no tokens", EXIT_USAGE)
@@ -523,15 +523,8 @@ def serve_engine(args, cfg):
     _, model = build_model(cfg, mode, args.allow_unused_tensors, options=opts)
     engine = Engine(model, _step_options(cfg, mode), replay=not args.no_replay, max_waiting=args.max_waiting)
     _log(args, f"serve: compiling the prefill ({args.prefill_chunk} tokens) and decode ({args.max_sequences} "
-               f"sequences) steps, mode {mode}")
-    warm = engine.submit([0], SamplingParams(max_tokens=2, temperature=0.0), lambda ev: None)
-    while warm.done is None:
-        engine._admit()
-        engine.iterate()
-    engine.requests_finished = engine.tokens_generated = engine.prompt_tokens = engine.steps = 0
-    engine.finished_by_reason.clear()
-    engine.ttft.__init__()
-    engine.itl.__init__()
+               f"sequences, one launch size per power of two) steps, mode {mode}")
+    engine.warm_up()
     name = args.model_name or os.path.basename(os.path.normpath(cfg.checkpoint))
     return engine, tokenizer, _eos_ids(cfg, tokenizer), name
 

@@ -11,8 +11,10 @@ sequence rows, ``prefill(input_ids, positions, slot_mapping, block_tables, seq_i
    arrival order, a long prompt split over several iterations, so that it never stalls the
    streams already decoding; a request whose prompt is complete samples its first token from the
    chunk's logits,
-3. runs one decode step (one launch: the captured step replayed in compiled modes) for every row
-   that is decoding; idle rows are padding (their token written nowhere, slot -1),
+3. runs one decode step (one launch: the captured step replayed in compiled modes) for every
+   sequence that is decoding, packed into the first rows of a launch of the next power-of-two
+   rows (each size compiled once; the block tables say whose cache each row reads), the rest
+   padding (their token written nowhere, slot -1),
 
 then hands every new token to its request. A row's results depend on its own tokens only (the
 kernels' numerics do not depend on the batch rows or on the tokens beside it in a chunk), so a
@@ -130,7 +132,7 @@ class Engine:
             self._decode = compile_step(model.decode, options)
             self._prefill = compile_step(model.prefill, options)
             self.replay = replay
-        self._captured = None
+        self._captured: dict = {}  # decode rows -> the captured step
         self._views: dict = {}
         self._lock = threading.Condition()
         self._waiting: deque[Request] = deque()
@@ -280,25 +282,54 @@ class Engine:
         for r, row in last.items():
             self._sample(r, logits[row:row + 1])
 
-    def _decode_step(self, decoding: list[Request]) -> None:
-        ids, pos, slots, lens = [0] * self.rows, [0] * self.rows, [-1] * self.rows, [1] * self.rows
-        for r in decoding:
-            ids[r.row], pos[r.row], slots[r.row] = r.pending, r.length, self._slot(r.row, r.length)
-            r.length += 1
-            lens[r.row] = r.length
-            r.pending = None
-        logits = self._run_decode(ids, pos, slots, lens)
-        for r in decoding:
-            self._sample(r, logits[r.row:r.row + 1])
+    def bucket(self, n: int) -> int:
+        """Rows of the decode launch for n decoding sequences: the next power of two (at most the
+        engine's rows), so a lightly loaded server does not pay for its idle rows."""
+        b = 1
+        while b < n:
+            b *= 2
+        return min(b, self.rows)
 
-    def _run_decode(self, ids, pos, slots, lens) -> torch.Tensor:
-        if self._captured is not None:
-            for name, v in (("input_ids", ids), ("positions", pos), ("slot_mapping", slots), ("context_lens", lens)):
-                self._views[name][...] = v
-            return self._captured()
+    def _decode_step(self, decoding: list[Request]) -> None:
+        rows = self.bucket(len(decoding))
+        ids, pos, slots, lens = [0] * rows, [0] * rows, [-1] * rows, [1] * rows
+        tables = [self._tables[0]] * rows  # padding rows: written nowhere, read one slot
+        for i, r in enumerate(decoding):
+            ids[i], pos[i], slots[i], tables[i] = r.pending, r.length, self._slot(r.row, r.length), self._tables[r.row]
+            r.length += 1
+            lens[i] = r.length
+            r.pending = None
+        logits = self._run_decode(ids, pos, slots, tables, lens)
+        for i, r in enumerate(decoding):
+            self._sample(r, logits[i:i + 1])
+
+    def warm_up(self) -> None:
+        """Compiles (and captures) the prefill and every decode launch size before the first
+        request, on padding only: nothing is written to the caches."""
+        chunk = self.chunk
+        i32 = torch.int32
+        with torch.inference_mode():
+            self._prefill(torch.zeros(chunk, dtype=i32), torch.zeros(chunk, dtype=i32),
+                          torch.full((chunk,), -1, dtype=i32), self.block_tables, torch.zeros(chunk, dtype=i32))
+        rows = 1
+        while True:
+            self._run_decode([0] * rows, [0] * rows, [-1] * rows, [self._tables[0]] * rows, [1] * rows)
+            if rows >= self.rows:
+                break
+            rows = self.bucket(rows + 1)
+
+    def _run_decode(self, ids, pos, slots, tables, lens) -> torch.Tensor:
+        rows = len(ids)
+        captured = self._captured.get(rows)
+        if captured is not None:
+            views = self._views[rows]
+            for name, v in (("input_ids", ids), ("positions", pos), ("slot_mapping", slots),
+                            ("block_tables", tables), ("context_lens", lens)):
+                views[name][...] = v
+            return captured()
         i32 = torch.int32
         inputs = (torch.tensor(ids, dtype=i32), torch.tensor(pos, dtype=i32), torch.tensor(slots, dtype=i32),
-                  self.block_tables, torch.tensor(lens, dtype=i32))
+                  torch.tensor(tables, dtype=i32), torch.tensor(lens, dtype=i32))
         if not self.replay:
             with torch.inference_mode():
                 return self._decode(*inputs)
@@ -306,10 +337,10 @@ class Engine:
 
         static = [t.clone() for t in inputs]  # outside inference mode: later steps write them
         with torch.inference_mode():
-            self._captured = capture(self._decode, *static)
+            captured = self._captured[rows] = capture(self._decode, *static)
         names = ("input_ids", "positions", "slot_mapping", "block_tables", "context_lens")
-        self._views = {n: t.numpy() for n, t in zip(names, self._captured.inputs)}
-        return self._captured.result
+        self._views[rows] = {n: t.numpy() for n, t in zip(names, captured.inputs)}
+        return captured.result
 
     def _sample(self, r: Request, logits: torch.Tensor) -> None:
         p = r.params
