@@ -133,6 +133,9 @@ class Engine:
             self._prefill = compile_step(model.prefill, options)
             self.replay = replay
         self._captured: dict = {}  # decode rows -> the captured step
+        from .._cli import Sampler
+
+        self._greedy = Sampler(0.0, 0, 1.0, 0)  # the sample kernel's argmax, over several rows
         self._views: dict = {}
         self._lock = threading.Condition()
         self._waiting: deque[Request] = deque()
@@ -300,8 +303,13 @@ class Engine:
             lens[i] = r.length
             r.pending = None
         logits = self._run_decode(ids, pos, slots, tables, lens)
+        # Greedy rows take one argmax call for all of them (temperature 0 reads neither the seed
+        # nor the row, so it is each row's own draw); the others draw one by one, row 0 of a call
+        # keyed by their own seed and step, as they would alone.
+        greedy = [i for i, r in enumerate(decoding) if r.params.temperature == 0 and not r.params.want_logprobs]
+        chosen = dict(zip(greedy, self._greedy(logits[:len(decoding)][greedy]))) if greedy else {}
         for i, r in enumerate(decoding):
-            self._sample(r, logits[i:i + 1])
+            self._sample(r, logits[i:i + 1], chosen.get(i))
 
     def warm_up(self) -> None:
         """Compiles (and captures) the prefill and every decode launch size before the first
@@ -342,9 +350,12 @@ class Engine:
         self._views[rows] = {n: t.numpy() for n, t in zip(names, captured.inputs)}
         return captured.result
 
-    def _sample(self, r: Request, logits: torch.Tensor) -> None:
+    def _sample(self, r: Request, logits: torch.Tensor, token: int | None = None) -> None:
         p = r.params
-        token = r.sampler(logits)[0]
+        if token is None:
+            token = r.sampler(logits)[0]
+        else:
+            r.sampler.step += 1  # as if it had drawn this one
         event = TokenEvent(token)
         if p.want_logprobs:
             lp = torch.log_softmax(logits[0].double(), -1)

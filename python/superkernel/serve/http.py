@@ -168,11 +168,19 @@ class Server:
         req = self.engine.submit(ids, params, lambda ev: loop.call_soon_threadsafe(queue.put_nowait, ev))
         return req, queue
 
-    async def events(self, req, queue, stop: list[str]):
-        """(text piece, TokenEvent or None, finish reason or None) as the tokens arrive."""
+    async def events(self, req, queue, stop: list[str], disconnected=None):
+        """(text piece, TokenEvent or None, finish reason or None) as the tokens arrive.
+        `disconnected`: an async callable polled while no token arrives (every 0.25 s): true ends
+        the request (a write to a closed connection fails too, but only when a token is due)."""
         text = TextStream(self.tokenizer, stop)
         while True:
-            ev = await queue.get()
+            try:
+                ev = await asyncio.wait_for(queue.get(), 0.25)
+            except asyncio.TimeoutError:
+                if disconnected is not None and await disconnected():
+                    self.engine.abort(req)
+                    return
+                continue
             if isinstance(ev, TokenEvent):
                 piece, stopped = text.push(ev.token)
                 if stopped:
@@ -301,7 +309,7 @@ def create_app(server: Server) -> FastAPI:
         if not stream:
             pieces, evs, finish = [], [], "length"
             try:
-                async for piece, ev, reason in server.events(req, queue, stop):
+                async for piece, ev, reason in server.events(req, queue, stop, request.is_disconnected):
                     pieces.append(piece)
                     if ev is not None:
                         evs.append(ev)
@@ -327,7 +335,7 @@ def create_app(server: Server) -> FastAPI:
                 if chat:
                     yield frame([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None,
                                   "logprobs": None}])
-                async for piece, ev, reason in server.events(req, queue, stop):
+                async for piece, ev, reason in server.events(req, queue, stop, request.is_disconnected):
                     if piece or ev is not None or reason:
                         c = choice(piece, [ev] if ev is not None else [], reason, True)
                         if chat and not piece:

@@ -23,20 +23,32 @@ class TextStream:
         self.stop = [s for s in (stop or []) if s]
         self.ids: list[int] = []
         self.sent = 0  # characters of the decoded text already released
-        self.text = ""
+        self.text = ""  # the decoded text so far
         self.stopped = False
+        # Decoding only a window of the ids: [prefix, read) are the tokens of the text's tail that
+        # a new token may still change (a word piece, a byte of a character), decoded again with
+        # the new ones; the text before them is final. Keeps a token's cost independent of the
+        # sequence's length.
+        self._prefix = self._read = 0
 
-    def _decode(self) -> str:
-        return self.tokenizer.decode(self.ids, skip_special_tokens=True)
+    def _advance(self) -> bool:
+        """Appends what the tokens since `read` add to the text; False while they add nothing
+        final (an unfinished character, a token that decodes to nothing)."""
+        prefix = self.tokenizer.decode(self.ids[self._prefix:self._read], skip_special_tokens=True)
+        new = self.tokenizer.decode(self.ids[self._prefix:], skip_special_tokens=True)
+        if new.endswith("\ufffd") or len(new) <= len(prefix):
+            return False
+        self.text += new[len(prefix):]
+        self._prefix, self._read = self._read, len(self.ids)
+        return True
 
     def push(self, token: int) -> tuple[str, bool]:
         if self.stopped:
             return "", True
         self.ids.append(token)
-        text = self._decode()
-        if text.endswith("\ufffd"):
+        if not self._advance():
             return "", False
-        self.text = text
+        text = self.text
         hit = self._first_stop(text)
         if hit is not None:
             piece = text[self.sent:hit]
@@ -53,10 +65,13 @@ class TextStream:
         """The text still held back (a partial stop string at the end, an unfinished character)."""
         if self.stopped:
             return ""
-        text = self._decode()
-        piece = text[self.sent:]
-        self.sent = len(text)
-        self.text = text
+        if self._read < len(self.ids):
+            prefix = self.tokenizer.decode(self.ids[self._prefix:self._read], skip_special_tokens=True)
+            new = self.tokenizer.decode(self.ids[self._prefix:], skip_special_tokens=True)
+            self.text += new[len(prefix):]
+            self._prefix = self._read = len(self.ids)
+        piece = self.text[self.sent:]
+        self.sent = len(self.text)
         return piece
 
     def _first_stop(self, text: str) -> int | None:
