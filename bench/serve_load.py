@@ -10,8 +10,9 @@ the server's overhead and batching gain read off one table.
 
 The weights are the config's seeded random ones, written once into a checkpoint directory (every
 tensor the model reads, under its checkpoint name) with a word-level tokenizer without an EOS token,
-so every request runs to its max_tokens. Each client sends its requests one after another; a
-concurrency level runs --requests-per-client requests per client after one warm-up request each.
+so every request runs to its max_tokens. The server runs as its own process (`python -m superkernel
+serve`), the clients are threads of this one; each client sends its requests one after another, a
+concurrency level --requests-per-client requests per client after one warm-up request each.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -153,17 +156,14 @@ def main() -> int:
     p.add_argument("--max-sequences", type=int, default=16, help="the server's sequence rows")
     p.add_argument("--prompt-tokens", type=int, default=32)
     p.add_argument("--output-tokens", type=int, default=32)
-    p.add_argument("--prefill-chunk", type=int, default=64)
+    p.add_argument("--prefill-chunk", type=int, default=32, help="the server's prefill launch (default: 32)")
     p.add_argument("--requests-per-client", type=int, default=3)
+    p.add_argument("--cores", type=int, default=0, help="the server runtime's cores (default: every CPU)")
     p.add_argument("--json", help="write the results as JSON")
     args = p.parse_args()
     if args.json:
         check_writable(args.json)
-    import uvicorn
-
-    from superkernel import _cli
     from superkernel.models import run_config
-    from superkernel.serve.http import Server, create_app
 
     levels = [int(c) for c in args.concurrency.split(",")]
     base = run_config.load(args.config)
@@ -174,31 +174,41 @@ def main() -> int:
     prompt = [(5 * i) % 90 + 3 for i in range(args.prompt_tokens)]
     cores = os.cpu_count()
     print(f"machine: {cores} cores; checkpoint {ckpt} ({args.config}'s seeded weights)", file=sys.stderr)
+    config_path = os.path.join(ckpt, "run.yaml")
+    with open(config_path, "w") as f:
+        f.write(f"model:\n  checkpoint: {ckpt}\n" + (f"runtime:\n  cores: {args.cores}\n" if args.cores else ""))
     results = []
     for mode in args.modes.split(","):
-        cfg = run_config.load(args.config)
-        cfg.checkpoint = ckpt
-        ref = batch1_reference(run_config.load(args.config), ckpt, mode, args.prompt_tokens, 30)
-        argv = ["serve", args.config, "--mode", mode, "--max-sequences", str(args.max_sequences), "--max-context",
-                str(args.prompt_tokens + args.output_tokens + 16), "--prefill-chunk", str(args.prefill_chunk), "-q",
-                "--max-waiting", "256"]
-        engine, tokenizer, eos, name = _cli.serve_engine(_cli.parser().parse_args(argv), cfg)
-        engine.start()
+        ref = batch1_reference(run_config.load(config_path), ckpt, mode, args.prompt_tokens, 30)
         port = free_port()
-        srv = uvicorn.Server(uvicorn.Config(create_app(Server(engine, tokenizer, name, eos)), host="127.0.0.1",
-                                            port=port, log_level="warning"))
-        threading.Thread(target=srv.run, daemon=True).start()
-        while not srv.started:
-            time.sleep(0.05)
+        # The server in a process of its own, as a user runs it: the clients' Python does not share
+        # its interpreter (on 2 cores they still share the CPUs).
+        cmd = [sys.executable, "-m", "superkernel", "serve", config_path, "--mode", mode, "--port", str(port),
+               "--max-sequences", str(args.max_sequences), "--max-context",
+               str(args.prompt_tokens + args.output_tokens + 16), "--prefill-chunk", str(args.prefill_chunk), "-q",
+               "--max-waiting", "256"]
+        server = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
         url = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 600
+        while True:
+            if server.poll() is not None:
+                sys.exit(f"serve_load: the server exited: {server.stderr.read()}")
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=5):
+                    break
+            except OSError:
+                if time.time() > deadline:
+                    server.kill()
+                    sys.exit("serve_load: the server did not come up in 600 s")
+                time.sleep(0.2)
         rows = []
         for c in levels:
             print(f"  {mode}: concurrency {c}", file=sys.stderr, flush=True)
             rows.append(load(url, c, args.requests_per_client, prompt, args.output_tokens))
-        srv.should_exit = True
-        engine.stop()
+        server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=120)
         one = next((r for r in rows if r["concurrency"] == 1), None)
-        print(f"\n| {mode}, {args.max_sequences} rows, prompt {args.prompt_tokens}, output {args.output_tokens} "
+        print(f"\n| {mode}, {args.cores or cores} cores, {args.max_sequences} rows, prompt {args.prompt_tokens}, output {args.output_tokens} "
               "| output tokens/s | requests/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | tokens/s vs c=1 |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
@@ -209,7 +219,7 @@ def main() -> int:
         print(f"| batch-1 session (`run`): prefill {ref['prefill_ms']:.2f} ms, decode step {ref['step_ms']:.2f} ms "
               "| | | | | | | |")
         for r in rows:
-            results.append({"bench": "serve_load", "mode": mode, "cores": cores, **r, **ref})
+            results.append({"bench": "serve_load", "mode": mode, "cores": args.cores or cores, **r, **ref})
     if args.json:
         return json_exit_code(args.json, {"machine": {"cores": cores}, "results": results}, "serve_load")
     return 0

@@ -417,7 +417,9 @@ int32_t grouped(const sk_kernel_args* args, int32_t w_dtype) {
         double acc = 0.0;
         for (xi[1] = 0; xi[1] < k; ++xi[1]) {
           const int64_t wi[3] = {ex, yi[1], xi[1]};
-          const double wv = w_dtype == SK_DTYPE_BF16 ? bf16_at(w, wi) : w_dtype == SK_DTYPE_F16 ? f16_at(w, wi) : f32_at(w, wi);
+          const double wv = w_dtype == SK_DTYPE_BF16  ? bf16_at(w, wi)
+                            : w_dtype == SK_DTYPE_F16 ? f16_at(w, wi)
+                                                      : f32_at(w, wi);
           acc += static_cast<double>(f32_at(x, xi)) * wv;
         }
         f32_at(y, yi) = static_cast<float>(acc);
