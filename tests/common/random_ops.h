@@ -541,9 +541,10 @@ class RandomOps {
     side_.push_back(ids);
     side_.push_back(sorted.counts);
     const int64_t ffn = 4 * pick(1, 3);
-    const int expert_dtype = pick(0, 2);
+    const int expert_dtype = pick(0, 3);
     auto expert_weights = [&](int64_t out, int64_t in) -> nn::Linear {
       if (expert_dtype == 1) return {bf16({experts, out, in}, scale_of(in)), Tensor{}};
+      if (expert_dtype == 3) return {f16({experts, out, in}, scale_of(in)), Tensor{}};
       if (expert_dtype == 2) {
         std::vector<float> s = uniform(experts * out, 0.02f);
         for (float& v : s) v = std::fabs(v) + 1e-3f;

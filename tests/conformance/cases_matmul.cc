@@ -101,6 +101,12 @@ SK_CONFORMANCE_CASES(matmul_family_cases) {
                      f32_out({g.r, g.n}),
                      {},
                      {}});
+    cases.push_back({std::string("grouped_matmul_f16_") + g.name,
+                     "grouped_matmul.f16",
+                     {F32({g.r, g.k}), counts, Of(DType::kF16, {e, g.n, g.k}, -1, 1, true)},
+                     f32_out({g.r, g.n}),
+                     {},
+                     {}});
     cases.push_back(
         {std::string("grouped_matmul_w8a8_dyn_") + g.name,
          "grouped_matmul.w8a8_dyn",
