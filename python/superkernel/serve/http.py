@@ -169,30 +169,47 @@ class Server:
         return req, queue
 
     async def events(self, req, queue, stop: list[str], disconnected=None):
-        """(text piece, TokenEvent or None, finish reason or None) as the tokens arrive.
-        `disconnected`: an async callable polled while no token arrives (every 0.25 s): true ends
-        the request (a write to a closed connection fails too, but only when a token is due)."""
+        """(text, the TokenEvents it came from, finish reason or None), one token at a time (one SSE
+        frame each: sending the tokens already queued as one frame gave the same requests/s on
+        2 cores, 53 against 54.5 at concurrency 16, and coarser inter-token times). `disconnected`:
+        an async callable polled while no token arrives (every 0.25 s): true ends the request (a
+        write to a closed connection fails too, but only when a token is due)."""
         text = TextStream(self.tokenizer, stop)
-        while True:
-            try:
-                ev = await asyncio.wait_for(queue.get(), 0.25)
-            except asyncio.TimeoutError:
-                if disconnected is not None and await disconnected():
-                    self.engine.abort(req)
-                    return
-                continue
-            if isinstance(ev, TokenEvent):
-                piece, stopped = text.push(ev.token)
-                if stopped:
-                    self.engine.abort(req)
-                    yield piece, ev, "stop"
-                    return
-                yield piece, ev, None
-            elif isinstance(ev, DoneEvent):
-                if ev.reason == "error":
-                    raise RuntimeError(ev.message)
-                yield text.flush(), None, "stop" if ev.reason == "stop" else "length"
-                return
+        getter = None  # one pending get, kept across the polls (cancelling it could lose a token)
+        try:
+            while True:
+                waiting = []
+                if getter is not None or queue.empty():
+                    getter = getter or asyncio.ensure_future(queue.get())
+                    done, _ = await asyncio.wait({getter}, timeout=0.25)
+                    if not done:
+                        if disconnected is not None and await disconnected():
+                            self.engine.abort(req)
+                            return
+                        continue
+                    waiting.append(getter.result())
+                    getter = None
+                else:
+                    waiting.append(queue.get_nowait())
+                pieces, evs = [], []
+                for ev in waiting:
+                    if isinstance(ev, DoneEvent):
+                        if ev.reason == "error":
+                            raise RuntimeError(ev.message)
+                        pieces.append(text.flush())
+                        yield "".join(pieces), evs, "stop" if ev.reason == "stop" else "length"
+                        return
+                    piece, stopped = text.push(ev.token)
+                    pieces.append(piece)
+                    evs.append(ev)
+                    if stopped:
+                        self.engine.abort(req)
+                        yield "".join(pieces), evs, "stop"
+                        return
+                yield "".join(pieces), evs, None
+        finally:
+            if getter is not None:
+                getter.cancel()
 
     def token_text(self, token: int) -> str:
         return self.tokenizer.decode([token], skip_special_tokens=False)
@@ -309,10 +326,9 @@ def create_app(server: Server) -> FastAPI:
         if not stream:
             pieces, evs, finish = [], [], "length"
             try:
-                async for piece, ev, reason in server.events(req, queue, stop, request.is_disconnected):
+                async for piece, batch, reason in server.events(req, queue, stop, request.is_disconnected):
                     pieces.append(piece)
-                    if ev is not None:
-                        evs.append(ev)
+                    evs.extend(batch)
                     if reason:
                         finish = reason
             except RuntimeError as e:
@@ -335,9 +351,9 @@ def create_app(server: Server) -> FastAPI:
                 if chat:
                     yield frame([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None,
                                   "logprobs": None}])
-                async for piece, ev, reason in server.events(req, queue, stop, request.is_disconnected):
-                    if piece or ev is not None or reason:
-                        c = choice(piece, [ev] if ev is not None else [], reason, True)
+                async for piece, batch, reason in server.events(req, queue, stop, request.is_disconnected):
+                    if piece or batch or reason:
+                        c = choice(piece, batch, reason, True)
                         if chat and not piece:
                             c["delta"] = {}
                         yield frame([c])
