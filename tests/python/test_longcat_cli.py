@@ -37,14 +37,20 @@ def make_tokenizer(directory, vocab_size):
     fast.save_pretrained(directory)
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    """The longcat_packed oracle checkpoint with a tokenizer, and a config file naming it."""
+def oracle_checkpoint_with_tokenizer(d):
+    """The longcat_packed oracle checkpoint copied into directory `d` with a word tokenizer; its Case."""
     case = Case("longcat_packed")
-    d = tmp_path_factory.mktemp("ckpt")
     for name in ("config.json", "model.safetensors"):
         shutil.copy(os.path.join(case.dir, name), d / name)
     make_tokenizer(str(d), 96)
+    return case
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """The longcat_packed oracle checkpoint with a tokenizer, and a config file naming it."""
+    d = tmp_path_factory.mktemp("ckpt")
+    case = oracle_checkpoint_with_tokenizer(d)
     cfg = d / "run.yaml"
     cfg.write_text(f"""model_config:
   exe_mode: graph

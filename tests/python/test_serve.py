@@ -16,7 +16,6 @@ tokenizer (test_longcat_cli.make_tokenizer: id i is the word "w{i}").
 import json
 import os
 import queue
-import shutil
 import socket
 import threading
 import time
@@ -25,22 +24,18 @@ import urllib.request
 
 import pytest
 
-from longcat_oracle import Case
 from superkernel import _cli
 from superkernel.models import run_config
 from superkernel.serve import DoneEvent, Overloaded, SamplingParams, TokenEvent
-from test_longcat_cli import EOS_WORD, make_tokenizer
+from test_longcat_cli import EOS_WORD, oracle_checkpoint_with_tokenizer
 
 ROWS, CONTEXT, CHUNK = 3, 64, 8
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    case = Case("longcat_packed")
     d = tmp_path_factory.mktemp("serve_ckpt")
-    for name in ("config.json", "model.safetensors"):
-        shutil.copy(os.path.join(case.dir, name), d / name)
-    make_tokenizer(str(d), 96)
+    case = oracle_checkpoint_with_tokenizer(d)
     cfg = d / "run.yaml"
     cfg.write_text(f"model_config:\n  exe_mode: superkernel\n  custom_params:\n    enable_superkernel: true\n"
                    f"model:\n  checkpoint: {d}\n")
