@@ -13,7 +13,7 @@ import time
 import torch
 
 import superkernel  # noqa: F401  (registers torch.ops.superkernel)
-from superkernel import _cli
+from superkernel._sampling import Sampler
 
 
 def median_us(fn, runs: int) -> float:
@@ -38,7 +38,7 @@ def main() -> None:
     vocab = torch.rand(1, 131072) * 16 - 12
     step = torch.tensor([7], dtype=torch.int64)
     x = torch.randn(4, 64)
-    sampler = _cli.Sampler(1.0, 0, 0.9, 3)
+    sampler = Sampler(1.0, 0, 0.9, 3)
     configs = {
         "op add [4, 64]": lambda: ops.add(x, x),
         "op argmax [1, 131072]": lambda: ops.argmax(vocab),

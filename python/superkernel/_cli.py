@@ -24,6 +24,7 @@ import sys
 import time
 
 from ._files import check_writable, write_json
+from ._sampling import Sampler
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CONFIG, EXIT_MISMATCH = 0, 1, 2, 3, 4
 MODES = ("eager", "graph", "superkernel")
@@ -98,30 +99,6 @@ def default_prompts(cfg, vocab: int) -> list[list[int]]:
             ids.append(h % max(vocab, 1))
         prompts.append(ids)
     return prompts
-
-
-class Sampler:
-    """The library's sample kernel (temperature 0: argmax), so every mode draws the same ids."""
-
-    def __init__(self, temperature: float, top_k: int, top_p: float, seed: int):
-        import torch
-
-        from . import _kernel_ops
-
-        self.temperature, self.top_k, self.top_p, self.seed = temperature, top_k, top_p, seed
-        self.step = 0
-        self._step = torch.zeros([1], dtype=torch.int64)
-        # What torch.ops.superkernel.sample runs, called directly: the op's dispatch and argument
-        # binding cost about 20 us of a sampler call's ~45 at every token.
-        self._signature = _kernel_ops.registered()["sample"]
-        self._run = _kernel_ops.run_kernel_eagerly
-
-    def __call__(self, logits) -> list[int]:
-        self._step[0] = self.step
-        self.step += 1
-        args = {"logits": logits.contiguous(), "step": self._step, "seed": self.seed,
-                "temperature": self.temperature, "top_p": self.top_p, "top_k": self.top_k}
-        return self._run(self._signature, args).tolist()
 
 
 def _parse_ids(text: str, what: str = "--prompt") -> list[int]:

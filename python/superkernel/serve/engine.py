@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .._errors import InvalidArgumentError
+from .._sampling import Sampler
 
 # Latency histogram buckets (seconds), for /metrics.
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -80,8 +81,6 @@ class Request:
     engine's thread, in order: one TokenEvent per new token, then one DoneEvent."""
 
     def __init__(self, rid: int, prompt: list[int], params: SamplingParams, on_event: Callable):
-        from .._cli import Sampler
-
         self.id, self.prompt, self.params, self.on_event = rid, prompt, params, on_event
         self.sampler = Sampler(params.temperature, params.top_k, params.top_p, params.seed)
         self.row = -1
@@ -133,8 +132,6 @@ class Engine:
             self._prefill = compile_step(model.prefill, options)
             self.replay = replay
         self._captured: dict = {}  # decode rows -> the captured step
-        from .._cli import Sampler
-
         self._greedy = Sampler(0.0, 0, 1.0, 0)  # the sample kernel's argmax, over several rows
         self._views: dict = {}
         self._lock = threading.Condition()
@@ -355,7 +352,7 @@ class Engine:
         if token is None:
             token = r.sampler(logits)[0]
         else:
-            r.sampler.step += 1  # as if it had drawn this one
+            r.sampler.advance()
         event = TokenEvent(token)
         if p.want_logprobs:
             lp = torch.log_softmax(logits[0].double(), -1)
