@@ -322,43 +322,22 @@ int32_t access(const Variant& v, const sk_kernel_args* args, int32_t core_id, in
 
 }  // namespace
 
-int32_t grouped_matmul_f32_run(const sk_kernel_args* args, const sk_core_ctx* core) { return run(kF32, args, core); }
-int32_t grouped_matmul_f32_tiling(const sk_kernel_args* args, void* tiling_out, uint32_t capacity, uint32_t* size) {
-  return tiling(kF32, args, tiling_out, capacity, size);
-}
-int32_t grouped_matmul_f32_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
-                                  sk_access_range* ranges, int32_t capacity) {
-  return access(kF32, args, core_id, num_cores, ranges, capacity);
-}
+// The entry points kernels.h declares for one variant.
+#define SK_GROUPED_MATMUL_ENTRIES(prefix, variant)                                                                 \
+  int32_t prefix##_run(const sk_kernel_args* args, const sk_core_ctx* core) { return run(variant, args, core); }   \
+  int32_t prefix##_tiling(const sk_kernel_args* args, void* tiling_out, uint32_t capacity, uint32_t* size) {       \
+    return tiling(variant, args, tiling_out, capacity, size);                                                      \
+  }                                                                                                                \
+  int32_t prefix##_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores, sk_access_range* ranges, \
+                          int32_t capacity) {                                                                      \
+    return access(variant, args, core_id, num_cores, ranges, capacity);                                            \
+  }
 
-int32_t grouped_matmul_bf16_run(const sk_kernel_args* args, const sk_core_ctx* core) { return run(kBf16, args, core); }
-int32_t grouped_matmul_bf16_tiling(const sk_kernel_args* args, void* tiling_out, uint32_t capacity, uint32_t* size) {
-  return tiling(kBf16, args, tiling_out, capacity, size);
-}
-int32_t grouped_matmul_bf16_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
-                                   sk_access_range* ranges, int32_t capacity) {
-  return access(kBf16, args, core_id, num_cores, ranges, capacity);
-}
+SK_GROUPED_MATMUL_ENTRIES(grouped_matmul_f32, kF32)
+SK_GROUPED_MATMUL_ENTRIES(grouped_matmul_bf16, kBf16)
+SK_GROUPED_MATMUL_ENTRIES(grouped_matmul_f16, kF16)
+SK_GROUPED_MATMUL_ENTRIES(grouped_matmul_w8a8_dyn, kW8)
 
-int32_t grouped_matmul_f16_run(const sk_kernel_args* args, const sk_core_ctx* core) { return run(kF16, args, core); }
-int32_t grouped_matmul_f16_tiling(const sk_kernel_args* args, void* tiling_out, uint32_t capacity, uint32_t* size) {
-  return tiling(kF16, args, tiling_out, capacity, size);
-}
-int32_t grouped_matmul_f16_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
-                                  sk_access_range* ranges, int32_t capacity) {
-  return access(kF16, args, core_id, num_cores, ranges, capacity);
-}
-
-int32_t grouped_matmul_w8a8_dyn_run(const sk_kernel_args* args, const sk_core_ctx* core) {
-  return run(kW8, args, core);
-}
-int32_t grouped_matmul_w8a8_dyn_tiling(const sk_kernel_args* args, void* tiling_out, uint32_t capacity,
-                                       uint32_t* size) {
-  return tiling(kW8, args, tiling_out, capacity, size);
-}
-int32_t grouped_matmul_w8a8_dyn_access(const sk_kernel_args* args, int32_t core_id, int32_t num_cores,
-                                       sk_access_range* ranges, int32_t capacity) {
-  return access(kW8, args, core_id, num_cores, ranges, capacity);
-}
+#undef SK_GROUPED_MATMUL_ENTRIES
 
 }  // namespace sk::kernels
