@@ -156,22 +156,27 @@ def torch_configs(size: dict, dtype: str, args, weight_dtypes=()):
     return configs
 
 
-def cpp_configs(size: dict, dtype: str, weight_dtypes=()):
-    """The same Llama built by the C++ API: one Executable.run() and a copy of the logits per step."""
+def logits_step(exe):
+    """A C++ model's timed step: the run and one copy of the logits out, as the torch rows return
+    them (into a NumPy array kept from step to step: nanobind reads it through the buffer
+    protocol)."""
     import numpy as np
 
+    name = exe.output_names()[0]
+    out = np.empty(exe.tensor(name).shape, np.float32)
+
+    def step():
+        exe.run()
+        exe.read_into(name, out)
+
+    return step
+
+
+def cpp_configs(size: dict, dtype: str, weight_dtypes=()):
+    """The same Llama built by the C++ API: one Executable.run() and a copy of the logits per step."""
+
     def stepper(mode_opts, weight_dtype):
-        exe, _ = cpp_decode(size, mode_opts, weight_dtype)
-        # The step is the run and one copy of the logits out, as the torch rows return them (into a
-        # NumPy array kept from step to step: nanobind reads it through the buffer protocol).
-        name = exe.output_names()[0]
-        out = np.empty(exe.tensor(name).shape, np.float32)
-
-        def step():
-            exe.run()
-            exe.read_into(name, out)
-
-        return step
+        return logits_step(cpp_decode(size, mode_opts, weight_dtype)[0])
 
     sk_mode = {"static_kernel_compile": True, "super_kernel_optimize": True}
     return [

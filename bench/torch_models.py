@@ -28,6 +28,7 @@ import time
 
 from checked_write import check_writable, json_exit_code
 from interleaved import time_interleaved
+from torch_decode import logits_step
 
 BASE = dict(vocab_size=32000, hidden_size=1024, num_hidden_layers=8, num_attention_heads=16, num_key_value_heads=4)
 ARCHS = {
@@ -148,13 +149,7 @@ def cpp_configs(arch: str, dtype: str, phase: str, args):
         for name, value in feed.items():
             exe.set_input(name, np.asarray(value, np.int32))
         exe.set_input("block_tables", np.arange(cache_len // block, dtype=np.int32)[None])
-        out_name = exe.output_names()[0]
-        out = np.empty(exe.tensor(out_name).shape, np.float32)
-
-        def step():
-            exe.run()
-            exe.read_into(out_name, out)
-        return step
+        return logits_step(exe)
 
     return [("C++ model superkernel", lambda: stepper(dtype))] + [
         (f"C++ model superkernel {wd}", lambda wd=wd: stepper(wd)) for wd in args.weight_dtypes]
