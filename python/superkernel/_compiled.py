@@ -197,8 +197,8 @@ class Lowerer(Ctx):
         return out
 
     def frozen_linear_weights(self) -> dict:
-        """Placeholder -> (parameter name, its tensor) of the frozen 2-D parameters and 3-D packed
-        experts (weight_dtype)."""
+        """Graph input node (an FX placeholder) -> (parameter name, its tensor), for the frozen 2-D
+        parameters and 3-D packed experts (weight_dtype)."""
         out = {}
         if not self.options.frozen_parameter:
             return out
