@@ -210,7 +210,11 @@ struct BuildOptions {
   int64_t batch = 1;                   // B sequences (decode tokens per step, AFD tokens)
   int64_t prefill_tokens = 16;         // T tokens of the prefill graph (all sequences together)
   PrefillLogits prefill_logits = PrefillLogits::kEveryToken;
-  int64_t block_size = 16;     // paged-cache slots per block
+  int64_t block_size = 16;  // paged-cache slots per block
+  // Sequences the paged caches hold blocks for; 0: `batch`. A server keeps one set of caches for
+  // its most concurrent sequences and decodes with graphs of fewer rows (batch < cache_sequences)
+  // whose block tables point into them, so a lightly loaded step pays for its own rows only.
+  int64_t cache_sequences = 0;
   int64_t max_context = 256;   // tokens per sequence the cache holds
   int32_t moe_core_limit = 0;  // cores of the MoE scope (LimitCoreNum); 0 = no limit
   // 0: every op on the main stream. 1, 2: LongCat-Flash's shortcut MoE on stream "moe" under

@@ -631,6 +631,9 @@ Status BuildOptions::validate() const {
   if (prefill_tokens <= 0) return bad("prefill_tokens", "must be positive, got " + std::to_string(prefill_tokens));
   if (block_size <= 0) return bad("block_size", "must be positive, got " + std::to_string(block_size));
   if (max_context <= 0) return bad("max_context", "must be positive, got " + std::to_string(max_context));
+  if (cache_sequences != 0 && cache_sequences < batch)
+    return bad("cache_sequences", "must be 0 (batch) or at least batch (" + std::to_string(batch) + "), got " +
+                                      std::to_string(cache_sequences));
   if (moe_core_limit < 0) return bad("moe_core_limit", "must be >= 0, got " + std::to_string(moe_core_limit));
   if (multi_streams < 0 || multi_streams > 2)
     return bad("multi_streams", "must be 0, 1 or 2, got " + std::to_string(multi_streams));

@@ -39,7 +39,7 @@ Tensor attention(Llama& m, Tensor x, int64_t layer) {
   q = nn::rope(g, g.reshape(q, {T, Hq, Dh}), m.in.positions, m.cos_sin, halves, p + "q_rope");
   k = nn::rope(g, g.reshape(k, {T, Hkv, Dh}), m.in.positions, m.cos_sin, halves, p + "k_rope");
 
-  const Shape cache_shape{m.opts.batch * max_blocks_per_sequence(m.opts), m.opts.block_size, Hkv, Dh};
+  const Shape cache_shape{cache_blocks(m.opts), m.opts.block_size, Hkv, Dh};
   Tensor k_cache = g.variable("k_cache." + std::to_string(layer), m.opts.kv_cache_dtype, cache_shape);
   Tensor v_cache = g.variable("v_cache." + std::to_string(layer), m.opts.kv_cache_dtype, cache_shape);
   nn::kv_append(g, k, g.reshape(v, {T, Hkv, Dh}), m.in.slot_mapping, k_cache, v_cache, p + "cache_append");

@@ -82,7 +82,7 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
                p + "kv_lora_scale");
   Tensor k_pe = nn::rope(g, g.slice(kv_a, 1, R, R + rope), m.in.positions, m.cos_sin, interleaved, p + "k_rope");
   Tensor cache = g.variable(latent_cache_name(layer, sublayer), m.opts.kv_cache_dtype,
-                            {m.opts.batch * max_blocks_per_sequence(m.opts), m.opts.block_size, R + rope});
+                            {cache_blocks(m.opts), m.opts.block_size, R + rope});
   nn::mla_cache_append(g, c_kv, k_pe, m.in.slot_mapping, cache, p + "cache_append");
 
   // Absorbed projections: W_UK folds k_nope's expansion into the query, W_UV v's into the output.

@@ -63,7 +63,9 @@ int64_t f32_bytes(std::initializer_list<int64_t> shape) {
 }
 
 int64_t blocks(const BuildOptions& o) {
-  return o.block_size > 0 ? times({o.batch, (o.max_context + o.block_size - 1) / o.block_size}) : 0;
+  return o.block_size > 0 ? times({o.cache_sequences > 0 ? o.cache_sequences : o.batch,
+                                   (o.max_context + o.block_size - 1) / o.block_size})
+                          : 0;
 }
 
 int64_t cache_dtype_bytes(const BuildOptions& o) { return o.kv_cache_dtype == DType::kBF16 ? 2 : 4; }

@@ -371,6 +371,10 @@ int64_t max_blocks_per_sequence(const BuildOptions& options) {
   return options.block_size > 0 ? (options.max_context + options.block_size - 1) / options.block_size : 0;
 }
 
+int64_t cache_blocks(const BuildOptions& options) {
+  return (options.cache_sequences > 0 ? options.cache_sequences : options.batch) * max_blocks_per_sequence(options);
+}
+
 Expected<Tensor> rope_table(Graph& g, const nn::RopeScaling& rope, int64_t rotary_dim, const BuildOptions& options,
                             Phase phase) {
   int64_t rows = options.max_context;

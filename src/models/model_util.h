@@ -100,6 +100,9 @@ Tensor filled_f32(Graph& g, std::string name, int64_t n, float value);
 
 // Blocks per sequence of the paged caches.
 int64_t max_blocks_per_sequence(const BuildOptions& options);
+// Blocks of each paged cache: max_blocks_per_sequence for every sequence the caches hold
+// (BuildOptions::cache_sequences, or batch).
+int64_t cache_blocks(const BuildOptions& options);
 
 // The RoPE cos/sin table of a graph, rows 0 .. max_context - 1 (nn::rope_cos_sin_table). Dynamic
 // NTK scaling past max_position_embeddings (M) matches what transformers computes in cached

@@ -376,6 +376,76 @@ TEST(Models, PrefillLastTokenLogitsAreTheEveryTokenRowsBitForBit) {
   }
 }
 
+// A server's decode launches: graphs of fewer rows than the caches' sequences
+// (BuildOptions::cache_sequences), their block tables pointing into the shared caches. Stepping
+// each sequence on its own through a one-row graph gives the rows of the full batch's steps bit
+// for bit, for both cache layouts (Llama's K/V, LongCat-Flash's latent).
+TEST(Models, DecodeGraphsOfFewerRowsReadTheSharedCaches) {
+  const auto llama = tiny_llama();
+  const auto longcat = tiny_longcat();
+  auto weights = random_weights(9);
+  auto rt = testing::make_runtime(2);
+  for (const bool is_llama : {true, false}) {
+    const auto caches = is_llama ? models::cache_names(llama) : models::cache_names(longcat);
+    const int64_t vocab = is_llama ? llama.vocab_size : longcat.vocab_size;
+    auto build_with = [&](const models::BuildOptions& o) {
+      return [&, o](models::Phase p) {
+        return is_llama ? models::build_llama(llama, o, p, *weights)
+                        : models::build_longcat_flash(longcat, o, p, *weights);
+      };
+    };
+    const models::BuildOptions full = tiny_options();
+    auto want = testing::drive(*rt, CompileOptions::for_mode(ExecutionMode::kSuperKernel), build_with(full), full,
+                               caches, kPrompts, kSteps, vocab);
+    ASSERT_TRUE(want) << want.status().to_string();
+
+    models::BuildOptions one = full;
+    one.batch = 1;
+    one.cache_sequences = full.batch;
+    auto prefill_graph = build_with(full)(models::Phase::kPrefill);
+    auto decode_graph = build_with(one)(models::Phase::kDecode);
+    ASSERT_TRUE(prefill_graph && decode_graph);
+    auto prefill = rt->compile(*prefill_graph, CompileOptions::for_mode(ExecutionMode::kSuperKernel));
+    auto decode = rt->compile(*decode_graph, CompileOptions::for_mode(ExecutionMode::kSuperKernel));
+    ASSERT_TRUE(prefill && decode);
+    models::CacheStorage storage;
+    ASSERT_TRUE(storage.bind(**prefill, caches));
+    ASSERT_TRUE(storage.bind(**decode, caches));  // the same cache shapes: the one-row graph holds both sequences
+    models::PagedCacheLayout layout(full);
+    auto in = layout.prefill(kPrompts);
+    ASSERT_TRUE(in);
+    ASSERT_TRUE(models::set_step_inputs(**prefill, *in));
+    ASSERT_TRUE((*prefill)->run());
+    const size_t prompt_rows = kPrompts[0].size() + kPrompts[1].size();
+    const int64_t blocks = full.max_context / full.block_size;
+    for (size_t step = 0; step < kSteps.size(); ++step) {
+      auto both = layout.decode(kSteps[step]);
+      ASSERT_TRUE(both);
+      for (int64_t b = 0; b < full.batch; ++b) {
+        models::StepInputs row;
+        row.phase = models::Phase::kDecode;
+        row.input_ids = {both->input_ids[b]};
+        row.positions = {both->positions[b]};
+        row.slot_mapping = {both->slot_mapping[b]};
+        row.context_lens = {both->context_lens[b]};
+        row.block_tables.assign(both->block_tables.begin() + b * blocks, both->block_tables.begin() + (b + 1) * blocks);
+        ASSERT_TRUE(models::set_step_inputs(**decode, row));
+        ASSERT_TRUE((*decode)->run());
+        const std::vector<float> got = (*decode)->output_f32(models::kLogits);
+        const size_t at = (prompt_rows + step * full.batch + b) * vocab;
+        ASSERT_EQ(got.size(), static_cast<size_t>(vocab));
+        EXPECT_EQ(std::memcmp(got.data(), want->logits.data() + at, got.size() * sizeof(float)), 0)
+            << (is_llama ? "llama" : "longcat") << ", step " << step << ", sequence " << b;
+      }
+    }
+  }
+  models::BuildOptions bad = tiny_options();
+  bad.cache_sequences = 1;  // fewer than the batch
+  const Status s = bad.validate();
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("cache_sequences"), std::string::npos) << s.to_string();
+}
+
 TEST(Models, PagedCacheLayout) {
   models::PagedCacheLayout layout(tiny_options());
   EXPECT_EQ(layout.num_blocks(), 8);
