@@ -313,6 +313,14 @@ void bind_graph(nb::module_& m) {
       .def("event_name", &sk::Graph::event_name, nb::arg("id"))
       .def("find_tensor", &sk::Graph::find_tensor, nb::arg("name"))
       .def("shape", [](const sk::Graph& g, sk::Tensor t) { return info(g, t).shape; })
+      .def(
+          "shape",
+          [](const sk::Graph& g, std::string_view name) {
+            const int32_t id = g.find_tensor(name);
+            if (id < 0) throw StatusError(sk::Status::not_found("the graph has no tensor '" + std::string(name) + "'"));
+            return info(g, sk::Tensor{id, g.uid()}).shape;
+          },
+          nb::arg("name"), "The shape of the tensor named `name`.")
       .def("dtype", [](const sk::Graph& g, sk::Tensor t) { return info(g, t).dtype; })
       .def(
           "verify", [](const sk::Graph& g) { check(g.verify()); },

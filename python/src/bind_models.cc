@@ -39,8 +39,14 @@ Config config_from(const nb::dict& values) {
 
 sk::models::BuildOptions build_options(int64_t batch, int64_t block_size, int64_t max_context, int64_t prefill_tokens,
                                        const std::string& weight_dtype, const nb::object& scope_options,
-                                       int multi_streams, int64_t moe_core_limit, const std::string& kv_cache_dtype) {
+                                       int multi_streams, int64_t moe_core_limit, const std::string& kv_cache_dtype,
+                                       int64_t cache_sequences = 0, const std::string& prefill_logits = "every") {
   sk::models::BuildOptions o;
+  o.cache_sequences = cache_sequences;
+  if (prefill_logits != "every" && prefill_logits != "last")
+    throw StatusError(sk::Status::invalid_argument("prefill_logits '" + prefill_logits + "': expected every or last"));
+  o.prefill_logits =
+      prefill_logits == "last" ? sk::models::PrefillLogits::kLastToken : sk::models::PrefillLogits::kEveryToken;
   o.batch = batch;
   o.block_size = block_size;
   o.max_context = max_context;
@@ -65,6 +71,45 @@ sk::models::BuildOptions build_options(int64_t batch, int64_t block_size, int64_
   return o;
 }
 
+// A model's weight source, shared by every graph built from it (a checkpoint's mapped or converted
+// tensors are loaded once for the prefill graph and every decode graph).
+struct Weights {
+  std::shared_ptr<sk::WeightSource> source;
+  std::string checkpoint;  // empty: seeded random weights
+};
+
+Weights checkpoint_weights(const std::string& dir) {
+  auto ckpt = unwrap(sk::Checkpoint::open(dir));
+  return {std::shared_ptr<sk::WeightSource>(sk::checkpoint_weights(ckpt)), dir};
+}
+
+// The config of a build: from the checkpoint's config.json (the keys applied, refused and ignored
+// as for the C++ command line) when `checkpoint` is given, else from a dict of config.json keys.
+template <typename Config>
+Config load_config(const nb::object& values, const std::string& checkpoint,
+                   std::vector<sk::models::IgnoredKey>* ignored = nullptr) {
+  if (checkpoint.empty()) return config_from<Config>(values.is_none() ? nb::dict() : nb::cast<nb::dict>(values));
+  if (!values.is_none() && nb::len(values) > 0)
+    throw StatusError(sk::Status::invalid_argument("give a config dict or a checkpoint, not both"));
+  Config c;
+  auto ckpt = unwrap(sk::Checkpoint::open(checkpoint));
+  check(sk::models::load_config_json(*ckpt, c, ignored));
+  return c;
+}
+
+// The weights a build reads: `weights` when given, else the checkpoint's, else the seeded ones.
+std::shared_ptr<sk::WeightSource> weights_of(const nb::object& weights, const std::string& checkpoint, uint64_t seed) {
+  if (!weights.is_none()) return nb::cast<Weights&>(weights).source;
+  if (!checkpoint.empty()) return checkpoint_weights(checkpoint).source;
+  return std::shared_ptr<sk::WeightSource>(sk::random_weights(seed));
+}
+
+nb::list ignored_list(const std::vector<sk::models::IgnoredKey>& ignored) {
+  nb::list out;
+  for (const auto& k : ignored) out.append(nb::make_tuple(k.key, k.line, k.why));
+  return out;
+}
+
 sk::models::Phase phase_of(const std::string& phase) {
   if (phase == "decode") return sk::models::Phase::kDecode;
   if (phase == "prefill") return sk::models::Phase::kPrefill;
@@ -77,14 +122,8 @@ sk::models::Phase phase_of(const std::string& phase) {
 // from a checkpoint's config.json (load_config_json: the same keys applied, refused and ignored
 // as for the C++ model) or from a dict of config.json keys.
 nb::dict longcat_flash_config(const nb::object& values, const std::string& checkpoint, int64_t rope_positions) {
-  sk::models::LongCatFlashConfig c;
   std::vector<sk::models::IgnoredKey> ignored;
-  if (!checkpoint.empty()) {
-    auto ckpt = unwrap(sk::Checkpoint::open(checkpoint));
-    check(sk::models::load_config_json(*ckpt, c, &ignored));
-  } else {
-    c = config_from<sk::models::LongCatFlashConfig>(values.is_none() ? nb::dict() : nb::cast<nb::dict>(values));
-  }
+  const auto c = load_config<sk::models::LongCatFlashConfig>(values, checkpoint, &ignored);
   const sk::nn::RopeScaling rope = unwrap(c.rope_scaling());
   nb::dict d;
   d["vocab_size"] = c.vocab_size;
@@ -110,9 +149,7 @@ nb::dict longcat_flash_config(const nb::object& values, const std::string& check
   d["tie_word_embeddings"] = c.tie_word_embeddings;
   d["rope_type"] = sk::nn::rope_type_name(rope.type);
   d["rope_original_max_position_embeddings"] = rope.original_max_position_embeddings;
-  nb::list skipped;
-  for (const auto& k : ignored) skipped.append(nb::make_tuple(k.key, k.line, k.why));
-  d["ignored"] = skipped;
+  d["ignored"] = ignored_list(ignored);
   // The published MLA multiplies its softmax scale by yarn_get_mscale(factor, mscale_all_dim)^2.
   double softmax_mscale = 1.0;
   if (rope.type != sk::nn::RopeScaling::Type::kDefault && rope.mscale_all_dim != 0.0) {
@@ -134,6 +171,37 @@ nb::dict longcat_flash_config(const nb::object& values, const std::string& check
   }
   d["rope_cos_sin"] = nb::bytes(reinterpret_cast<const char*>(table.data()), table.size() * sizeof(float));
   return d;
+}
+
+// A Llama config's resolved fields (from a checkpoint's config.json or a dict of its keys) and the
+// keys that were not applied.
+nb::dict llama_config(const nb::object& values, const std::string& checkpoint) {
+  std::vector<sk::models::IgnoredKey> ignored;
+  const auto c = load_config<sk::models::LlamaConfig>(values, checkpoint, &ignored);
+  nb::dict d;
+  d["vocab_size"] = c.vocab_size;
+  d["hidden_size"] = c.hidden_size;
+  d["intermediate_size"] = c.intermediate_size;
+  d["num_hidden_layers"] = c.num_hidden_layers;
+  d["num_attention_heads"] = c.num_attention_heads;
+  d["num_key_value_heads"] = c.resolved_kv_heads();
+  d["head_dim"] = c.resolved_head_dim();
+  d["max_position_embeddings"] = c.max_position_embeddings;
+  d["tie_word_embeddings"] = c.tie_word_embeddings;
+  d["quantized"] = c.quantization.present();
+  d["ignored"] = ignored_list(ignored);
+  return d;
+}
+
+// The tensors of `weights` that no graph built from it read: an error listing them, unless the
+// published definition skips them or `allow` (then they are returned).
+template <typename Config>
+std::vector<std::string> unread_tensors(const nb::object& values, const std::string& checkpoint, Weights& weights,
+                                        bool allow) {
+  const auto c = load_config<Config>(values, checkpoint);
+  std::vector<std::string> skipped;
+  check(sk::models::check_unread_tensors(c, *weights.source, allow, &skipped));
+  return skipped;
 }
 
 // One weight of sk::random_weights(seed) as its bytes: the weights `superkernel run` uses without
@@ -171,35 +239,62 @@ void bind_models(nb::module_& m) {
   nb::module_ models = m.def_submodule("models", "The C++ model builders (include/superkernel/models.h).");
   models.def(
       "build_llama",
-      [](nb::dict config, std::string phase, int64_t batch, int64_t block_size, int64_t max_context,
+      [](nb::object config, std::string phase, int64_t batch, int64_t block_size, int64_t max_context,
          int64_t prefill_tokens, std::string weight_dtype, uint64_t seed, nb::object scope_options, int multi_streams,
-         int64_t moe_core_limit, std::string kv_cache_dtype) {
-        auto cfg = config_from<sk::models::LlamaConfig>(config);
+         int64_t moe_core_limit, std::string kv_cache_dtype, std::string checkpoint, nb::object weights,
+         int64_t cache_sequences, std::string prefill_logits) {
+        const auto cfg = load_config<sk::models::LlamaConfig>(config, checkpoint);
         auto opts = build_options(batch, block_size, max_context, prefill_tokens, weight_dtype, scope_options,
-                                  multi_streams, moe_core_limit, kv_cache_dtype);
-        auto weights = sk::random_weights(seed);
-        return unwrap(sk::models::build_llama(cfg, opts, phase_of(phase), *weights));
+                                  multi_streams, moe_core_limit, kv_cache_dtype, cache_sequences, prefill_logits);
+        auto source = weights_of(weights, checkpoint, seed);
+        return unwrap(sk::models::build_llama(cfg, opts, phase_of(phase), *source));
       },
-      arg("config"), arg("phase") = "decode", arg("batch") = 1, arg("block_size") = 16, arg("max_context") = 256,
-      arg("prefill_tokens") = 16, arg("weight_dtype") = "f32", arg("seed") = 1, arg("scope_options") = nb::str(""),
-      arg("multi_streams") = 0, arg("moe_core_limit") = 0, arg("kv_cache_dtype") = "f32",
-      "The Llama-style decoder with random weights (seeded): inputs input_ids, positions, slot_mapping, "
-      "block_tables, context_lens (decode) or seq_ids (prefill), all i32; output logits.");
+      arg("config") = nb::none(), arg("phase") = "decode", arg("batch") = 1, arg("block_size") = 16,
+      arg("max_context") = 256, arg("prefill_tokens") = 16, arg("weight_dtype") = "f32", arg("seed") = 1,
+      arg("scope_options") = nb::str(""), arg("multi_streams") = 0, arg("moe_core_limit") = 0,
+      arg("kv_cache_dtype") = "f32", arg("checkpoint") = "", arg("weights") = nb::none(), arg("cache_sequences") = 0,
+      arg("prefill_logits") = "every",
+      "The Llama-style decoder: config a dict of config.json keys or `checkpoint` a directory; weights a "
+      "Weights (shared by every graph built from it), else the checkpoint's, else seeded random ones. Inputs "
+      "input_ids, positions, slot_mapping, block_tables, context_lens (decode) or seq_ids (prefill; logit_rows "
+      "with prefill_logits 'last'), all i32; output logits. cache_sequences: BuildOptions::cache_sequences.");
   models.def(
       "build_longcat_flash",
-      [](nb::dict config, std::string phase, int64_t batch, int64_t block_size, int64_t max_context,
+      [](nb::object config, std::string phase, int64_t batch, int64_t block_size, int64_t max_context,
          int64_t prefill_tokens, std::string weight_dtype, uint64_t seed, nb::object scope_options, int multi_streams,
-         int64_t moe_core_limit, std::string kv_cache_dtype) {
-        auto cfg = config_from<sk::models::LongCatFlashConfig>(config);
+         int64_t moe_core_limit, std::string kv_cache_dtype, std::string checkpoint, nb::object weights,
+         int64_t cache_sequences, std::string prefill_logits) {
+        const auto cfg = load_config<sk::models::LongCatFlashConfig>(config, checkpoint);
         auto opts = build_options(batch, block_size, max_context, prefill_tokens, weight_dtype, scope_options,
-                                  multi_streams, moe_core_limit, kv_cache_dtype);
-        auto weights = sk::random_weights(seed);
-        return unwrap(sk::models::build_longcat_flash(cfg, opts, phase_of(phase), *weights));
+                                  multi_streams, moe_core_limit, kv_cache_dtype, cache_sequences, prefill_logits);
+        auto source = weights_of(weights, checkpoint, seed);
+        return unwrap(sk::models::build_longcat_flash(cfg, opts, phase_of(phase), *source));
       },
-      arg("config"), arg("phase") = "decode", arg("batch") = 1, arg("block_size") = 16, arg("max_context") = 256,
-      arg("prefill_tokens") = 16, arg("weight_dtype") = "f32", arg("seed") = 1, arg("scope_options") = nb::str(""),
-      arg("multi_streams") = 0, arg("moe_core_limit") = 0, arg("kv_cache_dtype") = "f32",
-      "The LongCat-Flash decoder with random weights (seeded), as build_llama.");
+      arg("config") = nb::none(), arg("phase") = "decode", arg("batch") = 1, arg("block_size") = 16,
+      arg("max_context") = 256, arg("prefill_tokens") = 16, arg("weight_dtype") = "f32", arg("seed") = 1,
+      arg("scope_options") = nb::str(""), arg("multi_streams") = 0, arg("moe_core_limit") = 0,
+      arg("kv_cache_dtype") = "f32", arg("checkpoint") = "", arg("weights") = nb::none(), arg("cache_sequences") = 0,
+      arg("prefill_logits") = "every", "The LongCat-Flash decoder, as build_llama.");
+  nb::class_<Weights>(models, "Weights", "A weight source shared by the graphs built from it.")
+      .def_static("checkpoint", &checkpoint_weights, arg("directory"),
+                  "The tensors of a checkpoint directory (config.json + *.safetensors), mapped or converted once.")
+      .def_static(
+          "random",
+          [](uint64_t seed) {
+            return Weights{std::shared_ptr<sk::WeightSource>(sk::random_weights(seed)), ""};
+          },
+          arg("seed"), "The seeded random weights the C++ models use without a checkpoint.")
+      .def("describe", [](const Weights& w) { return w.source->describe(); })
+      .def_ro("checkpoint_dir", &Weights::checkpoint);
+  models.def("llama_config", &llama_config, arg("config") = nb::none(), arg("checkpoint") = "",
+             "A Llama config's resolved fields and 'ignored' [(key, line, why)], from a checkpoint directory's "
+             "config.json or a dict of config.json keys.");
+  models.def("llama_unread_tensors", &unread_tensors<sk::models::LlamaConfig>, arg("config") = nb::none(),
+             arg("checkpoint") = "", arg("weights"), arg("allow") = false,
+             "After the graphs are built: the checkpoint tensors none read, an error unless the published "
+             "definition skips them or allow; returns those skipped.");
+  models.def("longcat_flash_unread_tensors", &unread_tensors<sk::models::LongCatFlashConfig>,
+             arg("config") = nb::none(), arg("checkpoint") = "", arg("weights"), arg("allow") = false);
   models.def("longcat_flash_config", &longcat_flash_config, arg("config") = nb::none(), arg("checkpoint") = "",
              arg("rope_positions") = 0,
              "A LongCat-Flash config from a checkpoint directory's config.json (as the C++ loader reads it) or a "
@@ -210,12 +305,16 @@ void bind_models(nb::module_& m) {
              "(init: linear, norm, bias, embedding or zero).");
   models.def(
       "llama_cache_names",
-      [](nb::dict config) { return sk::models::cache_names(config_from<sk::models::LlamaConfig>(config)); },
-      arg("config"));
+      [](nb::object config, std::string checkpoint) {
+        return sk::models::cache_names(load_config<sk::models::LlamaConfig>(config, checkpoint));
+      },
+      arg("config") = nb::none(), arg("checkpoint") = "");
   models.def(
       "longcat_flash_cache_names",
-      [](nb::dict config) { return sk::models::cache_names(config_from<sk::models::LongCatFlashConfig>(config)); },
-      arg("config"));
+      [](nb::object config, std::string checkpoint) {
+        return sk::models::cache_names(load_config<sk::models::LongCatFlashConfig>(config, checkpoint));
+      },
+      arg("config") = nb::none(), arg("checkpoint") = "");
 }
 
 }  // namespace skpy

@@ -50,14 +50,39 @@ def _architecture(cfg) -> str:
         with open(os.path.join(cfg.checkpoint, "config.json")) as f:
             arch = json.load(f).get("model_type", "")
         arch = {"longcat_flash": "longcat_flash", "llama": "llama"}.get(arch, arch)
-    if arch == "llama":
-        raise CliError(f"{cfg.where('model.architecture')}: key 'model.architecture': 'llama' has no PyTorch sample "
-                       "in superkernel.models (it has longcat_flash and longcat_flash_afd); run it with the C++ "
-                       "command line `superkernel run`", EXIT_CONFIG)
-    if arch not in ("longcat_flash", "longcat_flash_afd"):
+    if arch not in ("longcat_flash", "longcat_flash_afd", "llama"):
         raise CliError(f"{cfg.where('model.architecture')}: key 'model.architecture': unknown architecture '{arch}'; "
-                       "expected longcat_flash or longcat_flash_afd", EXIT_CONFIG)
+                       "expected longcat_flash, longcat_flash_afd or llama", EXIT_CONFIG)
     return arch
+
+
+def _python_sample(cfg) -> str:
+    """The architecture, for the commands that run the PyTorch samples (run, bench, explain)."""
+    arch = _architecture(cfg)
+    if arch == "llama":
+        raise CliError(f"{cfg.where('model.architecture')}: key 'model.architecture': run, bench and explain here "
+                       "run the PyTorch samples of superkernel.models (longcat_flash, longcat_flash_afd); run "
+                       "'llama' with the C++ command line (`superkernel run|bench|explain CONFIG`), or from here "
+                       "with `generate` and `serve`", EXIT_CONFIG)
+    return arch
+
+
+def build_cpp_model(cfg, mode: str, *, rows: int, max_context: int, prefill_tokens: int, allow_unused: bool):
+    """The config's C++ model (superkernel.models.cpp_model.CppModel), compiled in `mode`."""
+    from .models.cpp_model import CppModel
+
+    arch = _architecture(cfg)
+    opts = cfg.build_options(mode)
+    compile_opts = {k: v for k, v in cfg.backend_options(mode).items() if k != "frozen_parameter"}
+    where = dict(checkpoint=cfg.checkpoint) if cfg.checkpoint else dict(config=dict(cfg.model_keys), seed=cfg.seed)
+    try:
+        return CppModel(arch, **where, options=compile_opts, rows=rows, block_size=opts.block_size,
+                        max_context=max_context, prefill_tokens=prefill_tokens, weight_dtype=opts.weight_dtype,
+                        kv_cache_dtype=opts.kv_cache_dtype, scope_options=cfg.scope_options_for,
+                        multi_streams=opts.multi_streams, moe_core_limit=opts.moe_core_limit,
+                        allow_unused_tensors=allow_unused)
+    except (ValueError, LookupError, NotImplementedError) as e:
+        raise _config_error(e) from None
 
 
 def build_model(cfg, mode: str | None = None, allow_unused: bool = False, options=None):
@@ -65,7 +90,7 @@ def build_model(cfg, mode: str | None = None, allow_unused: bool = False, option
     from .models import longcat_flash as lc
     from .models._weights import CheckpointWeights, RandomWeights
 
-    arch = _architecture(cfg)
+    arch = _python_sample(cfg)
     try:
         opts = options or cfg.build_options(mode)
         opts.allow_unused_tensors = allow_unused
@@ -444,25 +469,16 @@ def cmd_generate(args, cfg) -> int:
     if cfg.temperature == 0 and (cfg.top_k or cfg.top_p != 1.0) and (args.top_k or args.top_p):
         raise CliError("--top-k / --top-p have no effect with temperature 0 (argmax); set --temperature above 0",
                        EXIT_USAGE)
-    _, model = build_model(cfg, mode, args.allow_unused_tensors)
-    vocab = model.config.vocab_size
-    if any(i >= vocab for i in prompt):
-        raise CliError(f"prompt: token id {max(prompt)} is outside the vocabulary ({vocab} ids)", EXIT_USAGE)
     eos = _eos_ids(cfg, tokenizer)
-    session = lc.Session(model, _step_options(cfg, mode), replay=not args.no_replay)
-    sampler = Sampler(cfg.temperature, cfg.top_k, cfg.top_p, cfg.sampling_seed)
+    if _architecture(cfg) == "llama":
+        tokens = _engine_tokens(cfg, mode, args.allow_unused_tensors, prompt, max_new, eos)
+    else:
+        tokens = _session_tokens(cfg, mode, args, prompt, max_new, eos)
     out = sys.stdout
     ids: list[int] = []
     shown = ""
-    # The prompt goes through the decode graph token by token: one graph to compile, whatever
-    # the prompt's length (a prefill graph has the prompt's length in its static shapes).
-    logits = session.prompt_by_decode([prompt])
-    stop = "length"
-    while True:
-        token = sampler(logits)[0]
-        if token in eos:
-            stop = "eos"
-            break
+    stop = "eos"
+    for token in tokens:
         ids.append(token)
         if tokenizer is not None:
             text = tokenizer.decode(ids, skip_special_tokens=True)
@@ -474,12 +490,67 @@ def cmd_generate(args, cfg) -> int:
             out.write(("" if len(ids) == 1 else " ") + str(token))
         out.flush()
         if len(ids) >= max_new:
-            break
-        logits = session.decode([token])
+            stop = "length"
     out.write("\n")
     _log(args, f"[{len(ids)} new tokens, stopped at {'EOS' if stop == 'eos' else '--max-new-tokens'}; ids "
                f"{' '.join(map(str, ids))}]")
     return EXIT_OK
+
+
+def _check_prompt(prompt: list[int], vocab: int) -> None:
+    if any(i >= vocab for i in prompt):
+        raise CliError(f"prompt: token id {max(prompt)} is outside the vocabulary ({vocab} ids)", EXIT_USAGE)
+
+
+def _session_tokens(cfg, mode, args, prompt, max_new, eos):
+    """The new tokens of the PyTorch sample (up to max_new, without the EOS)."""
+    from .models import longcat_flash as lc
+
+    _, model = build_model(cfg, mode, args.allow_unused_tensors)
+    _check_prompt(prompt, model.config.vocab_size)
+    session = lc.Session(model, _step_options(cfg, mode), replay=not args.no_replay)
+    sampler = Sampler(cfg.temperature, cfg.top_k, cfg.top_p, cfg.sampling_seed)
+    # The prompt goes through the decode graph token by token: one graph to compile, whatever
+    # the prompt's length (a prefill graph has the prompt's length in its static shapes).
+    logits = session.prompt_by_decode([prompt])
+    for n in range(max_new):
+        token = sampler(logits)[0]
+        if token in eos:
+            return
+        yield token
+        if n + 1 < max_new:
+            logits = session.decode([token])
+
+
+# Prompt tokens per prefill launch of `generate` on a C++ model: one graph to compile, a longer
+# prompt in several launches.
+GENERATE_PREFILL_CHUNK = 64
+
+
+def _engine_tokens(cfg, mode, allow_unused, prompt, max_new, eos):
+    """The new tokens of the config's C++ model, one request through the server's engine (the
+    same steps `serve` runs, on this thread)."""
+    from .serve import Engine, SamplingParams, TokenEvent
+
+    model = build_cpp_model(cfg, mode, rows=1, max_context=len(prompt) + max_new + 1,
+                            prefill_tokens=min(len(prompt), GENERATE_PREFILL_CHUNK), allow_unused=allow_unused)
+    _check_prompt(prompt, model.vocab_size)
+    engine = Engine(model)
+    events: list = []
+    params = SamplingParams(max_tokens=max_new, temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
+                            seed=cfg.sampling_seed, stop_ids=frozenset(eos))
+    request = engine.submit(prompt, params, events.append)
+    while True:
+        if request.done is None:
+            engine.step()
+        while events:
+            event = events.pop(0)
+            if isinstance(event, TokenEvent):
+                yield event.token
+            elif event.reason == "error":
+                raise CliError(f"generate: {event.message}", EXIT_FAILED)
+        if request.done is not None:
+            return
 
 
 def serve_engine(args, cfg):
@@ -488,17 +559,24 @@ def serve_engine(args, cfg):
     at start, and the first request does not pay the compiles)."""
     import dataclasses
 
-    from .serve import Engine
+    from .serve import Engine, TorchSteps
 
-    if _architecture(cfg) == "longcat_flash_afd":
+    arch = _architecture(cfg)
+    if arch == "longcat_flash_afd":
         raise CliError("serve: the FFN-only model longcat_flash_afd makes no tokens", EXIT_USAGE)
     tokenizer = _tokenizer(cfg)  # a checkpoint without one is refused here, saying what is missing
     mode = args.mode or cfg.exe_mode
     block = 16
-    opts = dataclasses.replace(cfg.build_options(mode), batch=args.max_sequences,
-                               max_context=-(-args.max_context // block) * block, prefill_tokens=args.prefill_chunk)
-    _, model = build_model(cfg, mode, args.allow_unused_tensors, options=opts)
-    engine = Engine(model, _step_options(cfg, mode), replay=not args.no_replay, max_waiting=args.max_waiting)
+    context = -(-args.max_context // block) * block
+    if arch == "llama":  # the C++ model library's graphs, compiled by the runtime
+        steps = build_cpp_model(cfg, mode, rows=args.max_sequences, max_context=context,
+                                prefill_tokens=args.prefill_chunk, allow_unused=args.allow_unused_tensors)
+    else:  # the PyTorch sample, compiled with the superkernel backend
+        opts = dataclasses.replace(cfg.build_options(mode), batch=args.max_sequences, max_context=context,
+                                   prefill_tokens=args.prefill_chunk)
+        _, model = build_model(cfg, mode, args.allow_unused_tensors, options=opts)
+        steps = TorchSteps(model, _step_options(cfg, mode), replay=not args.no_replay)
+    engine = Engine(steps, max_waiting=args.max_waiting)
     _log(args, f"serve: compiling the prefill ({args.prefill_chunk} tokens) and decode ({args.max_sequences} "
                f"sequences, one launch size per power of two) steps, mode {mode}")
     engine.warm_up()

@@ -1,6 +1,8 @@
 """``python -m superkernel serve``: the continuous-batching engine and the OpenAI-compatible HTTP
-API over the LongCat-Flash sample on a seeded oracle checkpoint (longcat_oracle) with a word-level
-tokenizer (test_longcat_cli.make_tokenizer: id i is the word "w{i}").
+API, every test on two seeded oracle checkpoints (longcat_oracle) with a word-level tokenizer
+(test_longcat_cli.make_tokenizer: id i is the word "w{i}"): LongCat-Flash, served by its PyTorch
+sample compiled with the superkernel backend, and Llama, served by the C++ model library's graphs
+(superkernel.models.cpp_model.CppModel).
 
 - engine: a request alone gives transformers' greedy ids in every mode; requests batched with
   others (more requests than sequence rows, prompts longer than a prefill chunk, arriving while
@@ -16,6 +18,7 @@ tokenizer (test_longcat_cli.make_tokenizer: id i is the word "w{i}").
 import json
 import os
 import queue
+import shutil
 import socket
 import threading
 import time
@@ -27,15 +30,19 @@ import pytest
 from superkernel import _cli
 from superkernel.models import run_config
 from superkernel.serve import DoneEvent, Overloaded, SamplingParams, TokenEvent
-from test_longcat_cli import EOS_WORD, oracle_checkpoint_with_tokenizer
+from longcat_oracle import Case
+from test_longcat_cli import EOS_WORD, make_tokenizer
 
 ROWS, CONTEXT, CHUNK = 3, 64, 8
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
+@pytest.fixture(scope="module", params=["longcat_packed", "llama_rope_theta"], ids=["longcat", "llama"])
+def checkpoint(tmp_path_factory, request):
     d = tmp_path_factory.mktemp("serve_ckpt")
-    case = oracle_checkpoint_with_tokenizer(d)
+    case = Case(request.param)
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(os.path.join(case.dir, name), d / name)
+    make_tokenizer(str(d), 96)
     cfg = d / "run.yaml"
     cfg.write_text(f"model_config:\n  exe_mode: superkernel\n  custom_params:\n    enable_superkernel: true\n"
                    f"model:\n  checkpoint: {d}\n")
@@ -129,6 +136,19 @@ def test_engine_stops_at_eos_the_context_and_refuses_what_cannot_fit(checkpoint)
     engine.submit([1], GREEDY, lambda ev: None)
     with pytest.raises(Overloaded):
         engine.submit([1], GREEDY, lambda ev: None)
+
+
+def test_generate_on_the_checkpoint_directory(checkpoint, capsys):
+    """`python -m superkernel generate DIR --prompt TEXT`: the checkpoint directory itself as the
+    config (superkernel mode), text in and out through its tokenizer; greedy, the oracle's words."""
+    case, cfg = checkpoint
+    d = os.path.dirname(cfg)
+    prompt = _words(case.prompt)
+    code = _cli.main(["generate", d, "--prompt", prompt, "--max-new-tokens", "10"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.split() == [f"w{i}" for i in case.ids["f32"][:10]]
+    assert "10 new tokens, stopped at --max-new-tokens" in err
 
 
 # ---- HTTP ----

@@ -408,9 +408,32 @@ def parse(text: str, file: str) -> RunConfig:
 
 
 def load(path: str) -> RunConfig:
+    """A YAML run config, or a checkpoint directory (config.json and its tensors): superkernel
+    mode on the checkpoint's weights in the dtype config.json's ``torch_dtype`` names (bf16 and
+    f16 stay so, anything else runs in f32)."""
+    if os.path.isdir(path):
+        return from_checkpoint(path)
     try:
         with open(path) as f:
             text = f.read()
     except OSError:
         raise NotFoundError(f"{path}: cannot open the config file") from None
     return parse(text, path)
+
+
+def from_checkpoint(directory: str) -> RunConfig:
+    import json
+
+    config_json = os.path.join(directory, "config.json")
+    try:
+        with open(config_json, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError:
+        raise NotFoundError(f"{directory}: a directory without config.json is not a checkpoint") from None
+    except ValueError as e:
+        raise InvalidArgumentError(f"{config_json}: not a JSON file: {e}") from None
+    if not isinstance(data, dict):
+        raise InvalidArgumentError(f"{config_json}: expected a JSON object")
+    dtype = {"bfloat16": "bf16", "float16": "f16"}.get(str(data.get("torch_dtype", data.get("dtype", ""))), "f32")
+    return RunConfig(file=config_json, exe_mode="superkernel", enable_superkernel=True, checkpoint=directory,
+                     dtype=dtype)

@@ -8,8 +8,8 @@ batching over a model's paged KV cache (docs/SERVING.md).
 - http.py: the routes (FastAPI), request validation, server-sent events, /metrics.
 """
 
-from .engine import DoneEvent, Engine, Overloaded, Request, SamplingParams, TokenEvent
+from .engine import DoneEvent, Engine, Overloaded, Request, SamplingParams, TokenEvent, TorchSteps
 from .text import TextStream, render_chat
 
-__all__ = ["Engine", "SamplingParams", "Request", "TokenEvent", "DoneEvent", "Overloaded", "TextStream",
+__all__ = ["Engine", "TorchSteps", "SamplingParams", "Request", "TokenEvent", "DoneEvent", "Overloaded", "TextStream",
            "render_chat"]

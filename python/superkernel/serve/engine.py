@@ -1,9 +1,9 @@
 """Continuous batching over a model's paged KV cache: the scheduler behind ``superkernel serve``.
 
-The model is one with the paged step interface of the C++ models and the LongCat-Flash sample
-(``decode(input_ids, positions, slot_mapping, block_tables, context_lens)`` over ``batch``
-sequence rows, ``prefill(input_ids, positions, slot_mapping, block_tables, seq_ids)`` over
-``prefill_tokens`` packed tokens). Each iteration of the engine's thread
+The steps are a PyTorch model's (``TorchSteps``: the LongCat-Flash sample compiled with the
+superkernel backend) or a C++ model library architecture's (``CppModel``: Llama, LongCat-Flash,
+the graphs ``superkernel run`` runs): ``decode`` over up to ``rows`` sequence rows,
+``prefill`` over ``chunk`` packed prompt tokens. Each iteration of the engine's thread
 
 1. admits waiting requests into free sequence rows (first come, first served; a request waits
    while every row is busy),
@@ -20,7 +20,7 @@ then hands every new token to its request. A row's results depend on its own tok
 kernels' numerics do not depend on the batch rows or on the tokens beside it in a chunk), so a
 request gets the same tokens alone or batched with others; tests/python/test_serve.py checks it.
 
-    engine = Engine(model, options=compile_options("superkernel"))
+    engine = Engine(TorchSteps(model, compile_options("superkernel")))   # or Engine(CppModel(...))
     engine.start()
     req = engine.submit([1, 2, 3], SamplingParams(max_tokens=8, temperature=0.0), on_event=print)
 
@@ -108,32 +108,20 @@ class Histogram:
 
 
 class Engine:
-    """Continuous batching over `model` (see the module docstring). ``options``: backend options
-    (``compile_options(mode)``) to compile the two steps with torch.compile(backend="superkernel"),
-    or None for plain torch (every kernel op on its own). ``replay``: compiled decode steps are
-    captured once and replayed. ``max_waiting``: requests queued beyond it are refused
-    (``submit`` raises Overloaded)."""
+    """Continuous batching over a model's paged steps (see the module docstring): ``steps`` is a
+    ``TorchSteps`` (a PyTorch model compiled with the superkernel backend) or a
+    ``superkernel.models.cpp_model.CppModel`` (a C++ model library architecture). Requests queued
+    beyond ``max_waiting`` are refused (``submit`` raises Overloaded)."""
 
-    def __init__(self, model, options: dict | None = None, *, replay: bool = True, max_waiting: int = 64):
-        from ..models.longcat_flash import compile_step
-
-        o = model.options
-        self.model = model
-        self.rows, self.block_size, self.max_context = o.batch, o.block_size, o.max_context
-        self.chunk = o.prefill_tokens
+    def __init__(self, steps, *, max_waiting: int = 64):
+        self.stepper = steps
+        self.rows, self.block_size, self.max_context = steps.rows, steps.block_size, steps.max_context
+        self.chunk = steps.chunk
+        self.vocab_size = steps.vocab_size
         self.max_blocks = -(-self.max_context // self.block_size)
-        self._tables = [[j * self.rows + b for j in range(self.max_blocks)] for b in range(self.rows)]
-        self.block_tables = torch.tensor(self._tables, dtype=torch.int32)
+        self._tables = steps.block_tables_for(range(self.rows))
         self.max_waiting = max_waiting
-        if options is None:
-            self._decode, self._prefill, self.replay = model.decode, model.prefill, False
-        else:
-            self._decode = compile_step(model.decode, options)
-            self._prefill = compile_step(model.prefill, options)
-            self.replay = replay
-        self._captured: dict = {}  # decode rows -> the captured step
         self._greedy = Sampler(0.0, 0, 1.0, 0)  # the sample kernel's argmax, over several rows
-        self._views: dict = {}
         self._lock = threading.Condition()
         self._waiting: deque[Request] = deque()
         self._slots: list[Request | None] = [None] * self.rows
@@ -154,7 +142,7 @@ class Engine:
     # ---- the caller's side (any thread) ----
 
     def submit(self, prompt: list[int], params: SamplingParams, on_event: Callable) -> Request:
-        vocab = self.model.config.vocab_size
+        vocab = self.vocab_size
         if not prompt:
             raise InvalidArgumentError("the prompt has no tokens")
         if any(not 0 <= t < vocab for t in prompt):
@@ -239,6 +227,13 @@ class Engine:
                 r.row = b
                 self._slots[b] = r
 
+    def step(self) -> None:
+        """Admits waiting requests and runs one iteration, on the caller's thread (a command
+        line's single request; the server's thread does the same in its loop)."""
+        with self._lock:
+            self._admit()
+        self.iterate()
+
     def iterate(self) -> None:
         """One scheduler iteration: a prefill chunk, then one decode step (see the module doc)."""
         with self._lock:
@@ -272,15 +267,11 @@ class Engine:
             r.length = r.written
             if r.written == len(r.prompt):
                 last[r] = len(ids) - 1
-        pad = self.chunk - len(ids)
-        ids, pos, slots, seq = ids + [0] * pad, pos + [0] * pad, slots + [-1] * pad, seq + [0] * pad
-        i32 = torch.int32
-        with torch.inference_mode():
-            logits = self._prefill(torch.tensor(ids, dtype=i32), torch.tensor(pos, dtype=i32),
-                                   torch.tensor(slots, dtype=i32), self.block_tables, torch.tensor(seq, dtype=i32))
-        self.prompt_tokens += self.chunk - pad
-        for r, row in last.items():
-            self._sample(r, logits[row:row + 1])
+        rows = list(last.values())
+        logits = self.stepper.prefill(ids, pos, slots, seq, rows)
+        self.prompt_tokens += len(ids)
+        for i, r in enumerate(last):
+            self._sample(r, logits[i:i + 1])
 
     def bucket(self, n: int) -> int:
         """Rows of the decode launch for n decoding sequences: the next power of two (at most the
@@ -311,11 +302,7 @@ class Engine:
     def warm_up(self) -> None:
         """Compiles (and captures) the prefill and every decode launch size before the first
         request, on padding only: nothing is written to the caches."""
-        chunk = self.chunk
-        i32 = torch.int32
-        with torch.inference_mode():
-            self._prefill(torch.zeros(chunk, dtype=i32), torch.zeros(chunk, dtype=i32),
-                          torch.full((chunk,), -1, dtype=i32), self.block_tables, torch.zeros(chunk, dtype=i32))
+        self.stepper.prefill([0], [0], [-1], [0], [0])
         rows = 1
         while True:
             self._run_decode([0] * rows, [0] * rows, [-1] * rows, [self._tables[0]] * rows, [1] * rows)
@@ -324,28 +311,7 @@ class Engine:
             rows = self.bucket(rows + 1)
 
     def _run_decode(self, ids, pos, slots, tables, lens) -> torch.Tensor:
-        rows = len(ids)
-        captured = self._captured.get(rows)
-        if captured is not None:
-            views = self._views[rows]
-            for name, v in (("input_ids", ids), ("positions", pos), ("slot_mapping", slots),
-                            ("block_tables", tables), ("context_lens", lens)):
-                views[name][...] = v
-            return captured()
-        i32 = torch.int32
-        inputs = (torch.tensor(ids, dtype=i32), torch.tensor(pos, dtype=i32), torch.tensor(slots, dtype=i32),
-                  torch.tensor(tables, dtype=i32), torch.tensor(lens, dtype=i32))
-        if not self.replay:
-            with torch.inference_mode():
-                return self._decode(*inputs)
-        from .._capture import capture
-
-        static = [t.clone() for t in inputs]  # outside inference mode: later steps write them
-        with torch.inference_mode():
-            captured = self._captured[rows] = capture(self._decode, *static)
-        names = ("input_ids", "positions", "slot_mapping", "block_tables", "context_lens")
-        self._views[rows] = {n: t.numpy() for n, t in zip(names, captured.inputs)}
-        return captured.result
+        return self.stepper.decode(ids, pos, slots, tables, lens)
 
     def _sample(self, r: Request, logits: torch.Tensor, token: int | None = None) -> None:
         p = r.params
@@ -390,6 +356,71 @@ class Engine:
             self.requests_finished += 1
             self.finished_by_reason[event.reason] = self.finished_by_reason.get(event.reason, 0) + 1
         r.on_event(event)
+
+
+class TorchSteps:
+    """The paged steps of a PyTorch model (the LongCat-Flash sample's interface:
+    ``decode(input_ids, positions, slot_mapping, block_tables, context_lens)`` and
+    ``prefill(input_ids, positions, slot_mapping, block_tables, seq_ids)`` over ``options.batch``
+    cache rows), compiled with torch.compile(backend="superkernel") under ``options``
+    (``compile_options(mode)``), or plain torch with None. ``replay``: a compiled decode step of
+    each launch size is captured once and replayed."""
+
+    def __init__(self, model, options: dict | None = None, *, replay: bool = True):
+        from ..models.longcat_flash import compile_step
+
+        o = model.options
+        self.model = model
+        self.rows, self.block_size, self.chunk = o.batch, o.block_size, o.prefill_tokens
+        self.max_blocks = -(-o.max_context // o.block_size)
+        self.max_context = o.max_context
+        self.vocab_size = model.config.vocab_size
+        self.block_tables = torch.tensor(self.block_tables_for(range(self.rows)), dtype=torch.int32)
+        if options is None:
+            self._decode, self._prefill, self.replay = model.decode, model.prefill, False
+        else:
+            self._decode = compile_step(model.decode, options)
+            self._prefill = compile_step(model.prefill, options)
+            self.replay = replay
+        self._captured: dict = {}  # decode rows -> the captured step
+        self._views: dict = {}
+
+    def block_tables_for(self, rows) -> list[list[int]]:
+        """Row b owns cache blocks j * rows + b (the C++ models' PagedCacheLayout)."""
+        return [[j * self.rows + b for j in range(self.max_blocks)] for b in rows]
+
+    def prefill(self, ids, pos, slots, seq, want_rows) -> torch.Tensor:
+        pad = self.chunk - len(ids)
+        ids, pos, slots, seq = ids + [0] * pad, pos + [0] * pad, slots + [-1] * pad, seq + [0] * pad
+        i32 = torch.int32
+        with torch.inference_mode():
+            logits = self._prefill(torch.tensor(ids, dtype=i32), torch.tensor(pos, dtype=i32),
+                                   torch.tensor(slots, dtype=i32), self.block_tables, torch.tensor(seq, dtype=i32))
+        return logits[list(want_rows)]
+
+    def decode(self, ids, pos, slots, tables, lens) -> torch.Tensor:
+        rows = len(ids)
+        captured = self._captured.get(rows)
+        if captured is not None:
+            views = self._views[rows]
+            for name, v in (("input_ids", ids), ("positions", pos), ("slot_mapping", slots),
+                            ("block_tables", tables), ("context_lens", lens)):
+                views[name][...] = v
+            return captured()
+        i32 = torch.int32
+        inputs = (torch.tensor(ids, dtype=i32), torch.tensor(pos, dtype=i32), torch.tensor(slots, dtype=i32),
+                  torch.tensor(tables, dtype=i32), torch.tensor(lens, dtype=i32))
+        if not self.replay:
+            with torch.inference_mode():
+                return self._decode(*inputs)
+        from .._capture import capture
+
+        static = [t.clone() for t in inputs]  # outside inference mode: later steps write them
+        with torch.inference_mode():
+            captured = self._captured[rows] = capture(self._decode, *static)
+        names = ("input_ids", "positions", "slot_mapping", "block_tables", "context_lens")
+        self._views[rows] = {n: t.numpy() for n, t in zip(names, captured.inputs)}
+        return captured.result
 
 
 class Overloaded(RuntimeError):
