@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
 """Load on ``superkernel serve``: clients streaming /v1/completions at concurrency 1, 4, 16 and 64,
-fixed prompt and output lengths, side by side in one run for each execution mode. Reports output
-tokens/s, requests/s, time to first token and inter-token latency (p50 / p99), and beside them the
-model's own prefill and decode step at batch 1 (what ``run`` would take on the same weights), so
-the server's overhead and batching gain read off one table.
+fixed prompt and output lengths, side by side in one run for each execution mode and, on a Llama
+checkpoint, llama.cpp's ``llama-server`` on the same weights. Reports output tokens/s, requests/s,
+time to first token and inter-token latency (p50 / p99), and beside them the model's own prefill
+and decode step at batch 1 (what ``run`` would take on the same weights), so the server's overhead
+and batching gain read off one table.
 
     PYTHONPATH=build/python build/venv/bin/python bench/serve_load.py --config configs/longcat-mini.yaml
     ... --modes graph,superkernel --concurrency 1,4,16,64 --max-sequences 16 --json build/serve_load.json
 
-The weights are the config's seeded random ones, written once into a checkpoint directory (every
-tensor the model reads, under its checkpoint name) with a word-level tokenizer without an EOS token,
-so every request runs to its max_tokens. The server runs as its own process (`python -m superkernel
-serve`), the clients are threads of this one; each client sends its requests one after another, a
-concurrency level --requests-per-client requests per client after one warm-up request each.
+    # a Llama checkpoint (bench/llama_checkpoint.py) beside llama-server on its GGUF conversion
+    ... --checkpoint /tmp/cmp/llama-1024-f32 --dtype bf16 \
+        --llama-server /tmp/llama-build/bin/llama-server --gguf /tmp/cmp/llama-1024-bf16.gguf
+
+With --config, the weights are the config's seeded random ones, written once into a checkpoint
+directory (every tensor the model reads, under its checkpoint name). With --checkpoint, the served
+directory links the checkpoint's files and, when it has no tokenizer.json, adds a word-level one
+over its vocabulary (the prompts are token ids; the text is not read). Every request sets
+``ignore_eos``, so each runs to its max_tokens on both servers. The servers run as their own
+processes, the clients are threads of this one; each client sends its requests one after another,
+a concurrency level --requests-per-client requests per client after one warm-up request each.
 """
 
 from __future__ import annotations
@@ -38,8 +45,6 @@ def write_checkpoint(cfg, directory: str) -> None:
     """The config's seeded random weights as a checkpoint directory, with a word tokenizer."""
     import yaml
     from safetensors.torch import save_file
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
 
     from superkernel.models import longcat_flash as lc
     from superkernel.models._weights import RandomWeights
@@ -61,11 +66,33 @@ def write_checkpoint(cfg, directory: str) -> None:
     save_file(source.tensors, os.path.join(directory, "model.safetensors"))
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump({**{k: yaml.safe_load(v) for k, v in values.items()}, "model_type": "longcat_flash"}, f)
-    vocab = {f"w{i}": i for i in range(config.vocab_size)}
+    word_tokenizer(directory, config.vocab_size)
+
+
+def word_tokenizer(directory: str, vocab_size: int) -> None:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {f"w{i}": i for i in range(vocab_size)}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="w0"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)
     PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="w0").save_pretrained(directory)
+
+
+def served_checkpoint(checkpoint: str, directory: str) -> int:
+    """`directory` links the checkpoint's files, with a word tokenizer unless it has tokenizer.json;
+    returns the vocabulary size."""
+    with open(os.path.join(checkpoint, "config.json")) as f:
+        vocab = json.load(f)["vocab_size"]
+    for name in os.listdir(checkpoint):
+        if name.endswith(".safetensors") or name in ("config.json", "model.safetensors.index.json",
+                                                      "generation_config.json", "tokenizer.json",
+                                                      "tokenizer_config.json", "special_tokens_map.json"):
+            os.symlink(os.path.abspath(os.path.join(checkpoint, name)), os.path.join(directory, name))
+    if not os.path.exists(os.path.join(checkpoint, "tokenizer.json")):
+        word_tokenizer(directory, vocab)
+    return vocab
 
 
 def free_port() -> int:
@@ -84,7 +111,10 @@ def stream(url: str, body: dict) -> tuple[float, list[float], int]:
         for line in r:
             if line.startswith(b"data: ") and line.strip() != b"data: [DONE]":
                 event = json.loads(line[6:])
-                if event["choices"] and event["choices"][0]["text"]:
+                # One frame per token on both servers; the closing frame (finish_reason set) of
+                # llama-server carries no token.
+                choice = event["choices"][0] if event["choices"] else None
+                if choice is not None and (choice.get("text") or choice.get("finish_reason") is None):
                     times.append(time.perf_counter())
     return times[0] - t0, times, len(times)
 
@@ -95,14 +125,19 @@ def pct(values, q):
 
 
 def load(url: str, concurrency: int, per_client: int, prompt: list[int], out_tokens: int) -> dict:
-    body = {"prompt": prompt, "max_tokens": out_tokens, "temperature": 0}
+    body = {"prompt": prompt, "max_tokens": out_tokens, "temperature": 0, "ignore_eos": True}
     ttft, itl, tokens, lock = [], [], [0], threading.Lock()
 
     def client(i):
-        stream(url, dict(body, prompt=[(t + i) % 90 + 3 for t in prompt]))  # warm-up
+        # Every request's prompt differs from the first token on, so no server answers from a
+        # cached prefix (llama-server reuses a slot's matching prompt prefix).
+        def prompt_of(j):
+            return [3 + (i * 131 + j * 17 + concurrency * 7) % 89] + [(t + i) % 90 + 3 for t in prompt[1:]]
+
+        stream(url, dict(body, prompt=prompt_of(per_client)))  # warm-up
         barrier.wait()
-        for _ in range(per_client):
-            first, times, n = stream(url, dict(body, prompt=[(t + i) % 90 + 3 for t in prompt]))
+        for j in range(per_client):
+            first, times, n = stream(url, dict(body, prompt=prompt_of(j)))
             with lock:
                 ttft.append(first)
                 itl.extend(b - a for a, b in zip(times, times[1:]))
@@ -124,59 +159,124 @@ def load(url: str, concurrency: int, per_client: int, prompt: list[int], out_tok
 
 
 def batch1_reference(cfg, ckpt: str, mode: str, prompt_tokens: int, runs: int) -> dict:
-    """The model's own prefill and decode step at batch 1 (the `run` command's session)."""
+    """The model's own prefill and decode step at batch 1, as `run` takes them: the PyTorch
+    sample's session (LongCat-Flash), or the C++ model's graphs (Llama)."""
     from superkernel import _cli
     from superkernel.models import longcat_flash as lc
 
     cfg.checkpoint, cfg.batch, cfg.prompt_tokens, cfg.new_tokens = ckpt, 1, prompt_tokens, runs + 2
-    _, model = _cli.build_model(cfg, mode)
-    session = lc.Session(model, _cli._step_options(cfg, mode), replay=True)
-    prompt = [[(7 * i) % 90 + 3 for i in range(prompt_tokens)]]
-    prefill = []
+    prompt = [(7 * i) % 90 + 3 for i in range(prompt_tokens)]
+    if _cli._architecture(cfg) == "llama":
+        model = _cli.build_cpp_model(cfg, mode, rows=1, max_context=prompt_tokens + runs + 2,
+                                     prefill_tokens=prompt_tokens, allow_unused=False)
+        tables = model.block_tables_for([0])
+
+        def prefill():
+            return model.prefill(prompt, list(range(prompt_tokens)), list(range(prompt_tokens)),
+                                 [0] * prompt_tokens, [prompt_tokens - 1])
+
+        def decode(token, position):
+            return model.decode(token, [position], [position], tables, [position + 1])
+    else:
+        _, sample = _cli.build_model(cfg, mode)
+        session = lc.Session(sample, _cli._step_options(cfg, mode), replay=True)
+
+        def prefill():
+            session.reset()
+            return session.prefill([prompt])
+
+        def decode(token, position):
+            return session.decode(token)
+    times = []
     for _ in range(3):
-        session.reset()
         t0 = time.perf_counter()
-        logits = session.prefill(prompt)
-        prefill.append(time.perf_counter() - t0)
+        logits = prefill()
+        times.append(time.perf_counter() - t0)
     steps = []
     token = [int(logits[0].argmax())]
-    for _ in range(runs):
+    for i in range(runs):
         t0 = time.perf_counter()
-        logits = session.decode(token)
+        logits = decode(token, prompt_tokens + i)
         steps.append(time.perf_counter() - t0)
         token = [int(logits[0].argmax())]
-    return {"prefill_ms": statistics.median(prefill[1:]) * 1e3, "step_ms": statistics.median(steps[2:]) * 1e3}
+    return {"prefill_ms": statistics.median(times[1:]) * 1e3, "step_ms": statistics.median(steps[2:]) * 1e3}
+
+
+def wait_up(server: subprocess.Popen, url: str, what: str) -> None:
+    deadline = time.time() + 600
+    while True:
+        if server.poll() is not None:
+            sys.exit(f"serve_load: {what} exited: {server.stderr.read() if server.stderr else ''}")
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.time() > deadline:
+            server.kill()
+            sys.exit(f"serve_load: {what} did not come up in 600 s")
+        time.sleep(0.2)
+
+
+def print_table(title: str, rows: list[dict], ref: dict | None) -> None:
+    one = next((r for r in rows if r["concurrency"] == 1), None)
+    print(f"\n| {title} | output tokens/s | requests/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | "
+          "tokens/s vs c=1 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        gain = f"{r['tokens_per_s'] / one['tokens_per_s']:.2f}x" if one else ""
+        print(f"| concurrency {r['concurrency']} | {r['tokens_per_s']:.1f} | {r['requests_per_s']:.2f} | "
+              f"{r['ttft_p50_ms']:.2f} | {r['ttft_p99_ms']:.2f} | {r['itl_p50_ms']:.2f} | {r['itl_p99_ms']:.2f} | "
+              f"{gain} |")
+    if ref:
+        print(f"| batch-1 model (`run`): prefill {ref['prefill_ms']:.2f} ms, decode step {ref['step_ms']:.2f} ms "
+              "| | | | | | | |")
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--config", default="configs/longcat-mini.yaml")
+    p.add_argument("--config", default="configs/longcat-mini.yaml", help="a config with seeded random weights")
+    p.add_argument("--checkpoint", help="serve this checkpoint directory instead (Llama, LongCat-Flash)")
+    p.add_argument("--dtype", default="", help="with --checkpoint: model.dtype of the served weights "
+                   "(f32, bf16, f16, w8a8, w4a8, w4; default: as stored)")
+    p.add_argument("--llama-server", help="llama.cpp's llama-server binary, run beside on --gguf")
+    p.add_argument("--gguf", help="the GGUF file of the same weights, for --llama-server")
     p.add_argument("--modes", default="superkernel", help="comma-separated: eager, graph, superkernel")
     p.add_argument("--concurrency", default="1,4,16,64")
-    p.add_argument("--max-sequences", type=int, default=16, help="the server's sequence rows")
+    p.add_argument("--max-sequences", type=int, default=16, help="the server's sequence rows (llama-server -np)")
     p.add_argument("--prompt-tokens", type=int, default=32)
     p.add_argument("--output-tokens", type=int, default=32)
     p.add_argument("--prefill-chunk", type=int, default=32, help="the server's prefill launch (default: 32)")
     p.add_argument("--requests-per-client", type=int, default=3)
-    p.add_argument("--cores", type=int, default=0, help="the server runtime's cores (default: every CPU)")
+    p.add_argument("--cores", type=int, default=0, help="the servers' cores / threads (default: every CPU)")
     p.add_argument("--json", help="write the results as JSON")
     args = p.parse_args()
     if args.json:
         check_writable(args.json)
+    if bool(args.llama_server) != bool(args.gguf):
+        sys.exit("serve_load: --llama-server and --gguf go together")
     from superkernel.models import run_config
 
     levels = [int(c) for c in args.concurrency.split(",")]
-    base = run_config.load(args.config)
-    if base.checkpoint:
-        sys.exit("serve_load: the config must have random weights (model.config); it writes their checkpoint")
     ckpt = tempfile.mkdtemp(prefix="sk_serve_load_")
-    write_checkpoint(base, ckpt)
+    if args.checkpoint:
+        served_checkpoint(args.checkpoint, ckpt)
+        source = f"checkpoint {args.checkpoint}"
+    else:
+        base = run_config.load(args.config)
+        if base.checkpoint:
+            sys.exit("serve_load: the config must have random weights (model.config); it writes their checkpoint")
+        write_checkpoint(base, ckpt)
+        source = f"{args.config}'s seeded weights"
     prompt = [(5 * i) % 90 + 3 for i in range(args.prompt_tokens)]
-    cores = os.cpu_count()
-    print(f"machine: {cores} cores; checkpoint {ckpt} ({args.config}'s seeded weights)", file=sys.stderr)
+    cores = args.cores or os.cpu_count()
+    context = args.prompt_tokens + args.output_tokens + 16
+    print(f"machine: {os.cpu_count()} cores; serving {source} from {ckpt}", file=sys.stderr)
     config_path = os.path.join(ckpt, "run.yaml")
+    dtype = {"w8a8": "  w8a8: true\n"}.get(args.dtype, f"  dtype: {args.dtype}\n" if args.dtype else "")
     with open(config_path, "w") as f:
-        f.write(f"model:\n  checkpoint: {ckpt}\n" + (f"runtime:\n  cores: {args.cores}\n" if args.cores else ""))
+        f.write(f"model:\n  checkpoint: {ckpt}\n{dtype}" + (f"runtime:\n  cores: {args.cores}\n" if args.cores else ""))
     results = []
     for mode in args.modes.split(","):
         ref = batch1_reference(run_config.load(config_path), ckpt, mode, args.prompt_tokens, 30)
@@ -184,44 +284,53 @@ def main() -> int:
         # The server in a process of its own, as a user runs it: the clients' Python does not share
         # its interpreter (on 2 cores they still share the CPUs).
         cmd = [sys.executable, "-m", "superkernel", "serve", config_path, "--mode", mode, "--port", str(port),
-               "--max-sequences", str(args.max_sequences), "--max-context",
-               str(args.prompt_tokens + args.output_tokens + 16), "--prefill-chunk", str(args.prefill_chunk), "-q",
-               "--max-waiting", "256"]
+               "--max-sequences", str(args.max_sequences), "--max-context", str(context),
+               "--prefill-chunk", str(args.prefill_chunk), "-q", "--max-waiting", "256"]
         server = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
         url = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 600
-        while True:
-            if server.poll() is not None:
-                sys.exit(f"serve_load: the server exited: {server.stderr.read()}")
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=5):
-                    break
-            except OSError:
-                if time.time() > deadline:
-                    server.kill()
-                    sys.exit("serve_load: the server did not come up in 600 s")
-                time.sleep(0.2)
+        wait_up(server, url, "the server")
         rows = []
         for c in levels:
-            print(f"  {mode}: concurrency {c}", file=sys.stderr, flush=True)
+            print(f"  superkernel {mode}: concurrency {c}", file=sys.stderr, flush=True)
             rows.append(load(url, c, args.requests_per_client, prompt, args.output_tokens))
         server.send_signal(signal.SIGTERM)
         server.communicate(timeout=120)
-        one = next((r for r in rows if r["concurrency"] == 1), None)
-        print(f"\n| {mode}, {args.cores or cores} cores, {args.max_sequences} rows, prompt {args.prompt_tokens}, output {args.output_tokens} "
-              "| output tokens/s | requests/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | ITL p99 ms | tokens/s vs c=1 |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print_table(f"superkernel serve, {mode}, {args.dtype or 'stored'} weights, {cores} cores, "
+                    f"{args.max_sequences} rows, prompt {args.prompt_tokens}, output {args.output_tokens}", rows, ref)
         for r in rows:
-            gain = f"{r['tokens_per_s'] / one['tokens_per_s']:.2f}x" if one else ""
-            print(f"| concurrency {r['concurrency']} | {r['tokens_per_s']:.1f} | {r['requests_per_s']:.2f} | "
-                  f"{r['ttft_p50_ms']:.2f} | {r['ttft_p99_ms']:.2f} | {r['itl_p50_ms']:.2f} | {r['itl_p99_ms']:.2f} | "
-                  f"{gain} |")
-        print(f"| batch-1 session (`run`): prefill {ref['prefill_ms']:.2f} ms, decode step {ref['step_ms']:.2f} ms "
-              "| | | | | | | |")
+            results.append({"bench": "serve_load", "server": "superkernel", "mode": mode, "cores": cores, **r, **ref})
+    if args.llama_server:
+        port = free_port()
+        # -np sequences with continuous batching (on by default), each with the context ours has;
+        # -b / -ub: prompt tokens per launch as ours.
+        cmd = [args.llama_server, "-m", args.gguf, "--host", "127.0.0.1", "--port", str(port), "-t", str(cores),
+               "-np", str(args.max_sequences), "-c", str(context * args.max_sequences), "-cb",
+               "-b", str(max(args.prefill_chunk, 32)), "-ub", str(max(args.prefill_chunk, 32)), "--no-webui"]
+        server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        url = f"http://127.0.0.1:{port}"
+        wait_up(server, url, "llama-server")
+        rows = []
+        for c in levels:
+            print(f"  llama-server: concurrency {c}", file=sys.stderr, flush=True)
+            rows.append(load(url, c, args.requests_per_client, prompt, args.output_tokens))
+        server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=120)
+        print_table(f"llama-server, {os.path.basename(args.gguf)}, {cores} threads, -np {args.max_sequences}", rows,
+                    None)
         for r in rows:
-            results.append({"bench": "serve_load", "mode": mode, "cores": args.cores or cores, **r, **ref})
+            results.append({"bench": "serve_load", "server": "llama-server", "gguf": args.gguf, "cores": cores, **r})
+    if args.llama_server and args.modes:
+        print("\n| concurrency | " + " | ".join(f"superkernel {m} / llama-server tokens/s" for m in args.modes.split(","))
+              + " |")
+        print("|---|" + "---:|" * len(args.modes.split(",")))
+        theirs = {r["concurrency"]: r for r in results if r["server"] == "llama-server"}
+        for c in levels:
+            ours = [next(r for r in results if r["server"] == "superkernel" and r["mode"] == m and
+                         r["concurrency"] == c) for m in args.modes.split(",")]
+            print(f"| {c} | " + " | ".join(f"{o['tokens_per_s'] / theirs[c]['tokens_per_s']:.2f}x" for o in ours)
+                  + " |")
     if args.json:
-        return json_exit_code(args.json, {"machine": {"cores": cores}, "results": results}, "serve_load")
+        return json_exit_code(args.json, {"machine": {"cores": os.cpu_count()}, "results": results}, "serve_load")
     return 0
 
 

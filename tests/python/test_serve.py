@@ -320,6 +320,22 @@ def test_http_bad_requests_name_the_field(server):
     assert json.loads(_get(url + "/health")[1]) == {"status": "ok"}  # nothing of it reached the engine
 
 
+def test_ignore_eos_keeps_going_past_the_eos_token(server):
+    case, url, _, _ = server
+    # With the first greedy id as the EOS token, a request stops at it unless it sets ignore_eos.
+    engine = server[3]
+    from superkernel.serve.http import Server
+
+    srv = Server(engine, None, "m", {case.ids["f32"][0]})
+    _, params, _ = srv.parse_completion({"prompt": case.prompt, "max_tokens": 4, "temperature": 0})
+    assert params.stop_ids == {case.ids["f32"][0]}
+    _, params, _ = srv.parse_completion({"prompt": case.prompt, "max_tokens": 4, "temperature": 0,
+                                         "ignore_eos": True})
+    assert params.stop_ids == frozenset()
+    status, text, _ = _post(url + "/v1/completions", {"prompt": [1], "ignore_eos": 1})
+    assert status == 400 and "'ignore_eos': expected true or false" in text
+
+
 def test_serve_refuses_a_model_without_a_tokenizer(capsys):
     cfg = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "longcat-mini.yaml")
     code = _cli.main(["serve", cfg, "-q"])

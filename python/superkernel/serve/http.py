@@ -31,7 +31,7 @@ from .engine import DoneEvent, Engine, Overloaded, SamplingParams, TokenEvent
 from .text import TextStream, render_chat
 
 COMMON = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "logprobs",
-          "stream_options", "user", "frequency_penalty", "presence_penalty"}
+          "stream_options", "user", "frequency_penalty", "presence_penalty", "ignore_eos"}
 COMPLETION_FIELDS = COMMON | {"prompt", "echo"}
 CHAT_FIELDS = COMMON | {"messages", "max_completion_tokens", "top_logprobs"}
 
@@ -109,7 +109,8 @@ class Server:
         return SamplingParams(
             max_tokens=max_key_value, temperature=float(_number(body, "temperature", 1.0, 0, 2)),
             top_p=float(_number(body, "top_p", 1.0, 0, 1)), top_k=_number(body, "top_k", 0, 0, None, integer=True),
-            seed=_number(body, "seed", 0, 0, 2**63 - 1, integer=True), stop_ids=self.eos_ids,
+            seed=_number(body, "seed", 0, 0, 2**63 - 1, integer=True),
+            stop_ids=frozenset() if _flag(body, "ignore_eos") else self.eos_ids,
             want_logprobs=logprobs, logprobs=top)
 
     def parse_completion(self, body) -> tuple[list[int], SamplingParams, list[str]]:
