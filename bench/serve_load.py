@@ -95,6 +95,9 @@ def served_checkpoint(checkpoint: str, directory: str) -> int:
     return vocab
 
 
+CPUS = os.sched_getaffinity(0)  # at import, before any launch pins this thread
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -202,21 +205,30 @@ def batch1_reference(cfg, ckpt: str, mode: str, prompt_tokens: int, runs: int) -
     return {"prefill_ms": statistics.median(times[1:]) * 1e3, "step_ms": statistics.median(steps[2:]) * 1e3}
 
 
-def wait_up(server: subprocess.Popen, url: str, what: str) -> None:
+def start_server(cmd: list[str], url: str, what: str, log_dir: str) -> subprocess.Popen:
+    """Starts a server process and waits for its /health. Its output goes to a file (a pipe
+    nobody reads fills up and stops a server that logs every request)."""
+    log = open(os.path.join(log_dir, what.replace(" ", "_") + ".log"), "w")
+    # The batch-1 reference ran launches on this thread, which pinned it to one CPU; a child
+    # would inherit that one CPU, so it gets every CPU this process started with.
+    server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
+                              preexec_fn=lambda: os.sched_setaffinity(0, CPUS))
     deadline = time.time() + 600
     while True:
         if server.poll() is not None:
-            sys.exit(f"serve_load: {what} exited: {server.stderr.read() if server.stderr else ''}")
+            with open(log.name) as f:
+                sys.exit(f"serve_load: {what} exited: {f.read()[-4000:]}")
         try:
             with urllib.request.urlopen(url + "/health", timeout=5) as r:
                 if r.status == 200:
-                    return
+                    break
         except OSError:
             pass
         if time.time() > deadline:
             server.kill()
-            sys.exit(f"serve_load: {what} did not come up in 600 s")
+            sys.exit(f"serve_load: {what} did not come up in 600 s (log: {log.name})")
         time.sleep(0.2)
+    return server
 
 
 def print_table(title: str, rows: list[dict], ref: dict | None) -> None:
@@ -250,6 +262,7 @@ def main() -> int:
     p.add_argument("--prefill-chunk", type=int, default=32, help="the server's prefill launch (default: 32)")
     p.add_argument("--requests-per-client", type=int, default=3)
     p.add_argument("--cores", type=int, default=0, help="the servers' cores / threads (default: every CPU)")
+    p.add_argument("--load-policy", default="", help="runtime.load_policy of our server (default: adaptive)")
     p.add_argument("--json", help="write the results as JSON")
     args = p.parse_args()
     if args.json:
@@ -276,9 +289,12 @@ def main() -> int:
     config_path = os.path.join(ckpt, "run.yaml")
     dtype = {"w8a8": "  w8a8: true\n"}.get(args.dtype, f"  dtype: {args.dtype}\n" if args.dtype else "")
     with open(config_path, "w") as f:
-        f.write(f"model:\n  checkpoint: {ckpt}\n{dtype}" + (f"runtime:\n  cores: {args.cores}\n" if args.cores else ""))
+        runtime = (f"  cores: {args.cores}\n" if args.cores else "") + \
+            (f"  load_policy: {args.load_policy}\n" if args.load_policy else "")
+        f.write(f"model:\n  checkpoint: {ckpt}\n{dtype}" + (f"runtime:\n{runtime}" if runtime else ""))
     results = []
-    for mode in args.modes.split(","):
+    modes = [m for m in args.modes.split(",") if m]
+    for mode in modes:
         ref = batch1_reference(run_config.load(config_path), ckpt, mode, args.prompt_tokens, 30)
         port = free_port()
         # The server in a process of its own, as a user runs it: the clients' Python does not share
@@ -286,9 +302,8 @@ def main() -> int:
         cmd = [sys.executable, "-m", "superkernel", "serve", config_path, "--mode", mode, "--port", str(port),
                "--max-sequences", str(args.max_sequences), "--max-context", str(context),
                "--prefill-chunk", str(args.prefill_chunk), "-q", "--max-waiting", "256"]
-        server = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
         url = f"http://127.0.0.1:{port}"
-        wait_up(server, url, "the server")
+        server = start_server(cmd, url, f"superkernel {mode}", ckpt)
         rows = []
         for c in levels:
             print(f"  superkernel {mode}: concurrency {c}", file=sys.stderr, flush=True)
@@ -306,9 +321,8 @@ def main() -> int:
         cmd = [args.llama_server, "-m", args.gguf, "--host", "127.0.0.1", "--port", str(port), "-t", str(cores),
                "-np", str(args.max_sequences), "-c", str(context * args.max_sequences), "-cb",
                "-b", str(max(args.prefill_chunk, 32)), "-ub", str(max(args.prefill_chunk, 32)), "--no-webui"]
-        server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         url = f"http://127.0.0.1:{port}"
-        wait_up(server, url, "llama-server")
+        server = start_server(cmd, url, "llama-server", ckpt)
         rows = []
         for c in levels:
             print(f"  llama-server: concurrency {c}", file=sys.stderr, flush=True)
@@ -319,14 +333,13 @@ def main() -> int:
                     None)
         for r in rows:
             results.append({"bench": "serve_load", "server": "llama-server", "gguf": args.gguf, "cores": cores, **r})
-    if args.llama_server and args.modes:
-        print("\n| concurrency | " + " | ".join(f"superkernel {m} / llama-server tokens/s" for m in args.modes.split(","))
-              + " |")
-        print("|---|" + "---:|" * len(args.modes.split(",")))
+    if args.llama_server and modes:
+        print("\n| concurrency | " + " | ".join(f"superkernel {m} / llama-server tokens/s" for m in modes) + " |")
+        print("|---|" + "---:|" * len(modes))
         theirs = {r["concurrency"]: r for r in results if r["server"] == "llama-server"}
         for c in levels:
             ours = [next(r for r in results if r["server"] == "superkernel" and r["mode"] == m and
-                         r["concurrency"] == c) for m in args.modes.split(",")]
+                         r["concurrency"] == c) for m in modes]
             print(f"| {c} | " + " | ".join(f"{o['tokens_per_s'] / theirs[c]['tokens_per_s']:.2f}x" for o in ours)
                   + " |")
     if args.json:

@@ -703,6 +703,12 @@ def main(argv: list[str] | None = None) -> int:
             cfg = run_config.load(args.config)
         except (ValueError, LookupError) as e:
             raise _config_error(e) from None
+        from . import _runtime_default
+
+        try:  # the config's runtime section, before anything starts the runtime
+            _runtime_default.configure_for(**cfg.runtime_options())
+        except RuntimeError as e:
+            raise CliError(f"{cfg.where('runtime')}: key 'runtime': {e}", EXIT_CONFIG) from None
         if getattr(args, "json", None):
             try:
                 check_writable(args.json)  # before the run: a bad path fails now, not after it

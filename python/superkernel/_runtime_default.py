@@ -22,6 +22,23 @@ def configure(**options) -> None:
         _options = dict(options)
 
 
+# RuntimeOptions' defaults, for the keys configure_for() compares.
+_DEFAULTS = {"num_cores": 0, "cube_cores": 0, "load_policy": "adaptive", "chunk_bytes": 256 << 10}
+
+
+def configure_for(**options) -> None:
+    """As configure(), but a runtime that already runs with the same settings is fine (a command
+    line called again in one process); one with other settings raises naming them."""
+    with _lock:
+        if _runtime is None:
+            _options.update(options)
+            return
+        differ = [f"{k} {v!r} (running: {_options.get(k, _DEFAULTS.get(k))!r})" for k, v in options.items()
+                  if _options.get(k, _DEFAULTS.get(k)) != v]
+        if differ:
+            raise RuntimeError("the process's runtime already runs with other settings: " + ", ".join(differ))
+
+
 def get() -> _superkernel.Runtime:
     global _runtime
     with _lock:

@@ -44,6 +44,8 @@ class RunConfig:
     model_keys: dict = field(default_factory=dict)  # config.json keys of model.config -> value text
     cores: int = 0
     cube_cores: int = 0
+    load_policy: str = "adaptive"
+    chunk_bytes: int = 256 << 10
     core_limits: dict = field(default_factory=dict)  # stream -> (cube, vector)
     batch: int = 1
     prompt_tokens: int = 8
@@ -94,6 +96,11 @@ class RunConfig:
             multi_streams=self.enable_multi_streams, moe_core_limit=self.core_limit("moe"),
             prefetch=self.enable_prefetch, prefetch_core_limit=self.core_limit("prefetch"),
             scope_options=self.scope_options_for)
+
+    def runtime_options(self) -> dict:
+        """superkernel.configure_runtime(**...) for the runtime section (RuntimeOptions)."""
+        return {"num_cores": self.cores, "cube_cores": self.cube_cores, "load_policy": self.load_policy,
+                "chunk_bytes": self.chunk_bytes}
 
     def backend_options(self, mode: str | None = None, *, frozen_modules: bool = False) -> dict:
         """torch.compile(backend="superkernel") options for `mode` (default: the configured one),
@@ -263,9 +270,19 @@ def _read(r: _Reader, root) -> None:
                     for p3, k3, v3 in r.entries(v2, p, (), k2):
                         cfg.model_keys[k3.value] = r.scalar(k3, p3, v3, "a scalar value (as in config.json)")
         elif path == "runtime":
-            for p, k2, v2 in r.entries(v, path, ("cores", "cube_cores", "core_limits"), k):
+            for p, k2, v2 in r.entries(v, path, ("cores", "cube_cores", "load_policy", "chunk_bytes", "core_limits"),
+                                       k):
                 if k2.value in ("cores", "cube_cores"):
                     setattr(cfg, k2.value, r.integer(k2, p, v2, 0, 1024))
+                elif k2.value == "load_policy":
+                    policy = r.scalar(k2, p, v2, "adaptive, static or one_thread")
+                    if policy not in ("adaptive", "static", "one_thread"):
+                        r.fail(k2, p, f"expected adaptive, static or one_thread, got '{policy}'")
+                    cfg.load_policy = policy
+                elif k2.value == "chunk_bytes":
+                    cfg.chunk_bytes = r.integer(k2, p, v2, 0, 1 << 30)
+                    if 0 < cfg.chunk_bytes < 4096:
+                        r.fail(k2, p, f"expected 0 or at least 4096, got {cfg.chunk_bytes}")
                 else:
                     for p3, k3, v3 in r.entries(v2, p, ("moe", "prefetch"), k2):
                         limit = {"cube": 0, "vector": 0}

@@ -137,6 +137,8 @@ class Engine:
         self.steps = 0
         self.ttft = Histogram()
         self.itl = Histogram()
+        self.prefill_time = Histogram()  # each prefill launch, as the model ran it
+        self.decode_time = Histogram()  # each decode launch
         self._started_at = time.perf_counter()
 
     # ---- the caller's side (any thread) ----
@@ -195,7 +197,8 @@ class Engine:
                     "prompt_tokens": self.prompt_tokens, "requests_finished": self.requests_finished,
                     "finished_by_reason": dict(self.finished_by_reason),
                     "steps": self.steps, "uptime_s": time.perf_counter() - self._started_at,
-                    "ttft": self.ttft, "itl": self.itl}
+                    "ttft": self.ttft, "itl": self.itl, "prefill_time": self.prefill_time,
+                    "decode_time": self.decode_time}
 
     # ---- the engine's thread ----
 
@@ -268,7 +271,9 @@ class Engine:
             if r.written == len(r.prompt):
                 last[r] = len(ids) - 1
         rows = list(last.values())
+        t0 = time.perf_counter()
         logits = self.stepper.prefill(ids, pos, slots, seq, rows)
+        self.prefill_time.observe(time.perf_counter() - t0)
         self.prompt_tokens += len(ids)
         for i, r in enumerate(last):
             self._sample(r, logits[i:i + 1])
@@ -290,7 +295,9 @@ class Engine:
             r.length += 1
             lens[i] = r.length
             r.pending = None
+        t0 = time.perf_counter()
         logits = self._run_decode(ids, pos, slots, tables, lens)
+        self.decode_time.observe(time.perf_counter() - t0)
         # Greedy rows take one argmax call for all of them (temperature 0 reads neither the seed
         # nor the row, so it is each row's own draw); the others draw one by one, row 0 of a call
         # keyed by their own seed and step, as they would alone.
@@ -309,6 +316,7 @@ class Engine:
             if rows >= self.rows:
                 break
             rows = self.bucket(rows + 1)
+        self.prefill_time, self.decode_time = Histogram(), Histogram()  # the requests' launches only
 
     def _run_decode(self, ids, pos, slots, tables, lens) -> torch.Tensor:
         return self.stepper.decode(ids, pos, slots, tables, lens)

@@ -242,7 +242,9 @@ class Server:
         rate = s["tokens_generated"] / s["uptime_s"] if s["uptime_s"] > 0 else 0.0
         metric("generation_tokens_per_second", "gauge", "Tokens sampled per second since start.", f"{rate:.3f}")
         for name, h, help_ in (("time_to_first_token_seconds", s["ttft"], "Arrival to first token."),
-                               ("inter_token_latency_seconds", s["itl"], "Between a request's tokens.")):
+                               ("inter_token_latency_seconds", s["itl"], "Between a request's tokens."),
+                               ("prefill_launch_seconds", s["prefill_time"], "Each prefill launch of the model."),
+                               ("decode_launch_seconds", s["decode_time"], "Each decode launch of the model.")):
             lines += [f"# HELP superkernel_{name} {help_}", f"# TYPE superkernel_{name} histogram"]
             for b, c in zip(h.buckets, h.counts):
                 lines.append(f'superkernel_{name}_bucket{{le="{b}"}} {c}')
