@@ -19,7 +19,10 @@ directory links the checkpoint's files and, when it has no tokenizer.json, adds 
 over its vocabulary (the prompts are token ids; the text is not read). Every request sets
 ``ignore_eos``, so each runs to its max_tokens on both servers. The servers run as their own
 processes, the clients are threads of this one; each client sends its requests one after another,
-a concurrency level --requests-per-client requests per client after one warm-up request each.
+a concurrency level --requests-per-client requests per client after one warm-up request each, in
+--rounds interleaved rounds (every server at each level in turn, the order reversed each round).
+The tables give the medians over the rounds; the ratio table the median and range of the
+per-round ratios.
 """
 
 from __future__ import annotations
@@ -260,7 +263,8 @@ def main() -> int:
     p.add_argument("--prompt-tokens", type=int, default=32)
     p.add_argument("--output-tokens", type=int, default=32)
     p.add_argument("--prefill-chunk", type=int, default=32, help="the server's prefill launch (default: 32)")
-    p.add_argument("--requests-per-client", type=int, default=3)
+    p.add_argument("--requests-per-client", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3); medians over them")
     p.add_argument("--cores", type=int, default=0, help="the servers' cores / threads (default: every CPU)")
     p.add_argument("--load-policy", default="", help="runtime.load_policy of our server (default: adaptive)")
     p.add_argument("--json", help="write the results as JSON")
@@ -292,56 +296,72 @@ def main() -> int:
         runtime = (f"  cores: {args.cores}\n" if args.cores else "") + \
             (f"  load_policy: {args.load_policy}\n" if args.load_policy else "")
         f.write(f"model:\n  checkpoint: {ckpt}\n{dtype}" + (f"runtime:\n{runtime}" if runtime else ""))
-    results = []
     modes = [m for m in args.modes.split(",") if m]
-    for mode in modes:
-        ref = batch1_reference(run_config.load(config_path), ckpt, mode, args.prompt_tokens, 30)
-        port = free_port()
-        # The server in a process of its own, as a user runs it: the clients' Python does not share
-        # its interpreter (on 2 cores they still share the CPUs).
-        cmd = [sys.executable, "-m", "superkernel", "serve", config_path, "--mode", mode, "--port", str(port),
-               "--max-sequences", str(args.max_sequences), "--max-context", str(context),
-               "--prefill-chunk", str(args.prefill_chunk), "-q", "--max-waiting", "256"]
-        url = f"http://127.0.0.1:{port}"
-        server = start_server(cmd, url, f"superkernel {mode}", ckpt)
+    # Every server up at once (an idle one takes no CPU: our engine waits on a condition, the
+    # runtime's workers sleep, llama-server's slots idle), then rounds in which each concurrency
+    # level runs on every server in turn, the order reversed from round to round, so that a slow
+    # spell of a shared machine falls on all of them; medians over the rounds.
+    servers, refs = [], {}
+    try:
+        for mode in modes:
+            refs[mode] = batch1_reference(run_config.load(config_path), ckpt, mode, args.prompt_tokens, 30)
+            port = free_port()
+            cmd = [sys.executable, "-m", "superkernel", "serve", config_path, "--mode", mode, "--port", str(port),
+                   "--max-sequences", str(args.max_sequences), "--max-context", str(context),
+                   "--prefill-chunk", str(args.prefill_chunk), "-q", "--max-waiting", "256"]
+            url = f"http://127.0.0.1:{port}"
+            servers.append((f"superkernel {mode}", mode, url, start_server(cmd, url, f"superkernel {mode}", ckpt)))
+        if args.llama_server:
+            port = free_port()
+            # -np sequences with continuous batching (on by default), each with the context ours
+            # has; -b / -ub: prompt tokens per launch as ours.
+            cmd = [args.llama_server, "-m", args.gguf, "--host", "127.0.0.1", "--port", str(port), "-t", str(cores),
+                   "-np", str(args.max_sequences), "-c", str(context * args.max_sequences), "-cb",
+                   "-b", str(max(args.prefill_chunk, 32)), "-ub", str(max(args.prefill_chunk, 32)), "--no-webui"]
+            url = f"http://127.0.0.1:{port}"
+            servers.append(("llama-server", None, url, start_server(cmd, url, "llama-server", ckpt)))
+        runs: dict = {}  # (server, concurrency) -> [result per round]
+        for rnd in range(args.rounds):
+            order = servers if rnd % 2 == 0 else servers[::-1]
+            for c in levels:
+                for name, _, url, _ in order:
+                    print(f"  round {rnd + 1}/{args.rounds}, {name}: concurrency {c}", file=sys.stderr, flush=True)
+                    runs.setdefault((name, c), []).append(load(url, c, args.requests_per_client, prompt,
+                                                               args.output_tokens))
+    finally:
+        for *_, proc in servers:
+            proc.send_signal(signal.SIGTERM)
+        for *_, proc in servers:
+            try:
+                proc.communicate(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    keys = ("tokens_per_s", "requests_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms")
+    results = []
+    for name, mode, _, _ in servers:
         rows = []
         for c in levels:
-            print(f"  superkernel {mode}: concurrency {c}", file=sys.stderr, flush=True)
-            rows.append(load(url, c, args.requests_per_client, prompt, args.output_tokens))
-        server.send_signal(signal.SIGTERM)
-        server.communicate(timeout=120)
-        print_table(f"superkernel serve, {mode}, {args.dtype or 'stored'} weights, {cores} cores, "
-                    f"{args.max_sequences} rows, prompt {args.prompt_tokens}, output {args.output_tokens}", rows, ref)
-        for r in rows:
-            results.append({"bench": "serve_load", "server": "superkernel", "mode": mode, "cores": cores, **r, **ref})
-    if args.llama_server:
-        port = free_port()
-        # -np sequences with continuous batching (on by default), each with the context ours has;
-        # -b / -ub: prompt tokens per launch as ours.
-        cmd = [args.llama_server, "-m", args.gguf, "--host", "127.0.0.1", "--port", str(port), "-t", str(cores),
-               "-np", str(args.max_sequences), "-c", str(context * args.max_sequences), "-cb",
-               "-b", str(max(args.prefill_chunk, 32)), "-ub", str(max(args.prefill_chunk, 32)), "--no-webui"]
-        url = f"http://127.0.0.1:{port}"
-        server = start_server(cmd, url, "llama-server", ckpt)
-        rows = []
-        for c in levels:
-            print(f"  llama-server: concurrency {c}", file=sys.stderr, flush=True)
-            rows.append(load(url, c, args.requests_per_client, prompt, args.output_tokens))
-        server.send_signal(signal.SIGTERM)
-        server.communicate(timeout=120)
-        print_table(f"llama-server, {os.path.basename(args.gguf)}, {cores} threads, -np {args.max_sequences}", rows,
-                    None)
-        for r in rows:
-            results.append({"bench": "serve_load", "server": "llama-server", "gguf": args.gguf, "cores": cores, **r})
+            rs = runs[(name, c)]
+            row = {"concurrency": c, "rounds": len(rs), **{k: statistics.median(r[k] for r in rs) for k in keys},
+                   "tokens": sum(r["tokens"] for r in rs), "requests": sum(r["requests"] for r in rs)}
+            rows.append(row)
+            extra = {"mode": mode, **refs[mode]} if mode else {"gguf": args.gguf}
+            results.append({"bench": "serve_load", "server": name, "cores": cores, **row, **extra})
+        title = (f"{name}, {args.dtype or 'stored'} weights, {cores} cores, {args.max_sequences} rows" if mode else
+                 f"llama-server, {os.path.basename(args.gguf)}, {cores} threads, -np {args.max_sequences}")
+        print_table(f"{title}, prompt {args.prompt_tokens}, output {args.output_tokens}, median of {args.rounds} "
+                    "rounds", rows, refs.get(mode))
     if args.llama_server and modes:
-        print("\n| concurrency | " + " | ".join(f"superkernel {m} / llama-server tokens/s" for m in modes) + " |")
+        print("\n| concurrency | " + " | ".join(f"superkernel {m} / llama-server tokens/s (median of rounds, range)"
+                                              for m in modes) + " |")
         print("|---|" + "---:|" * len(modes))
-        theirs = {r["concurrency"]: r for r in results if r["server"] == "llama-server"}
         for c in levels:
-            ours = [next(r for r in results if r["server"] == "superkernel" and r["mode"] == m and
-                         r["concurrency"] == c) for m in modes]
-            print(f"| {c} | " + " | ".join(f"{o['tokens_per_s'] / theirs[c]['tokens_per_s']:.2f}x" for o in ours)
-                  + " |")
+            cells = []
+            for m in modes:
+                ratios = [o["tokens_per_s"] / t["tokens_per_s"]
+                          for o, t in zip(runs[(f"superkernel {m}", c)], runs[("llama-server", c)])]
+                cells.append(f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})")
+            print(f"| {c} | " + " | ".join(cells) + " |")
     if args.json:
         return json_exit_code(args.json, {"machine": {"cores": os.cpu_count()}, "results": results}, "serve_load")
     return 0

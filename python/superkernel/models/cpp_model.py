@@ -8,7 +8,8 @@ PyTorch port of the architecture.
     logits = model.decode(ids, positions, slots, tables, context_lens)  # [len(ids), vocab]
 
 One set of paged caches holds ``rows`` sequences (sequence b owns cache blocks j * rows + b, the
-C++ PagedCacheLayout); the prefill graph takes ``prefill_tokens`` packed tokens of any of them and
+C++ PagedCacheLayout); a prefill graph takes packed tokens of any of them (one graph per launch
+size, ``prefill_tokens`` and its halves down to 16, the smallest that holds the tokens) and
 computes the LM head for the rows asked for only (PrefillLogits::kLastToken); the decode graph
 is compiled once per launch size (powers of two up to ``rows``, BuildOptions::cache_sequences),
 so a step pays for the sequences it runs, and every size reads the same caches. The weights are
@@ -79,20 +80,23 @@ class CppModel:
         self._compile = lambda g: sk_compile(g, options, runtime)
         self.mode = "graph" if options is None else None
         prefill_graph = self._build("prefill", rows, prefill_tokens=prefill_tokens, prefill_logits="last")
+        self._prefill_graphs = {prefill_tokens: prefill_graph}
         self._decode_graphs: dict[int, object] = {}
         self._decode_graphs[rows] = self._build("decode", rows)  # every graph read from one weight source
         self.skipped_tensors = (unread(**where, weights=self.weights, allow=allow_unused_tensors)
                                 if checkpoint else [])
-        self._prefill = self._compile(prefill_graph)
-        self.mode = self._prefill.mode
+        first = self._compile(prefill_graph)
+        self.mode = first.mode
         # The caches: torch tensors every executable binds (bf16 caches as torch.bfloat16).
         dtypes = {"f32": torch.float32, "bf16": torch.bfloat16}
         self.caches = {}
         for name in cache_names:
             shape = list(prefill_graph.shape(name))
             self.caches[name] = torch.zeros(shape, dtype=dtypes[kv_cache_dtype])
-        self._prefill_io = self._bind(self._prefill, ("input_ids", "positions", "slot_mapping", "seq_ids"),
-                                      prefill_tokens, logit_rows=rows)
+        self._prefill: dict[int, tuple] = {}
+        self._prefill[prefill_tokens] = (first, *self._bind(first, ("input_ids", "positions", "slot_mapping",
+                                                                    "seq_ids"), prefill_tokens, logit_rows=rows))
+        self._prefill_graphs.clear()
         self._decode: dict[int, tuple] = {}
         self.vocab_size = self.config.vocab_size
 
@@ -129,6 +133,28 @@ class CppModel:
             b *= 2
         return sizes + [self.rows]
 
+    def prefill_sizes(self) -> list[int]:
+        """The prefill launch sizes: ``prefill_tokens`` and its halves down to 16 tokens, so a
+        launch computes about the rows it has (the graphs' shapes are static; padding rows cost
+        as much as real ones), while a busy server fills the largest."""
+        sizes, t = [], self.chunk
+        while True:
+            sizes.append(t)
+            if t % 2 or t // 2 < 16:
+                break
+            t //= 2
+        return sorted(sizes)
+
+    def _prefill_exe(self, tokens: int):
+        size = next(t for t in self.prefill_sizes() if t >= tokens)
+        entry = self._prefill.get(size)
+        if entry is None:
+            graph = self._build("prefill", self.rows, prefill_tokens=size, prefill_logits="last")
+            exe = self._compile(graph)
+            entry = self._prefill[size] = (exe, *self._bind(exe, ("input_ids", "positions", "slot_mapping",
+                                                                  "seq_ids"), size, logit_rows=self.rows))
+        return entry
+
     def _decode_exe(self, rows: int):
         entry = self._decode.get(rows)
         if entry is None:
@@ -143,12 +169,15 @@ class CppModel:
     # ---- the steps --------------------------------------------------------------------------------
 
     def prefill(self, ids, positions, slots, seq_ids, want_rows) -> torch.Tensor:
-        """One prefill chunk of `prefill_tokens` packed tokens (shorter lists are padded, written
-        nowhere); the logits of the chunk rows `want_rows` (at most `rows` of them)."""
+        """One prefill launch of up to `prefill_tokens` packed tokens, on the smallest launch size
+        that holds them (prefill_sizes(); the rest padding, written nowhere); the logits of the
+        rows `want_rows` (at most `rows` of them)."""
         if len(want_rows) > self.rows:
             raise InvalidArgumentError(f"prefill: {len(want_rows)} logit rows asked for; the graph has {self.rows}")
-        io, out = self._prefill_io
         n = len(ids)
+        if n > self.chunk:
+            raise InvalidArgumentError(f"prefill: {n} tokens; the largest launch takes {self.chunk}")
+        exe, io, out = self._prefill_exe(n)
         for name, values, pad in (("input_ids", ids, 0), ("positions", positions, 0), ("slot_mapping", slots, -1),
                                   ("seq_ids", seq_ids, 0)):
             buf = io[name]
@@ -156,8 +185,8 @@ class CppModel:
             buf[n:] = pad
         io["logit_rows"][:len(want_rows)] = want_rows
         io["logit_rows"][len(want_rows):] = 0
-        self._prefill.run()
-        self._prefill.read_into("logits", out)
+        exe.run()
+        exe.read_into("logits", out)
         return out[:len(want_rows)]
 
     def decode(self, ids, positions, slots, tables, context_lens) -> torch.Tensor:

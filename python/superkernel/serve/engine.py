@@ -309,7 +309,8 @@ class Engine:
     def warm_up(self) -> None:
         """Compiles (and captures) the prefill and every decode launch size before the first
         request, on padding only: nothing is written to the caches."""
-        self.stepper.prefill([0], [0], [-1], [0], [0])
+        for size in getattr(self.stepper, "prefill_sizes", lambda: [self.chunk])():
+            self.stepper.prefill([0] * size, [0] * size, [-1] * size, [0] * size, [0])
         rows = 1
         while True:
             self._run_decode([0] * rows, [0] * rows, [-1] * rows, [self._tables[0]] * rows, [1] * rows)

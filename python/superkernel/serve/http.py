@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 import uuid
 
@@ -47,6 +48,8 @@ def _number(body: dict, key: str, default, lo=None, hi=None, integer=False):
     ok = isinstance(v, int) if integer else isinstance(v, (int, float))
     if isinstance(v, bool) or not ok:
         raise BadRequest(f"'{key}': expected {'an integer' if integer else 'a number'}, got {json.dumps(v)}")
+    if isinstance(v, float) and not math.isfinite(v):  # json.loads reads NaN and Infinity
+        raise BadRequest(f"'{key}': expected a finite number, got {v}")
     if (lo is not None and v < lo) or (hi is not None and v > hi):
         raise BadRequest(f"'{key}': {v} is outside [{lo}, {hi}]")
     return v
@@ -106,6 +109,8 @@ class Server:
         raise BadRequest("'stop': expected a string or a list of up to 4 strings")
 
     def _params(self, body, max_key_value, logprobs: bool, top: int) -> SamplingParams:
+        if _number(body, "top_p", 1.0, 0, 1) == 0:  # the sampler keeps a nucleus of mass > 0
+            raise BadRequest("'top_p': 0 keeps no token; expected a value in (0, 1] (temperature 0 is greedy)")
         return SamplingParams(
             max_tokens=max_key_value, temperature=float(_number(body, "temperature", 1.0, 0, 2)),
             top_p=float(_number(body, "top_p", 1.0, 0, 1)), top_k=_number(body, "top_k", 0, 0, None, integer=True),
@@ -266,6 +271,8 @@ def create_app(server: Server) -> FastAPI:
             return json.loads(raw)
         except (ValueError, UnicodeDecodeError) as e:
             raise BadRequest(f"the body is not JSON: {e}") from None
+        except RecursionError:  # a RuntimeError: it would read as the engine's failure
+            raise BadRequest("the body is not JSON this server reads: nested too deeply") from None
 
     @app.get("/health")
     async def health():
