@@ -28,6 +28,7 @@ per-round ratios.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import signal
@@ -98,6 +99,8 @@ def served_checkpoint(checkpoint: str, directory: str) -> int:
     return vocab
 
 
+_request_numbers = itertools.count()  # next() is atomic under the GIL
+
 CPUS = os.sched_getaffinity(0)  # at import, before any launch pins this thread
 
 
@@ -135,10 +138,12 @@ def load(url: str, concurrency: int, per_client: int, prompt: list[int], out_tok
     ttft, itl, tokens, lock = [], [], [0], threading.Lock()
 
     def client(i):
-        # Every request's prompt differs from the first token on, so no server answers from a
-        # cached prefix (llama-server reuses a slot's matching prompt prefix).
+        # Every request's prompt differs from the first token on, from every other request of the
+        # run (a counter in its first two tokens), so no server answers from a cached prefix:
+        # llama-server keeps each slot's last prompt and reuses the longest common prefix.
         def prompt_of(j):
-            return [3 + (i * 131 + j * 17 + concurrency * 7) % 89] + [(t + i) % 90 + 3 for t in prompt[1:]]
+            n = next(_request_numbers)
+            return [3 + n % 89, 3 + (n // 89) % 89] + [(t + i) % 90 + 3 for t in prompt[2:]]
 
         stream(url, dict(body, prompt=prompt_of(per_client)))  # warm-up
         barrier.wait()
