@@ -8,9 +8,10 @@ PyTorch port of the architecture.
     logits = model.decode(ids, positions, slots, tables, context_lens)  # [len(ids), vocab]
 
 One set of paged caches holds ``rows`` sequences (sequence b owns cache blocks j * rows + b, the
-C++ PagedCacheLayout); a prefill graph takes packed tokens of any of them (one graph per launch
-size, ``prefill_tokens`` and its halves down to 16, the smallest that holds the tokens) and
-computes the LM head for the rows asked for only (PrefillLogits::kLastToken); the decode graph
+C++ PagedCacheLayout); a prefill graph takes packed tokens of some of them (one graph per launch
+size, ``prefill_tokens`` and its halves down to 16, times the sequences in a power of two: the
+smallest that holds the chunk, its block tables the chunk's own sequences') and computes the LM
+head for the rows asked for only (PrefillLogits::kLastToken); the decode graph
 is compiled once per launch size (powers of two up to ``rows``, BuildOptions::cache_sequences),
 so a step pays for the sequences it runs, and every size reads the same caches. The weights are
 loaded (mapped, converted or quantised) once and shared by every graph.
@@ -93,9 +94,10 @@ class CppModel:
         for name in cache_names:
             shape = list(prefill_graph.shape(name))
             self.caches[name] = torch.zeros(shape, dtype=dtypes[kv_cache_dtype])
-        self._prefill: dict[int, tuple] = {}
-        self._prefill[prefill_tokens] = (first, *self._bind(first, ("input_ids", "positions", "slot_mapping",
-                                                                    "seq_ids"), prefill_tokens, logit_rows=rows))
+        self._prefill: dict[tuple[int, int], tuple] = {}
+        self._prefill[(prefill_tokens, rows)] = (first, *self._bind(first, ("input_ids", "positions", "slot_mapping",
+                                                                            "seq_ids"), prefill_tokens,
+                                                                    logit_rows=rows))
         self._prefill_graphs.clear()
         self._decode: dict[int, tuple] = {}
         self.vocab_size = self.config.vocab_size
@@ -145,14 +147,21 @@ class CppModel:
             t //= 2
         return sorted(sizes)
 
-    def _prefill_exe(self, tokens: int):
+    def prefill_shapes(self) -> list[tuple[int, int]]:
+        """(tokens, sequences) of every prefill graph: each launch size of prefill_sizes() with
+        the sequences it holds in a power of two (decode_sizes()), so a lone prompt's LM head
+        computes one row, not one per cache sequence."""
+        return [(t, b) for t in self.prefill_sizes() for b in self.decode_sizes() if b < 2 * t]
+
+    def _prefill_exe(self, tokens: int, sequences: int):
         size = next(t for t in self.prefill_sizes() if t >= tokens)
-        entry = self._prefill.get(size)
+        seqs = next(b for b in self.decode_sizes() if b >= sequences)
+        entry = self._prefill.get((size, seqs))
         if entry is None:
-            graph = self._build("prefill", self.rows, prefill_tokens=size, prefill_logits="last")
+            graph = self._build("prefill", seqs, prefill_tokens=size, prefill_logits="last")
             exe = self._compile(graph)
-            entry = self._prefill[size] = (exe, *self._bind(exe, ("input_ids", "positions", "slot_mapping",
-                                                                  "seq_ids"), size, logit_rows=self.rows))
+            entry = self._prefill[(size, seqs)] = (exe, *self._bind(exe, ("input_ids", "positions", "slot_mapping",
+                                                                          "seq_ids"), size, logit_rows=seqs))
         return entry
 
     def _decode_exe(self, rows: int):
@@ -169,17 +178,26 @@ class CppModel:
     # ---- the steps --------------------------------------------------------------------------------
 
     def prefill(self, ids, positions, slots, seq_ids, want_rows) -> torch.Tensor:
-        """One prefill launch of up to `prefill_tokens` packed tokens, on the smallest launch size
-        that holds them (prefill_sizes(); the rest padding, written nowhere); the logits of the
-        rows `want_rows` (at most `rows` of them)."""
-        if len(want_rows) > self.rows:
-            raise InvalidArgumentError(f"prefill: {len(want_rows)} logit rows asked for; the graph has {self.rows}")
+        """One prefill launch of up to `prefill_tokens` packed tokens of cache sequences
+        `seq_ids`, on the smallest graph that holds them (prefill_shapes(): the rest padding,
+        written nowhere; the graph's block tables those of the chunk's own sequences); the logits
+        of the chunk rows `want_rows` (at most one per sequence of the chunk)."""
         n = len(ids)
         if n > self.chunk:
             raise InvalidArgumentError(f"prefill: {n} tokens; the largest launch takes {self.chunk}")
-        exe, io, out = self._prefill_exe(n)
+        local: dict[int, int] = {}  # cache sequence -> row of this launch's block tables
+        for q in seq_ids:
+            if not 0 <= q < self.rows:
+                raise InvalidArgumentError(f"prefill: sequence {q} is not one of the {self.rows} cache sequences")
+            local.setdefault(q, len(local))
+        if len(want_rows) > max(len(local), 1):
+            raise InvalidArgumentError(f"prefill: {len(want_rows)} logit rows for {len(local)} sequences")
+        exe, io, out = self._prefill_exe(n, max(len(local), 1))
+        seqs = io["block_tables"].shape[0]
+        order = list(local) + [next(iter(local), 0)] * (seqs - len(local))  # padding rows: a copy, never read
+        io["block_tables"][...] = self.block_tables_for(order)
         for name, values, pad in (("input_ids", ids, 0), ("positions", positions, 0), ("slot_mapping", slots, -1),
-                                  ("seq_ids", seq_ids, 0)):
+                                  ("seq_ids", [local[q] for q in seq_ids], 0)):
             buf = io[name]
             buf[:n] = values
             buf[n:] = pad

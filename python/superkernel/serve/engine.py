@@ -309,8 +309,9 @@ class Engine:
     def warm_up(self) -> None:
         """Compiles (and captures) the prefill and every decode launch size before the first
         request, on padding only: nothing is written to the caches."""
-        for size in getattr(self.stepper, "prefill_sizes", lambda: [self.chunk])():
-            self.stepper.prefill([0] * size, [0] * size, [-1] * size, [0] * size, [0])
+        for size, seqs in getattr(self.stepper, "prefill_shapes", lambda: [(self.chunk, 1)])():
+            seq = [i % seqs for i in range(size)]  # `seqs` sequences: that graph, padding only
+            self.stepper.prefill([0] * size, [0] * size, [-1] * size, seq, [0])
         rows = 1
         while True:
             self._run_decode([0] * rows, [0] * rows, [-1] * rows, [self._tables[0]] * rows, [1] * rows)
