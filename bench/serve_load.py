@@ -177,7 +177,7 @@ def batch1_reference(cfg, ckpt: str, mode: str, prompt_tokens: int, runs: int) -
 
     cfg.checkpoint, cfg.batch, cfg.prompt_tokens, cfg.new_tokens = ckpt, 1, prompt_tokens, runs + 2
     prompt = [(7 * i) % 90 + 3 for i in range(prompt_tokens)]
-    if _cli._architecture(cfg) == "llama":
+    if _cli._architecture(cfg) in _cli.CPP_ONLY:
         model = _cli.build_cpp_model(cfg, mode, rows=1, max_context=prompt_tokens + runs + 2,
                                      prefill_tokens=prompt_tokens, allow_unused=False)
         tables = model.block_tables_for([0])

@@ -135,9 +135,22 @@ struct LlamaConfig {
   bool mlp_bias = false;                   // gate_proj, up_proj, down_proj biases
   RopeKeys rope;
   CheckpointQuantization quantization;  // config.json's quantization_config (absent: float weights)
+  // model_type "mixtral" (transformers' MixtralForCausalLM): the same attention, and every layer's
+  // MLP a sparse mixture of num_local_experts SwiGLU experts of intermediate_size, routed by
+  // `mlp.gate` [E, hidden] (softmax over the experts, the top num_experts_per_tok renormalised).
+  // set("model_type", ...) chooses the family and, for mixtral, MixtralConfig's defaults; the
+  // two read different keys (Mixtral no attention_bias / mlp_bias, Llama no experts), so
+  // load_config_json() applies model_type before the other keys.
+  enum class Family { kLlama, kMixtral };
+  Family family = Family::kLlama;
+  int64_t num_local_experts = 0;    // mixtral: E
+  int64_t num_experts_per_tok = 0;  // mixtral: experts per token
+  int64_t sliding_window = 0;       // mixtral: 0 (null), or at least max_position_embeddings (no effect)
+  bool is_moe() const { return family == Family::kMixtral; }
 
   Status set(std::string_view key, std::string_view value);
   Status validate() const;
+  // Every config.json key of both families (Mixtral's marked "(mixtral)").
   static std::vector<std::string> keys();
   // The RoPE scaling of rope, rope_theta and max_position_embeddings, or an error naming the key.
   Expected<nn::RopeScaling> rope_scaling() const;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bindings.h"
@@ -24,6 +25,10 @@ namespace {
 template <typename Config>
 Config config_from(const nb::dict& values) {
   Config c;
+  if constexpr (std::is_same_v<Config, sk::models::LlamaConfig>) {
+    // The family first (llama or mixtral): it decides which keys the others are.
+    if (values.contains("model_type")) check(c.set("model_type", nb::cast<std::string>(nb::str(values["model_type"]))));
+  }
   for (auto [key, value] : values) {
     const std::string k = nb::cast<std::string>(nb::str(key));
     std::string v;
@@ -189,6 +194,9 @@ nb::dict llama_config(const nb::object& values, const std::string& checkpoint) {
   d["max_position_embeddings"] = c.max_position_embeddings;
   d["tie_word_embeddings"] = c.tie_word_embeddings;
   d["quantized"] = c.quantization.present();
+  d["model_type"] = c.is_moe() ? "mixtral" : "llama";
+  d["num_local_experts"] = c.num_local_experts;
+  d["num_experts_per_tok"] = c.num_experts_per_tok;
   d["ignored"] = ignored_list(ignored);
   return d;
 }

@@ -49,20 +49,24 @@ def _architecture(cfg) -> str:
     else:
         with open(os.path.join(cfg.checkpoint, "config.json")) as f:
             arch = json.load(f).get("model_type", "")
-        arch = {"longcat_flash": "longcat_flash", "llama": "llama"}.get(arch, arch)
-    if arch not in ("longcat_flash", "longcat_flash_afd", "llama"):
+    if arch not in ("longcat_flash", "longcat_flash_afd", "llama", "mixtral"):
         raise CliError(f"{cfg.where('model.architecture')}: key 'model.architecture': unknown architecture '{arch}'; "
-                       "expected longcat_flash, longcat_flash_afd or llama", EXIT_CONFIG)
+                       "expected longcat_flash, longcat_flash_afd, llama or mixtral", EXIT_CONFIG)
     return arch
+
+
+# Architectures of the C++ model library with no PyTorch sample: generate and serve run them on
+# superkernel.models.cpp_model.CppModel.
+CPP_ONLY = ("llama", "mixtral")
 
 
 def _python_sample(cfg) -> str:
     """The architecture, for the commands that run the PyTorch samples (run, bench, explain)."""
     arch = _architecture(cfg)
-    if arch == "llama":
+    if arch in CPP_ONLY:
         raise CliError(f"{cfg.where('model.architecture')}: key 'model.architecture': run, bench and explain here "
                        "run the PyTorch samples of superkernel.models (longcat_flash, longcat_flash_afd); run "
-                       "'llama' with the C++ command line (`superkernel run|bench|explain CONFIG`), or from here "
+                       f"'{arch}' with the C++ command line (`superkernel run|bench|explain CONFIG`), or from here "
                        "with `generate` and `serve`", EXIT_CONFIG)
     return arch
 
@@ -470,7 +474,7 @@ def cmd_generate(args, cfg) -> int:
         raise CliError("--top-k / --top-p have no effect with temperature 0 (argmax); set --temperature above 0",
                        EXIT_USAGE)
     eos = _eos_ids(cfg, tokenizer)
-    if _architecture(cfg) == "llama":
+    if _architecture(cfg) in CPP_ONLY:
         tokens = _engine_tokens(cfg, mode, args.allow_unused_tensors, prompt, max_new, eos)
     else:
         tokens = _session_tokens(cfg, mode, args, prompt, max_new, eos)
@@ -568,7 +572,7 @@ def serve_engine(args, cfg):
     mode = args.mode or cfg.exe_mode
     block = 16
     context = -(-args.max_context // block) * block
-    if arch == "llama":  # the C++ model library's graphs, compiled by the runtime
+    if arch in CPP_ONLY:  # the C++ model library's graphs, compiled by the runtime
         steps = build_cpp_model(cfg, mode, rows=args.max_sequences, max_context=context,
                                 prefill_tokens=args.prefill_chunk, allow_unused=args.allow_unused_tensors)
     else:  # the PyTorch sample, compiled with the superkernel backend

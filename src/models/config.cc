@@ -451,6 +451,50 @@ const KeyField<Ll> kLlamaKeys[] = {
 };
 const char* const kLlamaNullable[] = {"num_key_value_heads", "head_dim"};
 
+// transformers' MixtralConfig: Llama's keys without the biases, with the experts.
+const KeyField<Ll> kMixtralKeys[] = {
+    {"vocab_size", &Ll::vocab_size},
+    {"hidden_size", &Ll::hidden_size},
+    {"intermediate_size", &Ll::intermediate_size},
+    {"num_hidden_layers", &Ll::num_hidden_layers},
+    {"num_attention_heads", &Ll::num_attention_heads},
+    {"num_key_value_heads", &Ll::num_key_value_heads},
+    {"head_dim", &Ll::head_dim},
+    {"rms_norm_eps", &Ll::rms_norm_eps},
+    {"rope_theta", &Ll::rope_theta},
+    {"tie_word_embeddings", &Ll::tie_word_embeddings},
+    {"max_position_embeddings", &Ll::max_position_embeddings},
+    {"num_local_experts", &Ll::num_local_experts},
+    {"num_experts_per_tok", &Ll::num_experts_per_tok},
+    {"sliding_window", &Ll::sliding_window},
+};
+const char* const kMixtralNullable[] = {"num_key_value_heads", "head_dim", "sliding_window"};
+const Restricted kRestrictedMixtral[] = {
+    {"quantization_config", is_null,
+     "quantised Mixtral checkpoints are not implemented (store f32, bf16 or f16 weights; model.w8a8 quantises at "
+     "load)"},
+};
+
+// MixtralConfig's defaults for the keys a config.json may leave out.
+void mixtral_defaults(LlamaConfig& c) {
+  c.vocab_size = 32000;
+  c.hidden_size = 4096;
+  c.intermediate_size = 14336;
+  c.num_hidden_layers = 32;
+  c.num_attention_heads = 32;
+  c.num_key_value_heads = 8;
+  c.head_dim = 0;
+  c.rms_norm_eps = 1e-5;
+  c.rope_theta = 1e6;
+  c.tie_word_embeddings = false;
+  c.max_position_embeddings = 4096 * 32;
+  c.attention_bias = false;
+  c.mlp_bias = false;
+  c.num_local_experts = 8;
+  c.num_experts_per_tok = 2;
+  c.sliding_window = 0;
+}
+
 template <typename Config, size_t N, size_t M>
 Status set_key(Config& config, const KeyField<Config> (&table)[N], const char* const (&nullable)[M],
                std::span<const Restricted> restricted, const char* model, std::string_view key,
@@ -549,12 +593,31 @@ Status LongCatFlashConfig::validate() const {
 }
 
 Status LlamaConfig::set(std::string_view key, std::string_view value) {
+  if (key == "model_type") {
+    if (value == "llama") {
+      if (family != Family::kLlama) *this = LlamaConfig{};
+      return Status::ok();
+    }
+    if (value == "mixtral") {
+      if (family != Family::kMixtral) {
+        *this = LlamaConfig{};
+        mixtral_defaults(*this);
+        family = Family::kMixtral;
+      }
+      return Status::ok();
+    }
+    return Status::invalid_argument(quoted(key) + ": '" + std::string(value) + "' is not llama or mixtral");
+  }
+  if (family == Family::kMixtral)
+    return set_key(*this, kMixtralKeys, kMixtralNullable, kRestrictedMixtral, "Mixtral", key, value);
   if (key.substr(0, key.find('.')) == "quantization_config") return set_quantization_key(quantization, key, value);
   return set_key(*this, kLlamaKeys, kLlamaNullable, {}, "Llama", key, value);
 }
 std::vector<std::string> LlamaConfig::keys() {
   std::vector<std::string> keys = table_keys(kLlamaKeys);
-  keys.insert(keys.end(), {"rope_parameters.<field>", "rope_scaling.<field>", "quantization_config.<field>"});
+  keys.insert(keys.end(), {"rope_parameters.<field>", "rope_scaling.<field>", "quantization_config.<field>",
+                           "model_type (llama, mixtral)", "num_local_experts (mixtral)",
+                           "num_experts_per_tok (mixtral)", "sliding_window (mixtral)"});
   return keys;
 }
 
@@ -589,6 +652,19 @@ Status LlamaConfig::validate() const {
   if (quantization.given && quantization.method == CheckpointQuantization::Method::kNone)
     return Status::invalid_argument(
         "config key 'quantization_config.quant_method' is missing: the packed 4-bit layouts read are awq and gptq");
+  if (is_moe()) {
+    SK_RETURN_IF_ERROR(need_positive("num_local_experts", num_local_experts));
+    SK_RETURN_IF_ERROR(need_positive("num_experts_per_tok", num_experts_per_tok));
+    if (num_experts_per_tok > num_local_experts)
+      return Status::invalid_argument("config key 'num_experts_per_tok' = " + std::to_string(num_experts_per_tok) +
+                                      " exceeds num_local_experts = " + std::to_string(num_local_experts));
+    if (sliding_window != 0 && sliding_window < max_position_embeddings)
+      return Status::unimplemented("config key 'sliding_window' = " + std::to_string(sliding_window) +
+                                   ": sliding-window attention is not implemented (only a window of at least "
+                                   "max_position_embeddings, which masks nothing, or null)");
+  } else if (num_local_experts != 0 || num_experts_per_tok != 0 || sliding_window != 0) {
+    return Status::invalid_argument("experts and sliding_window are Mixtral's keys (model_type mixtral)");
+  }
   auto rope_ok = rope_scaling();
   return rope_ok ? Status::ok() : rope_ok.status();
 }

@@ -1,10 +1,12 @@
-// A dense Llama-style decoder: grouped-query attention over a paged KV cache with rotary
-// embeddings (rotate-halves), SwiGLU MLP, RMS norms. Function names follow the published modules.
+// A Llama-style decoder: grouped-query attention over a paged KV cache with rotary embeddings
+// (rotate-halves), RMS norms, and a SwiGLU MLP (Llama) or a sparse mixture of SwiGLU experts
+// (Mixtral: LlamaConfig::family). Function names follow the published modules.
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "models/model_util.h"
+#include "superkernel/attrs_moe.h"
 #include "superkernel/models.h"
 #include "superkernel/nn.h"
 #include "superkernel/ops.h"
@@ -17,6 +19,7 @@ struct Llama {
   const BuildOptions& opts;
   Graph& g;
   ModelWeights& w;
+  WeightSource& source;
   StepTensors in;
   Tensor cos_sin;  // [max_context, head_dim]
   float eps() const { return static_cast<float>(cfg.rms_norm_eps); }
@@ -62,6 +65,43 @@ Tensor mlp(Llama& m, Tensor x, int64_t layer) {
   return linear(m.g, silu_mul(m.g, gate, up, p + "act"), proj("down_proj", {D, F}), p + "down_proj");
 }
 
+// The name a checkpoint stores a weight under: transformers' current name, or the published
+// Mixtral checkpoints' (block_sparse_moe.*), whichever the source holds.
+std::string stored_name(const Llama& m, const std::string& current, const std::string& published) {
+  return m.source.stored(published) ? published : current;
+}
+
+// MixtralSparseMoeBlock: router logits x gate^T [T, E] (f32, as transformers computes them),
+// softmax over the experts, the top num_experts_per_tok weights renormalised (moe_router), then
+// each expert's SwiGLU over the rows routed to it (grouped matmuls over experts [E, 2F, D] /
+// [E, D, F], packed or stacked from the published per-expert w1 / w3 / w2) and the weighted sum.
+Tensor sparse_moe(Llama& m, Tensor x, int64_t layer) {
+  const LlamaConfig& c = m.cfg;
+  Graph& g = m.g;
+  const std::string p = layer_prefix(layer) + "mlp.";
+  const std::string published = layer_prefix(layer) + "block_sparse_moe.";
+  const int64_t D = c.hidden_size, E = c.num_local_experts, F = c.intermediate_size;
+  auto expert = [&](int64_t e, const char* w) {
+    return published + "experts." + std::to_string(e) + "." + w + ".weight";
+  };
+  Tensor router = m.w.f32(stored_name(m, p + "gate.weight", published + "gate.weight"), {E, D}, WeightInit::kLinear);
+  nn::Linear gate_up = m.w.experts(p + "experts.gate_up_proj", {E, 2 * F, D}, [&](int64_t e) {
+    return std::vector<std::string>{expert(e, "w1"), expert(e, "w3")};
+  });
+  nn::Linear down = m.w.experts(p + "experts.down_proj", {E, D, F},
+                                [&](int64_t e) { return std::vector<std::string>{expert(e, "w2")}; });
+  if (!m.w.status()) return Tensor{};
+  Tensor logits = matmul(g, x, router, p + "gate");
+  const sk_moe_router_attrs attrs{static_cast<int32_t>(c.num_experts_per_tok), static_cast<int32_t>(E),
+                                  SK_MOE_SCORING_SOFTMAX, /*normalize=*/1, 1.0f};
+  nn::RouterOutput route = nn::moe_router(g, logits, filled_f32(g, p + "gate.no_bias", E, 0.0f), attrs, p + "gate");
+  nn::DispatchOutput sorted = nn::moe_dispatch(g, x, route.topk_ids, {static_cast<int32_t>(E), 0}, p + "dispatch");
+  Tensor h = nn::grouped_matmul(g, sorted.x_sorted, sorted.counts, gate_up, p + "experts.gate_up_proj");
+  h = silu_mul(g, g.slice(h, 1, 0, F), g.slice(h, 1, F, 2 * F), p + "experts.act");
+  Tensor y = nn::grouped_matmul(g, h, sorted.counts, down, p + "experts.down_proj");
+  return nn::moe_combine(g, y, sorted.row_map, route.topk_weights, x, p + "combine");
+}
+
 Tensor decoder_layer(Llama& m, Tensor x, int64_t layer) {
   Graph& g = m.g;
   const std::string p = layer_prefix(layer);
@@ -73,11 +113,13 @@ Tensor decoder_layer(Llama& m, Tensor x, int64_t layer) {
     x = add(g, x, attention(m, h, layer), p + "residual.0");
   }
   {
-    const std::string scope = layer_scope(layer, "part2_main");
+    const std::string scope = layer_scope(layer, m.cfg.is_moe() ? "part2_moe" : "part2_main");
     SuperKernelScope s(g, scope, scope_options(m.opts, scope));
     Tensor h = rms_norm(g, x, m.w.norm(p + "post_attention_layernorm.weight", m.cfg.hidden_size), m.eps(),
                         p + "post_attention_layernorm");
-    x = add(g, x, mlp(m, h, layer), p + "residual.1");
+    Tensor out = m.cfg.is_moe() ? sparse_moe(m, h, layer) : mlp(m, h, layer);
+    if (!m.w.status()) return x;
+    x = add(g, x, out, p + "residual.1");
   }
   return x;
 }
@@ -106,9 +148,10 @@ Expected<Graph> build_llama(const LlamaConfig& config, const BuildOptions& optio
     return Status::invalid_argument(
         std::string("build option 'weight_dtype' ") + weight_dtype_name(options.weight_dtype) +
         ": the checkpoint holds packed 4-bit weights (config.json quantization_config): build with w4a8 or w4");
-  Graph g(phase == Phase::kDecode ? "llama_decode" : "llama_prefill");
+  const std::string family = config.is_moe() ? "mixtral" : "llama";
+  Graph g(family + (phase == Phase::kDecode ? "_decode" : "_prefill"));
   ModelWeights w(g, weights, options, &config.quantization);
-  Llama m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}};
+  Llama m{config, options, g, w, weights, make_step_inputs(g, options, phase), Tensor{}};
   auto rope = config.rope_scaling();
   if (!rope) return rope.status();
   auto cos_sin = rope_table(g, *rope, config.resolved_head_dim(), options, phase);

@@ -47,6 +47,11 @@ const Reason kIgnoredCommon[] = {
 const Reason kIgnoredLlama[] = {
     {"pretraining_tp", "not read by transformers' Llama (its slices sum to the same linear layers)"},
 };
+const Reason kIgnoredMixtral[] = {
+    {"output_router_logits", "what the forward returns, not the logits"},
+    {"router_aux_loss_coef", "the training loss's load-balancing term"},
+    {"router_jitter_noise", "multiplies the router's input by noise in training only"},
+};
 const Reason kIgnoredLongCat[] = {
     {"output_router_logits", "what the forward returns, not the logits"},
     {"ep_size", "expert parallelism, a deployment setting"},
@@ -193,6 +198,14 @@ Status load_config_json(const Checkpoint& checkpoint, LongCatFlashConfig& config
 }
 
 Status load_config_json(const Checkpoint& checkpoint, LlamaConfig& config, std::vector<IgnoredKey>* ignored) {
+  // model_type first: it chooses the keys the rest are read as (and Mixtral's defaults).
+  for (const ConfigEntry& e : checkpoint.config_tree()) {
+    if (e.key != "model_type") continue;
+    if (Status s = config.set(e.key, e.value); !s)
+      return Status(s.code(), checkpoint.config_path() + ":" + std::to_string(e.line) + ": key 'model_type': '" +
+                                  e.value + "' is not llama or mixtral");
+  }
+  if (config.is_moe()) return load_json(checkpoint, config, kIgnoredMixtral, false, "Mixtral", ignored);
   return load_json(checkpoint, config, kIgnoredLlama, false, "Llama", ignored);
 }
 

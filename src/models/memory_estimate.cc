@@ -143,12 +143,14 @@ MemoryEstimate estimate_memory(const LlamaConfig& c, const BuildOptions& o) {
   const int64_t D = c.hidden_size, Hq = c.num_attention_heads, Hkv = c.resolved_kv_heads();
   const int64_t Dh = c.resolved_head_dim(), F = c.intermediate_size;
   Bytes layer;
-  layer.add(linear_bytes(o, 1, Hq * Dh, D));               // q_proj
-  layer.add(times({2, linear_bytes(o, 1, Hkv * Dh, D)}));  // k_proj, v_proj
-  layer.add(linear_bytes(o, 1, D, Hq * Dh));               // o_proj
-  layer.add(times({2, linear_bytes(o, 1, F, D)}));         // gate, up
-  layer.add(linear_bytes(o, 1, D, F));                     // down
-  layer.add(f32_bytes({2, D}));                            // input_layernorm, post_attention_layernorm
+  layer.add(linear_bytes(o, 1, Hq * Dh, D));                       // q_proj
+  layer.add(times({2, linear_bytes(o, 1, Hkv * Dh, D)}));          // k_proj, v_proj
+  layer.add(linear_bytes(o, 1, D, Hq * Dh));                       // o_proj
+  const int64_t experts = c.is_moe() ? c.num_local_experts : 1;    // Mixtral: E SwiGLU experts
+  layer.add(times({2, linear_bytes(o, experts, F, D)}));           // gate, up
+  layer.add(linear_bytes(o, experts, D, F));                       // down
+  if (c.is_moe()) layer.add(f32_bytes({c.num_local_experts, D}));  // the router
+  layer.add(f32_bytes({2, D}));                                    // input_layernorm, post_attention_layernorm
   if (c.attention_bias) layer.add(f32_bytes({Hq * Dh + 2 * Hkv * Dh + D}));  // q, k, v, o biases
   if (c.mlp_bias) layer.add(f32_bytes({2 * F + D}));                         // gate, up, down biases
 

@@ -150,6 +150,39 @@ TEST(Models, LlamaIdenticalInEveryMode) {
   }
 }
 
+TEST(Models, MixtralIdenticalInEveryMode) {
+  models::LlamaConfig config;
+  ASSERT_TRUE(config.set("model_type", "mixtral"));
+  for (auto [key, value] : {std::pair<const char*, const char*>{"vocab_size", "48"},
+                            {"hidden_size", "32"},
+                            {"intermediate_size", "16"},
+                            {"num_hidden_layers", "2"},
+                            {"num_attention_heads", "4"},
+                            {"num_key_value_heads", "2"},
+                            {"num_local_experts", "4"},
+                            {"num_experts_per_tok", "2"}})
+    ASSERT_TRUE(config.set(key, value)) << key;
+  ASSERT_TRUE(config.validate());
+  for (models::WeightDType dtype : {models::WeightDType::kF32, models::WeightDType::kW8A8}) {
+    auto options = tiny_options();
+    options.weight_dtype = dtype;
+    auto weights = random_weights(4);
+    auto runs = run_all_modes([&](models::Phase p) { return models::build_llama(config, options, p, *weights); },
+                              options, models::cache_names(config), config.vocab_size);
+    ASSERT_EQ(runs.size(), 6u) << models::weight_dtype_name(dtype);
+    EXPECT_TRUE(has_scope(runs[2].result.decode_scopes, "scope_1_part2_moe"));
+  }
+  // Llama's keys and Mixtral's are apart: an expert count is not a Llama key, a bias not Mixtral's.
+  models::LlamaConfig llama;
+  EXPECT_EQ(llama.set("num_local_experts", "4").code(), StatusCode::kNotFound);
+  EXPECT_EQ(config.set("attention_bias", "true").code(), StatusCode::kNotFound);
+  EXPECT_EQ(config.set("sliding_window", "16").code(), StatusCode::kOk);
+  const Status window = config.validate();
+  EXPECT_FALSE(window);
+  EXPECT_NE(window.message().find("sliding-window attention is not implemented"), std::string::npos);
+  EXPECT_FALSE(config.set("model_type", "mistral"));
+}
+
 TEST(Models, AfdIdenticalInEveryMode) {
   const auto config = tiny_longcat();
   auto options = tiny_options();

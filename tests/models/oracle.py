@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The published definitions as the oracle: transformers' own LlamaForCausalLM and
-LongcatFlashForCausalLM on seeded tiny checkpoints.
+"""The published definitions as the oracle: transformers' own LlamaForCausalLM,
+MixtralForCausalLM and LongcatFlashForCausalLM on seeded tiny checkpoints.
 
     oracle.py OUT_DIR [CASE ...]
 
@@ -8,7 +8,9 @@ For every case (all of CASES without arguments) writes OUT_DIR/CASE/:
 
   config.json, model.safetensors   the checkpoint as the C++ loader reads it (f32 tensors,
                                    published names; LongCat experts packed [E, 2F, D] / [E, D, F]
-                                   over the routed experts only, or stored per expert)
+                                   over the routed experts only, or stored per expert; Mixtral
+                                   experts packed as transformers saves them, or per expert as
+                                   the published checkpoints: block_sparse_moe.experts.{e}.w1/w3/w2)
   oracle.txt                       "prompt ID...", "steps N", "ids_f32 ID...", "ids_f64 ID..."
   logits_f32.bin, logits_f64.bin   little-endian float64 [steps, vocab]: the logits transformers
                                    computes in float32 and in float64 at each greedy step
@@ -33,7 +35,8 @@ import sys
 
 import torch
 from safetensors.torch import save_file
-from transformers import LlamaConfig, LlamaForCausalLM, LongcatFlashConfig, LongcatFlashForCausalLM
+from transformers import (LlamaConfig, LlamaForCausalLM, LongcatFlashConfig, LongcatFlashForCausalLM, MixtralConfig,
+                          MixtralForCausalLM)
 
 STEPS = 16
 MIN_TOP2_GAP = 2e-3
@@ -45,6 +48,10 @@ LONGCAT = dict(vocab_size=96, hidden_size=32, num_layers=2, num_attention_heads=
                qk_nope_head_dim=8, qk_rope_head_dim=4, head_dim=4, v_head_dim=8, ffn_hidden_size=48,
                expert_ffn_hidden_size=16, n_routed_experts=4, zero_expert_num=2, moe_topk=2,
                routed_scaling_factor=6.0, rms_norm_eps=1e-5, max_position_embeddings=64)
+
+MIXTRAL = dict(vocab_size=96, hidden_size=32, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
+               num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-5, max_position_embeddings=64,
+               num_local_experts=4, num_experts_per_tok=2, rope_theta=1e6)
 
 # A prompt longer than two blocks of the C++ test's paged cache (block_size 4).
 PROMPT = [3, 17, 42, 8, 25, 61, 0, 33, 7, 90, 12]
@@ -73,6 +80,9 @@ CASES = {
     "longcat_packed": ("longcat_flash", {"rope_theta": 10000000.0}, {"experts": "packed", "zero_expert": True}),
     "longcat_per_expert": ("longcat_flash", {"rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}},
                            {"experts": "per_expert", "zero_expert": True, "saved": True}),
+    "mixtral_packed": ("mixtral", {}, {"experts": "packed", "saved": True}),
+    "mixtral_per_expert": ("mixtral", {"rope_scaling": {"type": "linear", "factor": 2.0}},
+                           {"experts": "per_expert"}),
     "longcat_small_lora": ("longcat_flash", {"rope_theta": 10000000.0}, {"experts": "packed", "small_lora": True}),
     "longcat_yarn": ("longcat_flash", {"rope_parameters": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0,
                                                            "original_max_position_embeddings": 16, "mscale": 1.0,
@@ -111,7 +121,7 @@ def make_weights(model, seed, options):
                 w *= 2e-4  # mean square of the projection ~1e-7..1e-6: eps 1e-6 vs rms_norm_eps changes it
         out[name] = w
     for name in list(out):
-        if name.endswith("mlp.experts.gate_up_proj"):
+        if name.endswith("mlp.experts.gate_up_proj") and model.config.model_type == "longcat_flash":
             routed = model.config.n_routed_experts
             out[name][routed:] = 0.0  # zero-computation experts have no weights
     if model.config.tie_word_embeddings:
@@ -124,8 +134,29 @@ def checkpoint_tensors(weights, config, options):
     out = {}
     routed = getattr(config, "n_routed_experts", 0)
     f = getattr(config, "expert_ffn_hidden_size", 0)
+    mixtral = config.model_type == "mixtral"
     for name, w in weights.items():
         if name == "lm_head.weight" and config.tie_word_embeddings:
+            continue
+        if mixtral and options.get("experts") == "per_expert" and ".mlp." in name:
+            # The published Mixtral layout: block_sparse_moe.gate and experts.{e}.w1 (gate) / w3
+            # (up) / w2 (down), which transformers converts to its packed tensors when loading.
+            prefix = name[: name.index(".mlp.")] + ".block_sparse_moe."
+            if name.endswith("mlp.gate.weight"):
+                out[prefix + "gate.weight"] = w.clone()
+            elif name.endswith("mlp.experts.gate_up_proj"):
+                ff = config.intermediate_size
+                for e in range(config.num_local_experts):
+                    out[f"{prefix}experts.{e}.w1.weight"] = w[e, :ff].clone()
+                    out[f"{prefix}experts.{e}.w3.weight"] = w[e, ff:].clone()
+            elif name.endswith("mlp.experts.down_proj"):
+                for e in range(config.num_local_experts):
+                    out[f"{prefix}experts.{e}.w2.weight"] = w[e].clone()
+            else:
+                raise SystemExit(f"unexpected Mixtral MLP tensor {name}")
+            continue
+        if mixtral:  # packed, as transformers saves it
+            out[name] = w.clone().contiguous()
             continue
         if name.endswith("mlp.experts.gate_up_proj"):
             if options.get("experts") == "per_expert":
@@ -155,6 +186,14 @@ class RouterProbe:
         for module in model.modules():
             if type(module).__name__ == "LongcatFlashTopkRouter":
                 self.handles.append(module.register_forward_hook(self.hook))
+            if type(module).__name__ == "MixtralTopKRouter":
+                self.handles.append(module.register_forward_hook(self.mixtral_hook))
+
+    def mixtral_hook(self, module, args, output):
+        router_logits = output[0]
+        ranked = router_logits.float().softmax(dim=-1).sort(dim=-1, descending=True).values
+        k = module.top_k
+        self.gap = min(self.gap, float((ranked[:, k - 1] - ranked[:, k]).min()))
 
     def hook(self, module, args, output):
         router_logits, _, topk_indices = output
@@ -204,8 +243,9 @@ def top2_gap(logits):
 def build(arch, keys, case_dir, saved=False):
     """Writes config.json and reads it back as transformers does (from_pretrained); `saved`
     rewrites it with save_pretrained."""
-    cls_cfg, cls_model, base = ((LlamaConfig, LlamaForCausalLM, LLAMA) if arch == "llama" else
-                                (LongcatFlashConfig, LongcatFlashForCausalLM, LONGCAT))
+    cls_cfg, cls_model, base = {"llama": (LlamaConfig, LlamaForCausalLM, LLAMA),
+                                "mixtral": (MixtralConfig, MixtralForCausalLM, MIXTRAL),
+                                "longcat_flash": (LongcatFlashConfig, LongcatFlashForCausalLM, LONGCAT)}[arch]
     with open(os.path.join(case_dir, "config.json"), "w") as f:
         json.dump(dict(base, **keys, model_type=arch), f, indent=2)
     config = cls_cfg.from_pretrained(case_dir)
@@ -213,6 +253,7 @@ def build(arch, keys, case_dir, saved=False):
         config.save_pretrained(case_dir)
         config = cls_cfg.from_pretrained(case_dir)
     config._attn_implementation = "eager"
+    config._experts_implementation = "eager"  # the published per-expert loop (grouped_mm takes no float64)
     return config, cls_model
 
 
@@ -238,7 +279,7 @@ def run_case(name, out_dir):
                 h.remove()
             results[dtype] = (logits, ids)
             ok &= top2_gap(logits) >= MIN_TOP2_GAP
-            if arch == "longcat_flash":
+            if arch in ("longcat_flash", "mixtral"):
                 ok &= probe.gap >= MIN_ROUTER_GAP
                 ok &= probe.zero_chosen or not options.get("zero_expert")
         ok &= results["f32"][1] == results["f64"][1]

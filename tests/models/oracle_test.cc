@@ -1,5 +1,5 @@
 // The published definitions as the oracle: the C++ models against transformers' own
-// LlamaForCausalLM and LongcatFlashForCausalLM (tests/models/oracle.py) on seeded tiny
+// LlamaForCausalLM, MixtralForCausalLM and LongcatFlashForCausalLM (tests/models/oracle.py) on seeded tiny
 // checkpoints, in every execution mode.
 //
 // Each case is a checkpoint directory the fixture `models.oracle_generate` wrote, with the greedy
@@ -180,15 +180,20 @@ Expected<Graph> build_longcat(const models::LongCatFlashConfig& c, const models:
 }
 
 class LlamaOracle : public ::testing::TestWithParam<const char*> {};
+class MixtralOracle : public ::testing::TestWithParam<const char*> {};
 class LongCatFlashOracle : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(LlamaOracle, MatchesTransformers) { check_case<models::LlamaConfig>(GetParam(), build_llama); }
+// Mixtral is LlamaConfig's mixtral family (config.json's model_type), built by build_llama.
+TEST_P(MixtralOracle, MatchesTransformers) { check_case<models::LlamaConfig>(GetParam(), build_llama); }
 TEST_P(LongCatFlashOracle, MatchesTransformers) { check_case<models::LongCatFlashConfig>(GetParam(), build_longcat); }
 
 // The cases of tests/models/oracle.py (CASES).
 INSTANTIATE_TEST_SUITE_P(Cases, LlamaOracle,
                          ::testing::Values("llama_rope_theta", "llama_rope_parameters", "llama_linear", "llama_dynamic",
                                            "llama_yarn", "llama_llama3", "llama_tied_bias"),
+                         [](const auto& param_info) { return std::string(param_info.param); });
+INSTANTIATE_TEST_SUITE_P(Cases, MixtralOracle, ::testing::Values("mixtral_packed", "mixtral_per_expert"),
                          [](const auto& param_info) { return std::string(param_info.param); });
 INSTANTIATE_TEST_SUITE_P(Cases, LongCatFlashOracle,
                          ::testing::Values("longcat_packed", "longcat_per_expert", "longcat_small_lora", "longcat_yarn",

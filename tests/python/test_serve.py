@@ -215,6 +215,13 @@ def _words(ids):
     return " ".join(f"w{i}" for i in ids)
 
 
+def _stop_word_at(words, start):
+    """The first index from `start` on whose word, as a stop string, first occurs in the text at
+    that word (not inside an earlier one: "w7" inside "w71", or a repeat)."""
+    text = " ".join(words)
+    return next(j for j in range(start, len(words)) if text.find(words[j]) == len(" ".join(words[:j])) + 1)
+
+
 def _events(text):
     frames = [line[len("data: "):] for line in text.split("\n") if line.startswith("data: ")]
     assert frames[-1] == "[DONE]"
@@ -257,12 +264,14 @@ def test_http_completions_plain_and_streamed(server):
     assert "".join(e["choices"][0]["text"] for e in events if e["choices"]) == out["choices"][0]["text"]
     assert events[-1]["usage"]["completion_tokens"] == 10
     # A stop string inside the output ends it there; the stop string is not returned.
-    stop = f"w{want[3]}"
+    words = [f"w{i}" for i in want]
+    cut = _stop_word_at(words, 3)
+    stop = words[cut]
     out = json.loads(_post(url + "/v1/completions", dict(body, stop=[stop]))[1])
-    assert out["choices"][0]["text"].split() == [f"w{i}" for i in want[:3]]
+    assert out["choices"][0]["text"].split() == words[:cut]
     assert out["choices"][0]["finish_reason"] == "stop"
     streamed = _events(_post(url + "/v1/completions", dict(body, stop=stop, stream=True))[1])
-    assert "".join(e["choices"][0]["text"] for e in streamed).split() == [f"w{i}" for i in want[:3]]
+    assert "".join(e["choices"][0]["text"] for e in streamed).split() == words[:cut]
     # logprobs: the chosen token is the best of the top 3 at temperature 0.
     out = json.loads(_post(url + "/v1/completions", dict(body, max_tokens=3, logprobs=3))[1])
     lp = out["choices"][0]["logprobs"]
@@ -399,8 +408,9 @@ def test_openai_client_completions_chat_streaming_and_stop(server):
     pieces = [c.choices[0].text for c in client.completions.create(model=name, prompt=prompt, max_tokens=10,
                                                                      temperature=0, stream=True)]
     assert "".join(pieces).split() == want
-    out = client.completions.create(model=name, prompt=prompt, max_tokens=10, temperature=0, stop=[want[4]])
-    assert out.choices[0].text.split() == want[:4] and out.choices[0].finish_reason == "stop"
+    cut = _stop_word_at(want, 4)
+    out = client.completions.create(model=name, prompt=prompt, max_tokens=10, temperature=0, stop=[want[cut]])
+    assert out.choices[0].text.split() == want[:cut] and out.choices[0].finish_reason == "stop"
     messages = [{"role": "user", "content": "w5 w6 w7"}]
     chat = client.chat.completions.create(model=name, messages=messages, max_tokens=6, temperature=0)
     streamed = client.chat.completions.create(model=name, messages=messages, max_tokens=6, temperature=0,

@@ -32,6 +32,7 @@ constexpr ArchitectureName kArchitectures[] = {
     {"longcat_flash", Architecture::kLongCatFlash},
     {"longcat_flash_afd", Architecture::kLongCatFlashAfd},
     {"llama", Architecture::kLlama},
+    {"mixtral", Architecture::kLlama},  // LlamaConfig's Mixtral family: the Llama builder with sparse MoE MLPs
 };
 
 std::string architecture_list() {
@@ -52,7 +53,11 @@ std::string model_type(const Checkpoint& ckpt) {
 // `notes`), then the config file's model.config keys (each must be one the model knows).
 template <typename ModelConfig>
 Status fill_model_config(const config::Config& cfg, const Checkpoint* ckpt, ModelConfig& mc,
-                         std::vector<std::string>& notes) {
+                         std::vector<std::string>& notes, const std::string& architecture) {
+  if constexpr (std::is_same_v<ModelConfig, models::LlamaConfig>) {
+    // The family (llama or mixtral) before any key: a checkpoint's model_type, or the name.
+    if (!ckpt) SK_RETURN_IF_ERROR(mc.set("model_type", architecture));
+  }
   if (ckpt) {
     std::vector<models::IgnoredKey> ignored;
     if (Status s = models::load_config_json(*ckpt, mc, &ignored); !s) return s;
@@ -69,6 +74,14 @@ Status fill_model_config(const config::Config& cfg, const Checkpoint* ckpt, Mode
                                       known);
     }
     if (!s) return s.with_context(where);
+  }
+  if constexpr (std::is_same_v<ModelConfig, models::LlamaConfig>) {
+    if (ckpt && (architecture == "mixtral") != mc.is_moe())
+      return at_key(cfg, "model.architecture",
+                    Status::invalid_argument("'" + architecture +
+                                             "' names another architecture than the checkpoint's "
+                                             "model_type (" +
+                                             std::string(mc.is_moe() ? "mixtral" : "llama") + ")"));
   }
   if (Status s = mc.validate(); !s) {
     // Point at the size key the message names, when the config file sets it.
@@ -193,7 +206,7 @@ template <typename ModelConfig, typename BuildFn, typename EstimateFn>
 Status build_graphs(const config::Config& cfg, const Checkpoint* ckpt, WeightSource& weights, Progress& progress,
                     Model& m, int cache_copies, BuildFn build, EstimateFn estimate) {
   ModelConfig mc;
-  if (Status s = fill_model_config(cfg, ckpt, mc, m.notes); !s) return s;
+  if (Status s = fill_model_config(cfg, ckpt, mc, m.notes, m.name); !s) return s;
   if constexpr (std::is_same_v<ModelConfig, models::LlamaConfig>) {
     if (mc.quantization.present()) {
       if (cfg.where("model.int4_group").line > 0 || cfg.where("model.int4_symmetric").line > 0)

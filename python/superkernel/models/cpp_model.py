@@ -1,4 +1,4 @@
-"""A model of the C++ model library (``llama``, ``longcat_flash``; docs/MODELS.md) built by its C++
+"""A model of the C++ model library (``llama``, ``mixtral``, ``longcat_flash``; docs/MODELS.md) built by its C++
 builder and compiled by the runtime in one execution mode, with the paged-step interface the
 server's engine drives: the graphs ``superkernel run`` runs, reachable from Python without a
 PyTorch port of the architecture.
@@ -24,7 +24,7 @@ import torch
 
 from .._errors import InvalidArgumentError
 
-ARCHITECTURES = ("llama", "longcat_flash")
+ARCHITECTURES = ("llama", "mixtral", "longcat_flash")
 
 
 class _Config:
@@ -62,8 +62,13 @@ class CppModel:
         where = dict(checkpoint=checkpoint) if checkpoint else dict(config=config)
         self.weights = (_superkernel.models.Weights.checkpoint(checkpoint) if checkpoint
                         else _superkernel.models.Weights.random(seed))
-        if architecture == "llama":
+        if architecture == "mixtral" and config is not None:
+            where = dict(config=dict(config, model_type="mixtral"))
+        if architecture in ("llama", "mixtral"):  # one builder: the family comes from model_type
             fields = cpp_models.llama_config(**where)
+            if (fields["model_type"] == "mixtral") != (architecture == "mixtral"):
+                raise InvalidArgumentError(f"architecture '{architecture}': the checkpoint's model_type is "
+                                           f"'{fields['model_type']}'")
             self._build_fn, unread = cpp_models.build_llama, cpp_models.llama_unread_tensors
             cache_names = cpp_models.llama_cache_names(**where)
         else:
