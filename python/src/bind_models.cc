@@ -242,47 +242,47 @@ nb::bytes random_weight(uint64_t seed, const std::string& name, const std::strin
 
 }  // namespace
 
+// One model builder as a Python function: the config (dict or checkpoint), the build options and
+// the weights every builder takes.
+template <typename Config, typename Build>
+void def_builder(nb::module_& models, const char* name, Build build, const char* doc) {
+  using nb::arg;
+  models.def(
+      name,
+      [build](nb::object config, std::string phase, int64_t batch, int64_t block_size, int64_t max_context,
+              int64_t prefill_tokens, std::string weight_dtype, uint64_t seed, nb::object scope_options,
+              int multi_streams, int64_t moe_core_limit, std::string kv_cache_dtype, std::string checkpoint,
+              nb::object weights, int64_t cache_sequences, std::string prefill_logits) {
+        const auto cfg = load_config<Config>(config, checkpoint);
+        auto opts = build_options(batch, block_size, max_context, prefill_tokens, weight_dtype, scope_options,
+                                  multi_streams, moe_core_limit, kv_cache_dtype, cache_sequences, prefill_logits);
+        auto source = weights_of(weights, checkpoint, seed);
+        return unwrap(build(cfg, opts, phase_of(phase), *source));
+      },
+      arg("config") = nb::none(), arg("phase") = "decode", arg("batch") = 1, arg("block_size") = 16,
+      arg("max_context") = 256, arg("prefill_tokens") = 16, arg("weight_dtype") = "f32", arg("seed") = 1,
+      arg("scope_options") = nb::str(""), arg("multi_streams") = 0, arg("moe_core_limit") = 0,
+      arg("kv_cache_dtype") = "f32", arg("checkpoint") = "", arg("weights") = nb::none(), arg("cache_sequences") = 0,
+      arg("prefill_logits") = "every", doc);
+}
+
 void bind_models(nb::module_& m) {
   using nb::arg;
   nb::module_ models = m.def_submodule("models", "The C++ model builders (include/superkernel/models.h).");
-  models.def(
-      "build_llama",
-      [](nb::object config, std::string phase, int64_t batch, int64_t block_size, int64_t max_context,
-         int64_t prefill_tokens, std::string weight_dtype, uint64_t seed, nb::object scope_options, int multi_streams,
-         int64_t moe_core_limit, std::string kv_cache_dtype, std::string checkpoint, nb::object weights,
-         int64_t cache_sequences, std::string prefill_logits) {
-        const auto cfg = load_config<sk::models::LlamaConfig>(config, checkpoint);
-        auto opts = build_options(batch, block_size, max_context, prefill_tokens, weight_dtype, scope_options,
-                                  multi_streams, moe_core_limit, kv_cache_dtype, cache_sequences, prefill_logits);
-        auto source = weights_of(weights, checkpoint, seed);
-        return unwrap(sk::models::build_llama(cfg, opts, phase_of(phase), *source));
-      },
-      arg("config") = nb::none(), arg("phase") = "decode", arg("batch") = 1, arg("block_size") = 16,
-      arg("max_context") = 256, arg("prefill_tokens") = 16, arg("weight_dtype") = "f32", arg("seed") = 1,
-      arg("scope_options") = nb::str(""), arg("multi_streams") = 0, arg("moe_core_limit") = 0,
-      arg("kv_cache_dtype") = "f32", arg("checkpoint") = "", arg("weights") = nb::none(), arg("cache_sequences") = 0,
-      arg("prefill_logits") = "every",
-      "The Llama-style decoder: config a dict of config.json keys or `checkpoint` a directory; weights a "
-      "Weights (shared by every graph built from it), else the checkpoint's, else seeded random ones. Inputs "
-      "input_ids, positions, slot_mapping, block_tables, context_lens (decode) or seq_ids (prefill; logit_rows "
-      "with prefill_logits 'last'), all i32; output logits. cache_sequences: BuildOptions::cache_sequences.");
-  models.def(
-      "build_longcat_flash",
-      [](nb::object config, std::string phase, int64_t batch, int64_t block_size, int64_t max_context,
-         int64_t prefill_tokens, std::string weight_dtype, uint64_t seed, nb::object scope_options, int multi_streams,
-         int64_t moe_core_limit, std::string kv_cache_dtype, std::string checkpoint, nb::object weights,
-         int64_t cache_sequences, std::string prefill_logits) {
-        const auto cfg = load_config<sk::models::LongCatFlashConfig>(config, checkpoint);
-        auto opts = build_options(batch, block_size, max_context, prefill_tokens, weight_dtype, scope_options,
-                                  multi_streams, moe_core_limit, kv_cache_dtype, cache_sequences, prefill_logits);
-        auto source = weights_of(weights, checkpoint, seed);
-        return unwrap(sk::models::build_longcat_flash(cfg, opts, phase_of(phase), *source));
-      },
-      arg("config") = nb::none(), arg("phase") = "decode", arg("batch") = 1, arg("block_size") = 16,
-      arg("max_context") = 256, arg("prefill_tokens") = 16, arg("weight_dtype") = "f32", arg("seed") = 1,
-      arg("scope_options") = nb::str(""), arg("multi_streams") = 0, arg("moe_core_limit") = 0,
-      arg("kv_cache_dtype") = "f32", arg("checkpoint") = "", arg("weights") = nb::none(), arg("cache_sequences") = 0,
-      arg("prefill_logits") = "every", "The LongCat-Flash decoder, as build_llama.");
+  def_builder<sk::models::LlamaConfig>(
+      models, "build_llama",
+      [](const sk::models::LlamaConfig& c, const sk::models::BuildOptions& o, sk::models::Phase p,
+         sk::WeightSource& w) { return sk::models::build_llama(c, o, p, w); },
+      "The Llama-style decoder (model_type mixtral: Mixtral): config a dict of config.json keys or `checkpoint` a "
+      "directory; weights a Weights (shared by every graph built from it), else the checkpoint's, else seeded random "
+      "ones. Inputs input_ids, positions, slot_mapping, block_tables, context_lens (decode) or seq_ids (prefill; "
+      "logit_rows with prefill_logits 'last'), all i32; output logits. cache_sequences: "
+      "BuildOptions::cache_sequences.");
+  def_builder<sk::models::LongCatFlashConfig>(
+      models, "build_longcat_flash",
+      [](const sk::models::LongCatFlashConfig& c, const sk::models::BuildOptions& o, sk::models::Phase p,
+         sk::WeightSource& w) { return sk::models::build_longcat_flash(c, o, p, w); },
+      "The LongCat-Flash decoder, as build_llama.");
   nb::class_<Weights>(models, "Weights", "A weight source shared by the graphs built from it.")
       .def_static("checkpoint", &checkpoint_weights, arg("directory"),
                   "The tensors of a checkpoint directory (config.json + *.safetensors), mapped or converted once.")
