@@ -135,22 +135,55 @@ struct LlamaConfig {
   bool mlp_bias = false;                   // gate_proj, up_proj, down_proj biases
   RopeKeys rope;
   CheckpointQuantization quantization;  // config.json's quantization_config (absent: float weights)
-  // model_type "mixtral" (transformers' MixtralForCausalLM): the same attention, and every layer's
-  // MLP a sparse mixture of num_local_experts SwiGLU experts of intermediate_size, routed by
-  // `mlp.gate` [E, hidden] (softmax over the experts, the top num_experts_per_tok renormalised).
-  // set("model_type", ...) chooses the family and, for mixtral, MixtralConfig's defaults; the
-  // two read different keys (Mixtral no attention_bias / mlp_bias, Llama no experts), so
-  // load_config_json() applies model_type before the other keys.
-  enum class Family { kLlama, kMixtral };
+  // The family, config.json's model_type: transformers' LlamaForCausalLM and the decoders that
+  // differ from it by biases, q/k norms, sliding windows or a sparse MoE MLP. set("model_type",
+  // ...) chooses the family and its published config class's defaults; each family reads its own
+  // keys (a bias is not a Mixtral key, experts are not Llama's), so load_config_json() applies
+  // model_type before the other keys.
+  //   llama      LlamaForCausalLM: attention_bias (q, k, v, o), mlp_bias
+  //   mistral    MistralForCausalLM: no biases, a sliding_window
+  //   mixtral    MixtralForCausalLM: every MLP a sparse mixture of num_local_experts SwiGLU experts
+  //              of intermediate_size, routed by `mlp.gate` [E, hidden] (softmax over the experts,
+  //              the top num_experts_per_tok renormalised)
+  //   qwen2      Qwen2ForCausalLM: q, k, v biases (no o_proj bias), windows on layers >=
+  //              max_window_layers when use_sliding_window
+  //   qwen3      Qwen3ForCausalLM: q_norm / k_norm (RMSNorm over head_dim before RoPE), attention_bias
+  //   qwen2_moe  Qwen2MoeForCausalLM: qwen2's attention (qkv_bias), sparse layers of num_experts
+  //              experts of moe_intermediate_size plus a shared expert of shared_expert_intermediate_size
+  //              scaled by sigmoid(`mlp.shared_expert_gate`), norm_topk_prob, dense layers
+  //              (intermediate_size) in mlp_only_layers or off decoder_sparse_step
+  //   qwen3_moe  Qwen3MoeForCausalLM: qwen3's attention, qwen2_moe's experts without the shared one
+  enum class Family { kLlama, kMistral, kMixtral, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe };
   Family family = Family::kLlama;
-  int64_t num_local_experts = 0;    // mixtral: E
-  int64_t num_experts_per_tok = 0;  // mixtral: experts per token
-  int64_t sliding_window = 0;       // mixtral: 0 (null), or at least max_position_embeddings (no effect)
-  bool is_moe() const { return family == Family::kMixtral; }
+  bool qkv_bias = false;  // q_proj, k_proj, v_proj biases without o_proj's (qwen2, qwen2_moe)
+  bool qk_norm = false;   // q_norm, k_norm (qwen3, qwen3_moe)
+  // Sliding-window attention: a layer with a window of W attends to the W most recent positions.
+  // Builds refuse a max_context beyond a layer's window (windowed attention is not implemented;
+  // a cache no longer than the window masks nothing). attention_window() resolves the keys.
+  int64_t sliding_window = 0;            // 0: null
+  bool use_sliding_window = false;       // qwen families: the window applies only when true
+  int64_t max_window_layers = 0;         // qwen2, qwen2_moe: which layers get the window
+  std::vector<std::string> layer_types;  // qwen2, qwen3, qwen2_moe: "full_attention" | "sliding_attention"
+  int64_t num_local_experts = 0;         // E (Qwen's num_experts); 0: a dense model
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;            // an expert's hidden size; 0: intermediate_size (mixtral)
+  int64_t shared_expert_intermediate_size = 0;  // qwen2_moe's shared expert
+  bool norm_topk_prob = true;                   // renormalise the top-k weights (mixtral: always)
+  int64_t decoder_sparse_step = 1;              // qwen MoE: layer i is sparse when (i + 1) % step == 0
+  std::vector<int64_t> mlp_only_layers;         // qwen MoE: layers with a dense MLP
+  bool is_moe() const { return num_local_experts > 0; }
+  // Whether `layer`'s MLP is the sparse MoE block (every layer of mixtral; the qwen rule).
+  bool is_sparse_layer(int64_t layer) const;
+  int64_t expert_intermediate_size() const { return moe_intermediate_size > 0 ? moe_intermediate_size : intermediate_size; }
+  // The window of `layer` in tokens, 0 for full attention.
+  int64_t attention_window(int64_t layer) const;
+  const char* model_type() const;  // "llama", "mixtral", ...
+  // The published class name ("Llama", "Qwen2Moe", ...), for messages.
+  const char* model_name() const;
 
   Status set(std::string_view key, std::string_view value);
   Status validate() const;
-  // Every config.json key of both families (Mixtral's marked "(mixtral)").
+  // Every config.json key of every family (those of some families only marked with them).
   static std::vector<std::string> keys();
   // The RoPE scaling of rope, rope_theta and max_position_embeddings, or an error naming the key.
   Expected<nn::RopeScaling> rope_scaling() const;

@@ -26,16 +26,26 @@ template <typename Config>
 Config config_from(const nb::dict& values) {
   Config c;
   if constexpr (std::is_same_v<Config, sk::models::LlamaConfig>) {
-    // The family first (llama or mixtral): it decides which keys the others are.
+    // The family first (llama, mixtral, qwen2, ...): it decides which keys the others are.
     if (values.contains("model_type")) check(c.set("model_type", nb::cast<std::string>(nb::str(values["model_type"]))));
   }
   for (auto [key, value] : values) {
     const std::string k = nb::cast<std::string>(nb::str(key));
     std::string v;
-    if (nb::isinstance<nb::bool_>(value))
+    if (nb::isinstance<nb::bool_>(value)) {
       v = nb::cast<bool>(value) ? "true" : "false";
-    else
+    } else if (nb::isinstance<nb::list>(value) || nb::isinstance<nb::tuple>(value)) {
+      // A list as config.json writes it ([1,2], ["a","b"]): what the config reader parses.
+      for (nb::handle item : value) {
+        const std::string text = nb::cast<std::string>(nb::str(item));
+        v += (v.empty() ? "" : ",") + (nb::isinstance<nb::str>(item) ? "\"" + text + "\"" : text);
+      }
+      v = "[" + v + "]";
+    } else if (value.is_none()) {
+      v = "null";
+    } else {
       v = nb::cast<std::string>(nb::str(value));
+    }
     check(c.set(k, v));
   }
   check(c.validate());
@@ -194,7 +204,7 @@ nb::dict llama_config(const nb::object& values, const std::string& checkpoint) {
   d["max_position_embeddings"] = c.max_position_embeddings;
   d["tie_word_embeddings"] = c.tie_word_embeddings;
   d["quantized"] = c.quantization.present();
-  d["model_type"] = c.is_moe() ? "mixtral" : "llama";
+  d["model_type"] = c.model_type();
   d["num_local_experts"] = c.num_local_experts;
   d["num_experts_per_tok"] = c.num_experts_per_tok;
   d["ignored"] = ignored_list(ignored);

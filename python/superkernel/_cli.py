@@ -49,15 +49,16 @@ def _architecture(cfg) -> str:
     else:
         with open(os.path.join(cfg.checkpoint, "config.json")) as f:
             arch = json.load(f).get("model_type", "")
-    if arch not in ("longcat_flash", "longcat_flash_afd", "llama", "mixtral"):
+    known = ("longcat_flash", "longcat_flash_afd") + CPP_ONLY
+    if arch not in known:
         raise CliError(f"{cfg.where('model.architecture')}: key 'model.architecture': unknown architecture '{arch}'; "
-                       "expected longcat_flash, longcat_flash_afd, llama or mixtral", EXIT_CONFIG)
+                       f"expected one of {', '.join(known)}", EXIT_CONFIG)
     return arch
 
 
-# Architectures of the C++ model library with no PyTorch sample: generate and serve run them on
-# superkernel.models.cpp_model.CppModel.
-CPP_ONLY = ("llama", "mixtral")
+# Architectures of the C++ model library with no PyTorch sample (LlamaConfig's families):
+# generate and serve run them on superkernel.models.cpp_model.CppModel.
+CPP_ONLY = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe")
 
 
 def _python_sample(cfg) -> str:

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <optional>
 #include <span>
+#include <type_traits>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <variant>
@@ -15,7 +17,8 @@ namespace sk::models {
 namespace {
 
 template <typename Config>
-using Field = std::variant<int64_t Config::*, double Config::*, bool Config::*>;
+using Field = std::variant<int64_t Config::*, double Config::*, bool Config::*, std::vector<int64_t> Config::*,
+                           std::vector<std::string> Config::*>;
 
 template <typename Config>
 struct KeyField {
@@ -69,15 +72,63 @@ Status parse_into(std::string_view key, std::string_view value, std::optional<T>
   return Status::ok();
 }
 
-template <typename Config, size_t N>
-const KeyField<Config>* find_key(const KeyField<Config> (&table)[N], std::string_view key) {
+// A JSON array as config_tree() gives it (compact: `[1,2]`, `["a","b"]`), or null (empty).
+Expected<std::vector<std::string_view>> array_items(std::string_view key, std::string_view value) {
+  std::vector<std::string_view> items;
+  if (value == "null") return items;
+  if (value.size() < 2 || value.front() != '[' || value.back() != ']')
+    return bad_value(key, value, "an array");
+  std::string_view rest = value.substr(1, value.size() - 2);
+  auto trimmed = [](std::string_view t) {
+    while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
+    while (!t.empty() && t.back() == ' ') t.remove_suffix(1);
+    return t;
+  };
+  if (trimmed(rest).empty()) return items;
+  while (true) {
+    const size_t comma = rest.find(',');
+    items.push_back(trimmed(rest.substr(0, comma)));
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return items;
+}
+
+Status parse_into(std::string_view key, std::string_view value, std::vector<int64_t>& out) {
+  auto items = array_items(key, value);
+  if (!items) return items.status();
+  std::vector<int64_t> parsed;
+  for (std::string_view item : *items) {
+    int64_t v = 0;
+    if (!parse_into(key, item, v)) return bad_value(key, value, "an array of integers");
+    parsed.push_back(v);
+  }
+  out = std::move(parsed);
+  return Status::ok();
+}
+
+Status parse_into(std::string_view key, std::string_view value, std::vector<std::string>& out) {
+  auto items = array_items(key, value);
+  if (!items) return items.status();
+  std::vector<std::string> parsed;
+  for (std::string_view item : *items) {
+    if (item.size() < 2 || item.front() != '"' || item.back() != '"')
+      return bad_value(key, value, "an array of strings");
+    parsed.emplace_back(item.substr(1, item.size() - 2));
+  }
+  out = std::move(parsed);
+  return Status::ok();
+}
+
+template <typename Config>
+const KeyField<Config>* find_key(std::span<const KeyField<Config>> table, std::string_view key) {
   for (const KeyField<Config>& row : table)
     if (key == row.key) return &row;
   return nullptr;
 }
 
-template <typename Config, size_t N>
-std::vector<std::string> table_keys(const KeyField<Config> (&table)[N]) {
+template <typename Config>
+std::vector<std::string> table_keys(std::span<const KeyField<Config>> table) {
   std::vector<std::string> keys;
   for (const KeyField<Config>& row : table) keys.emplace_back(row.key);
   return keys;
@@ -434,7 +485,8 @@ const char* const kLongCatNullable[] = {"num_key_value_heads", "qk_head_dim", "h
                                         "num_hidden_layers"};
 
 using Ll = LlamaConfig;
-const KeyField<Ll> kLlamaKeys[] = {
+// The keys every family reads (transformers' LlamaConfig and the configs derived from it).
+const KeyField<Ll> kDecoderKeys[] = {
     {"vocab_size", &Ll::vocab_size},
     {"hidden_size", &Ll::hidden_size},
     {"intermediate_size", &Ll::intermediate_size},
@@ -446,59 +498,165 @@ const KeyField<Ll> kLlamaKeys[] = {
     {"rope_theta", &Ll::rope_theta},
     {"tie_word_embeddings", &Ll::tie_word_embeddings},
     {"max_position_embeddings", &Ll::max_position_embeddings},
-    {"attention_bias", &Ll::attention_bias},
-    {"mlp_bias", &Ll::mlp_bias},
 };
-const char* const kLlamaNullable[] = {"num_key_value_heads", "head_dim"};
+const char* const kDecoderNullable[] = {"num_key_value_heads", "head_dim", "sliding_window", "layer_types",
+                                        "mlp_only_layers"};
 
-// transformers' MixtralConfig: Llama's keys without the biases, with the experts.
+// Each family's keys beyond kDecoderKeys.
+const KeyField<Ll> kLlamaKeys[] = {{"attention_bias", &Ll::attention_bias}, {"mlp_bias", &Ll::mlp_bias}};
+const KeyField<Ll> kMistralKeys[] = {{"sliding_window", &Ll::sliding_window}};
+// "num_experts" is MixtralConfig's and Qwen3MoeConfig's alias (attribute_map) of num_local_experts.
 const KeyField<Ll> kMixtralKeys[] = {
-    {"vocab_size", &Ll::vocab_size},
-    {"hidden_size", &Ll::hidden_size},
-    {"intermediate_size", &Ll::intermediate_size},
-    {"num_hidden_layers", &Ll::num_hidden_layers},
-    {"num_attention_heads", &Ll::num_attention_heads},
-    {"num_key_value_heads", &Ll::num_key_value_heads},
-    {"head_dim", &Ll::head_dim},
-    {"rms_norm_eps", &Ll::rms_norm_eps},
-    {"rope_theta", &Ll::rope_theta},
-    {"tie_word_embeddings", &Ll::tie_word_embeddings},
-    {"max_position_embeddings", &Ll::max_position_embeddings},
     {"num_local_experts", &Ll::num_local_experts},
+    {"num_experts", &Ll::num_local_experts},
     {"num_experts_per_tok", &Ll::num_experts_per_tok},
     {"sliding_window", &Ll::sliding_window},
 };
-const char* const kMixtralNullable[] = {"num_key_value_heads", "head_dim", "sliding_window"};
-const Restricted kRestrictedMixtral[] = {
-    {"quantization_config", is_null,
-     "quantised Mixtral checkpoints are not implemented (store f32, bf16 or f16 weights; model.w8a8 quantises at "
-     "load)"},
+const KeyField<Ll> kQwen2Keys[] = {
+    {"use_sliding_window", &Ll::use_sliding_window},
+    {"sliding_window", &Ll::sliding_window},
+    {"max_window_layers", &Ll::max_window_layers},
+    {"layer_types", &Ll::layer_types},
+};
+const KeyField<Ll> kQwen3Keys[] = {
+    {"attention_bias", &Ll::attention_bias},   {"use_sliding_window", &Ll::use_sliding_window},
+    {"sliding_window", &Ll::sliding_window},   {"max_window_layers", &Ll::max_window_layers},
+    {"layer_types", &Ll::layer_types},
+};
+const KeyField<Ll> kQwen2MoeKeys[] = {
+    {"use_sliding_window", &Ll::use_sliding_window},
+    {"sliding_window", &Ll::sliding_window},
+    {"max_window_layers", &Ll::max_window_layers},
+    {"layer_types", &Ll::layer_types},
+    {"qkv_bias", &Ll::qkv_bias},
+    {"num_experts", &Ll::num_local_experts},
+    {"num_experts_per_tok", &Ll::num_experts_per_tok},
+    {"moe_intermediate_size", &Ll::moe_intermediate_size},
+    {"shared_expert_intermediate_size", &Ll::shared_expert_intermediate_size},
+    {"norm_topk_prob", &Ll::norm_topk_prob},
+    {"decoder_sparse_step", &Ll::decoder_sparse_step},
+    {"mlp_only_layers", &Ll::mlp_only_layers},
+};
+const KeyField<Ll> kQwen3MoeKeys[] = {
+    {"attention_bias", &Ll::attention_bias},
+    {"use_sliding_window", &Ll::use_sliding_window},
+    {"sliding_window", &Ll::sliding_window},
+    {"num_experts", &Ll::num_local_experts},
+    {"num_local_experts", &Ll::num_local_experts},
+    {"num_experts_per_tok", &Ll::num_experts_per_tok},
+    {"moe_intermediate_size", &Ll::moe_intermediate_size},
+    {"norm_topk_prob", &Ll::norm_topk_prob},
+    {"decoder_sparse_step", &Ll::decoder_sparse_step},
+    {"mlp_only_layers", &Ll::mlp_only_layers},
 };
 
-// MixtralConfig's defaults for the keys a config.json may leave out.
-void mixtral_defaults(LlamaConfig& c) {
-  c.vocab_size = 32000;
-  c.hidden_size = 4096;
+const Restricted kRestrictedUnquantised[] = {
+    {"quantization_config", is_null,
+     "quantised checkpoints of this family are not implemented (store f32, bf16 or f16 weights; model.w8a8 "
+     "quantises at load)"},
+};
+
+// The published config classes' defaults for the keys a config.json may leave out.
+void llama_defaults(LlamaConfig&) {}
+void mistral_defaults(LlamaConfig& c) {
   c.intermediate_size = 14336;
-  c.num_hidden_layers = 32;
-  c.num_attention_heads = 32;
   c.num_key_value_heads = 8;
-  c.head_dim = 0;
+  c.max_position_embeddings = 4096 * 32;
+  c.sliding_window = 4096;
+}
+void mixtral_defaults(LlamaConfig& c) {
+  mistral_defaults(c);
   c.rms_norm_eps = 1e-5;
   c.rope_theta = 1e6;
-  c.tie_word_embeddings = false;
-  c.max_position_embeddings = 4096 * 32;
-  c.attention_bias = false;
-  c.mlp_bias = false;
+  c.sliding_window = 0;
   c.num_local_experts = 8;
   c.num_experts_per_tok = 2;
-  c.sliding_window = 0;
+}
+void qwen_defaults(LlamaConfig& c) {
+  c.vocab_size = 151936;
+  c.max_position_embeddings = 32768;
+  c.sliding_window = 4096;
+  c.max_window_layers = 28;
+}
+void qwen2_defaults(LlamaConfig& c) {
+  qwen_defaults(c);
+  c.intermediate_size = 22016;
+  c.num_key_value_heads = 32;
+  c.qkv_bias = true;
+}
+void qwen3_defaults(LlamaConfig& c) {
+  qwen2_defaults(c);
+  c.head_dim = 128;
+  c.qkv_bias = false;
+  c.qk_norm = true;
+}
+void qwen2_moe_defaults(LlamaConfig& c) {
+  qwen_defaults(c);
+  c.hidden_size = 2048;
+  c.intermediate_size = 5632;
+  c.num_hidden_layers = 24;
+  c.num_attention_heads = 16;
+  c.num_key_value_heads = 16;
+  c.qkv_bias = true;
+  c.num_local_experts = 60;
+  c.num_experts_per_tok = 4;
+  c.moe_intermediate_size = 1408;
+  c.shared_expert_intermediate_size = 5632;
+  c.norm_topk_prob = false;
+}
+void qwen3_moe_defaults(LlamaConfig& c) {
+  qwen_defaults(c);
+  c.hidden_size = 2048;
+  c.intermediate_size = 6144;
+  c.num_hidden_layers = 24;
+  c.num_attention_heads = 32;
+  c.num_key_value_heads = 4;
+  c.qk_norm = true;
+  c.num_local_experts = 128;
+  c.num_experts_per_tok = 8;
+  c.moe_intermediate_size = 768;
+  c.norm_topk_prob = false;
 }
 
-template <typename Config, size_t N, size_t M>
-Status set_key(Config& config, const KeyField<Config> (&table)[N], const char* const (&nullable)[M],
-               std::span<const Restricted> restricted, const char* model, std::string_view key,
-               std::string_view value) {
+// One row per family: its model_type, class name, keys, refusals and defaults.
+struct FamilyDecl {
+  LlamaConfig::Family family;
+  const char* model_type;
+  const char* name;
+  std::span<const KeyField<Ll>> keys;
+  std::span<const Restricted> restricted;
+  void (*defaults)(LlamaConfig&);
+};
+const FamilyDecl kFamilies[] = {
+    {LlamaConfig::Family::kLlama, "llama", "Llama", kLlamaKeys, {}, llama_defaults},
+    {LlamaConfig::Family::kMistral, "mistral", "Mistral", kMistralKeys, kRestrictedUnquantised, mistral_defaults},
+    {LlamaConfig::Family::kMixtral, "mixtral", "Mixtral", kMixtralKeys, kRestrictedUnquantised, mixtral_defaults},
+    {LlamaConfig::Family::kQwen2, "qwen2", "Qwen2", kQwen2Keys, kRestrictedUnquantised, qwen2_defaults},
+    {LlamaConfig::Family::kQwen3, "qwen3", "Qwen3", kQwen3Keys, kRestrictedUnquantised, qwen3_defaults},
+    {LlamaConfig::Family::kQwen2Moe, "qwen2_moe", "Qwen2Moe", kQwen2MoeKeys, kRestrictedUnquantised,
+     qwen2_moe_defaults},
+    {LlamaConfig::Family::kQwen3Moe, "qwen3_moe", "Qwen3Moe", kQwen3MoeKeys, kRestrictedUnquantised,
+     qwen3_moe_defaults},
+};
+
+const FamilyDecl& family_decl(LlamaConfig::Family family) {
+  for (const FamilyDecl& f : kFamilies)
+    if (f.family == family) return f;
+  return kFamilies[0];
+}
+
+std::string family_list() {
+  std::string list;
+  for (const FamilyDecl& f : kFamilies) list += std::string(list.empty() ? "" : ", ") + f.model_type;
+  return list;
+}
+
+// A key of `config`: a RoPE object member, a refused value, or a field of `tables` (the first
+// that has it); `nullable` keys set to null take 0 / empty.
+template <typename Config>
+Status set_key(Config& config, std::type_identity_t<std::initializer_list<std::span<const KeyField<Config>>>> tables,
+               std::span<const char* const> nullable, std::span<const Restricted> restricted, const char* model,
+               std::string_view key, std::string_view value) {
   if (key.rfind("rope_parameters", 0) == 0 || key.rfind("rope_scaling", 0) == 0) {
     const std::string_view object = key.substr(0, key.find('.'));
     if (object == "rope_parameters" || object == "rope_scaling") return set_rope_key(config.rope, key, value);
@@ -507,12 +665,13 @@ Status set_key(Config& config, const KeyField<Config> (&table)[N], const char* c
   SK_RETURN_IF_ERROR(check_restricted(kRestrictedCommon, key, value, &handled));
   SK_RETURN_IF_ERROR(check_restricted(restricted, key, value, &handled));
   if (handled) return Status::ok();
-  const KeyField<Config>* row = find_key(table, key);
+  const KeyField<Config>* row = nullptr;
+  for (std::span<const KeyField<Config>> table : tables)
+    if (!row) row = find_key(table, key);
   if (!row) return Status::not_found(std::string(model) + " config has no key '" + std::string(key) + "'");
-  if (is_null(value)) {
-    for (const char* k : nullable) {
-      if (key != k) continue;
-      config.*std::get<int64_t Config::*>(row->field) = 0;
+  if (is_null(value) && std::find(nullable.begin(), nullable.end(), key) != nullable.end()) {
+    if (auto* count = std::get_if<int64_t Config::*>(&row->field)) {
+      config.**count = 0;
       return Status::ok();
     }
   }
@@ -533,10 +692,10 @@ Status need_derived(const char* key, int64_t value, int64_t derived, const std::
 }  // namespace
 
 Status LongCatFlashConfig::set(std::string_view key, std::string_view value) {
-  return set_key(*this, kLongCatKeys, kLongCatNullable, kRestrictedLongCat, "LongCat-Flash", key, value);
+  return set_key(*this, {kLongCatKeys}, kLongCatNullable, kRestrictedLongCat, "LongCat-Flash", key, value);
 }
 std::vector<std::string> LongCatFlashConfig::keys() {
-  std::vector<std::string> keys = table_keys(kLongCatKeys);
+  std::vector<std::string> keys = table_keys<L>(kLongCatKeys);
   keys.insert(keys.end(), {"rope_parameters.<field>", "rope_scaling.<field>"});
   return keys;
 }
@@ -594,31 +753,79 @@ Status LongCatFlashConfig::validate() const {
 
 Status LlamaConfig::set(std::string_view key, std::string_view value) {
   if (key == "model_type") {
-    if (value == "llama") {
-      if (family != Family::kLlama) *this = LlamaConfig{};
-      return Status::ok();
-    }
-    if (value == "mixtral") {
-      if (family != Family::kMixtral) {
+    for (const FamilyDecl& f : kFamilies) {
+      if (value != f.model_type) continue;
+      if (family != f.family) {
         *this = LlamaConfig{};
-        mixtral_defaults(*this);
-        family = Family::kMixtral;
+        family = f.family;
+        f.defaults(*this);
       }
       return Status::ok();
     }
-    return Status::invalid_argument(quoted(key) + ": '" + std::string(value) + "' is not llama or mixtral");
+    return Status::invalid_argument(quoted(key) + ": '" + std::string(value) + "' is not one of " + family_list());
   }
-  if (family == Family::kMixtral)
-    return set_key(*this, kMixtralKeys, kMixtralNullable, kRestrictedMixtral, "Mixtral", key, value);
-  if (key.substr(0, key.find('.')) == "quantization_config") return set_quantization_key(quantization, key, value);
-  return set_key(*this, kLlamaKeys, kLlamaNullable, {}, "Llama", key, value);
+  const FamilyDecl& f = family_decl(family);
+  if (family == Family::kLlama && key.substr(0, key.find('.')) == "quantization_config")
+    return set_quantization_key(quantization, key, value);
+  return set_key(*this, {kDecoderKeys, f.keys}, kDecoderNullable, f.restricted, f.name, key, value);
 }
+
 std::vector<std::string> LlamaConfig::keys() {
-  std::vector<std::string> keys = table_keys(kLlamaKeys);
-  keys.insert(keys.end(), {"rope_parameters.<field>", "rope_scaling.<field>", "quantization_config.<field>",
-                           "model_type (llama, mixtral)", "num_local_experts (mixtral)",
-                           "num_experts_per_tok (mixtral)", "sliding_window (mixtral)"});
+  std::vector<std::string> keys = table_keys<Ll>(kDecoderKeys);
+  keys.insert(keys.end(), {"rope_parameters.<field>", "rope_scaling.<field>", "model_type (" + family_list() + ")",
+                           "quantization_config.<field> (llama)"});
+  // The family keys, each once, with the families that read it.
+  std::vector<std::pair<std::string, std::string>> extra;
+  for (const FamilyDecl& f : kFamilies) {
+    for (const KeyField<Ll>& row : f.keys) {
+      auto it = std::find_if(extra.begin(), extra.end(), [&](const auto& e) { return e.first == row.key; });
+      if (it == extra.end()) {
+        extra.emplace_back(row.key, f.model_type);
+      } else {
+        it->second += std::string(", ") + f.model_type;
+      }
+    }
+  }
+  for (const auto& [key, families] : extra) keys.push_back(key + " (" + families + ")");
   return keys;
+}
+
+const char* LlamaConfig::model_type() const { return family_decl(family).model_type; }
+const char* LlamaConfig::model_name() const { return family_decl(family).name; }
+
+bool LlamaConfig::is_sparse_layer(int64_t layer) const {
+  if (!is_moe()) return false;
+  if (family == Family::kMixtral) return true;
+  if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end()) return false;
+  return (layer + 1) % decoder_sparse_step == 0;
+}
+
+int64_t LlamaConfig::attention_window(int64_t layer) const {
+  switch (family) {
+    case Family::kLlama:
+      return 0;
+    case Family::kMistral:
+    case Family::kMixtral:
+      return sliding_window;
+    case Family::kQwen3Moe:
+      return use_sliding_window ? sliding_window : 0;
+    case Family::kQwen2:
+    case Family::kQwen3:
+    case Family::kQwen2Moe:
+      break;
+  }
+  // Qwen2Config / Qwen3Config / Qwen2MoeConfig: the window only with use_sliding_window, on the
+  // layers layer_types (or, absent, the config's own rule) marks "sliding_attention".
+  if (!use_sliding_window || sliding_window == 0) return 0;
+  bool sliding = false;
+  if (!layer_types.empty()) {
+    sliding = layer < static_cast<int64_t>(layer_types.size()) && layer_types[layer] == "sliding_attention";
+  } else if (family == Family::kQwen2Moe) {
+    sliding = (layer + 1) % 2 != 0 && layer < max_window_layers;
+  } else {
+    sliding = layer >= max_window_layers;
+  }
+  return sliding ? sliding_window : 0;
 }
 
 Expected<nn::RopeScaling> LlamaConfig::rope_scaling() const {
@@ -652,18 +859,30 @@ Status LlamaConfig::validate() const {
   if (quantization.given && quantization.method == CheckpointQuantization::Method::kNone)
     return Status::invalid_argument(
         "config key 'quantization_config.quant_method' is missing: the packed 4-bit layouts read are awq and gptq");
-  if (is_moe()) {
-    SK_RETURN_IF_ERROR(need_positive("num_local_experts", num_local_experts));
+  if (sliding_window < 0) return need_positive("sliding_window", sliding_window);
+  for (const std::string& type : layer_types)
+    if (type != "full_attention" && type != "sliding_attention")
+      return Status::invalid_argument("config key 'layer_types': '" + type +
+                                      "' is not full_attention or sliding_attention");
+  if (!layer_types.empty() && static_cast<int64_t>(layer_types.size()) != num_hidden_layers)
+    return Status::invalid_argument("config key 'layer_types' has " + std::to_string(layer_types.size()) +
+                                    " entries for num_hidden_layers = " + std::to_string(num_hidden_layers));
+  const bool moe_family = family == Family::kMixtral || family == Family::kQwen2Moe || family == Family::kQwen3Moe;
+  if (moe_family && num_local_experts != 0) {
+    const char* experts = family == Family::kMixtral ? "num_local_experts" : "num_experts";
+    SK_RETURN_IF_ERROR(need_positive(experts, num_local_experts));
     SK_RETURN_IF_ERROR(need_positive("num_experts_per_tok", num_experts_per_tok));
     if (num_experts_per_tok > num_local_experts)
       return Status::invalid_argument("config key 'num_experts_per_tok' = " + std::to_string(num_experts_per_tok) +
-                                      " exceeds num_local_experts = " + std::to_string(num_local_experts));
-    if (sliding_window != 0 && sliding_window < max_position_embeddings)
-      return Status::unimplemented("config key 'sliding_window' = " + std::to_string(sliding_window) +
-                                   ": sliding-window attention is not implemented (only a window of at least "
-                                   "max_position_embeddings, which masks nothing, or null)");
-  } else if (num_local_experts != 0 || num_experts_per_tok != 0 || sliding_window != 0) {
-    return Status::invalid_argument("experts and sliding_window are Mixtral's keys (model_type mixtral)");
+                                      " exceeds " + experts + " = " + std::to_string(num_local_experts));
+    if (family != Family::kMixtral) {
+      SK_RETURN_IF_ERROR(need_positive("moe_intermediate_size", moe_intermediate_size));
+      SK_RETURN_IF_ERROR(need_positive("decoder_sparse_step", decoder_sparse_step));
+    }
+    if (family == Family::kQwen2Moe)
+      SK_RETURN_IF_ERROR(need_positive("shared_expert_intermediate_size", shared_expert_intermediate_size));
+  } else if (family == Family::kMixtral) {
+    return need_positive("num_local_experts", num_local_experts);
   }
   auto rope_ok = rope_scaling();
   return rope_ok ? Status::ok() : rope_ok.status();

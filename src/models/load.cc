@@ -47,11 +47,12 @@ const Reason kIgnoredCommon[] = {
 const Reason kIgnoredLlama[] = {
     {"pretraining_tp", "not read by transformers' Llama (its slices sum to the same linear layers)"},
 };
-const Reason kIgnoredMixtral[] = {
+const Reason kIgnoredMoe[] = {
     {"output_router_logits", "what the forward returns, not the logits"},
     {"router_aux_loss_coef", "the training loss's load-balancing term"},
     {"router_jitter_noise", "multiplies the router's input by noise in training only"},
 };
+const Reason kIgnoredNone[] = {{"", ""}};
 const Reason kIgnoredLongCat[] = {
     {"output_router_logits", "what the forward returns, not the logits"},
     {"ep_size", "expert parallelism, a deployment setting"},
@@ -72,7 +73,7 @@ const char* find_reason(const Reason (&table)[N], std::string_view key) {
 
 // LongCat-Flash names transformers maps onto other keys (LongcatFlashConfig.attribute_map).
 std::string_view canonical(std::string_view key, bool longcat) {
-  if (!longcat) return key;
+  if (!longcat) return key == "num_experts" ? "num_local_experts" : key;  // Mixtral's, Qwen3-MoE's alias
   if (key == "num_local_experts") return "n_routed_experts";
   if (key == "num_experts_per_tok") return "moe_topk";
   if (key == "intermediate_size") return "ffn_hidden_size";
@@ -198,15 +199,27 @@ Status load_config_json(const Checkpoint& checkpoint, LongCatFlashConfig& config
 }
 
 Status load_config_json(const Checkpoint& checkpoint, LlamaConfig& config, std::vector<IgnoredKey>* ignored) {
-  // model_type first: it chooses the keys the rest are read as (and Mixtral's defaults).
+  // model_type first: it chooses the family, whose keys and defaults the rest are read with.
   for (const ConfigEntry& e : checkpoint.config_tree()) {
     if (e.key != "model_type") continue;
     if (Status s = config.set(e.key, e.value); !s)
-      return Status(s.code(), checkpoint.config_path() + ":" + std::to_string(e.line) + ": key 'model_type': '" +
-                                  e.value + "' is not llama or mixtral");
+      return Status(s.code(), at(checkpoint.config_path() + ":" + std::to_string(e.line) + ": key 'model_type'",
+                                 s.message(), "model_type"));
   }
-  if (config.is_moe()) return load_json(checkpoint, config, kIgnoredMixtral, false, "Mixtral", ignored);
-  return load_json(checkpoint, config, kIgnoredLlama, false, "Llama", ignored);
+  using F = LlamaConfig::Family;
+  switch (config.family) {
+    case F::kLlama:
+      return load_json(checkpoint, config, kIgnoredLlama, false, config.model_name(), ignored);
+    case F::kMixtral:
+    case F::kQwen2Moe:
+    case F::kQwen3Moe:
+      return load_json(checkpoint, config, kIgnoredMoe, false, config.model_name(), ignored);
+    case F::kMistral:
+    case F::kQwen2:
+    case F::kQwen3:
+      break;
+  }
+  return load_json(checkpoint, config, kIgnoredNone, false, config.model_name(), ignored);
 }
 
 Status check_unread_tensors(const LongCatFlashConfig& config, const WeightSource& weights, bool allow_unread,

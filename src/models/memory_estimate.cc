@@ -142,22 +142,41 @@ MemoryEstimate estimate_memory(const LlamaConfig& c, const BuildOptions& o) {
   const WeightDType w = o.weight_dtype;
   const int64_t D = c.hidden_size, Hq = c.num_attention_heads, Hkv = c.resolved_kv_heads();
   const int64_t Dh = c.resolved_head_dim(), F = c.intermediate_size;
-  Bytes layer;
-  layer.add(linear_bytes(o, 1, Hq * Dh, D));                       // q_proj
-  layer.add(times({2, linear_bytes(o, 1, Hkv * Dh, D)}));          // k_proj, v_proj
-  layer.add(linear_bytes(o, 1, D, Hq * Dh));                       // o_proj
-  const int64_t experts = c.is_moe() ? c.num_local_experts : 1;    // Mixtral: E SwiGLU experts
-  layer.add(times({2, linear_bytes(o, experts, F, D)}));           // gate, up
-  layer.add(linear_bytes(o, experts, D, F));                       // down
-  if (c.is_moe()) layer.add(f32_bytes({c.num_local_experts, D}));  // the router
-  layer.add(f32_bytes({2, D}));                                    // input_layernorm, post_attention_layernorm
-  if (c.attention_bias) layer.add(f32_bytes({Hq * Dh + 2 * Hkv * Dh + D}));  // q, k, v, o biases
-  if (c.mlp_bias) layer.add(f32_bytes({2 * F + D}));                         // gate, up, down biases
+  Bytes attention;
+  attention.add(linear_bytes(o, 1, Hq * Dh, D));               // q_proj
+  attention.add(times({2, linear_bytes(o, 1, Hkv * Dh, D)}));  // k_proj, v_proj
+  attention.add(linear_bytes(o, 1, D, Hq * Dh));               // o_proj
+  attention.add(f32_bytes({2, D}));                            // input_layernorm, post_attention_layernorm
+  if (c.attention_bias || c.qkv_bias) attention.add(f32_bytes({Hq * Dh + 2 * Hkv * Dh}));  // q, k, v biases
+  if (c.attention_bias) attention.add(f32_bytes({D}));                                    // o bias
+  if (c.qk_norm) attention.add(f32_bytes({2, Dh}));                                       // q_norm, k_norm
+  // A SwiGLU MLP of `f` hidden units (`experts` of them stacked).
+  auto swiglu = [&](int64_t experts, int64_t f) {
+    Bytes b;
+    b.add(times({2, linear_bytes(o, experts, f, D)}));  // gate, up
+    b.add(linear_bytes(o, experts, D, f));              // down
+    return b.total;
+  };
+  Bytes dense;
+  dense.add(swiglu(1, F));
+  if (c.mlp_bias) dense.add(f32_bytes({2 * F + D}));  // gate, up, down biases
+  Bytes sparse;
+  sparse.add(swiglu(c.num_local_experts, c.expert_intermediate_size()));
+  sparse.add(f32_bytes({c.num_local_experts, D}));  // the router
+  if (c.shared_expert_intermediate_size > 0) {      // Qwen2-MoE's shared expert and its gate
+    sparse.add(swiglu(1, c.shared_expert_intermediate_size));
+    sparse.add(f32_bytes({D}));
+  }
+  Bytes layers;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    layers.add(attention.total);
+    layers.add(c.is_sparse_layer(i) ? sparse.total : dense.total);
+  }
 
   MemoryEstimate m;
   Bytes weights;
   weights.add(f32_bytes({c.vocab_size, D}));  // embed_tokens
-  weights.add(times({c.num_hidden_layers, layer.total}));
+  weights.add(layers.total);
   weights.add(f32_bytes({D}));  // model.norm
   // A tied head in f32 is the embedding table itself; in another dtype, a converted copy of it.
   if (!c.tie_word_embeddings || w != WeightDType::kF32) weights.add(linear_bytes(o, 1, c.vocab_size, D));

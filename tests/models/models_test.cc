@@ -176,11 +176,109 @@ TEST(Models, MixtralIdenticalInEveryMode) {
   models::LlamaConfig llama;
   EXPECT_EQ(llama.set("num_local_experts", "4").code(), StatusCode::kNotFound);
   EXPECT_EQ(config.set("attention_bias", "true").code(), StatusCode::kNotFound);
-  EXPECT_EQ(config.set("sliding_window", "16").code(), StatusCode::kOk);
-  const Status window = config.validate();
-  EXPECT_FALSE(window);
-  EXPECT_NE(window.message().find("sliding-window attention is not implemented"), std::string::npos);
-  EXPECT_FALSE(config.set("model_type", "mistral"));
+  EXPECT_FALSE(config.set("model_type", "gemma"));
+}
+
+// A sliding window no shorter than the cache masks nothing and builds; a shorter one is refused
+// at build time, naming max_context, the layer and the window.
+TEST(Models, SlidingWindowsShorterThanTheCacheAreRefused) {
+  models::LlamaConfig config;
+  ASSERT_TRUE(config.set("model_type", "mistral"));
+  for (auto [key, value] : {std::pair<const char*, const char*>{"vocab_size", "48"},
+                            {"hidden_size", "32"},
+                            {"intermediate_size", "16"},
+                            {"num_hidden_layers", "2"},
+                            {"num_attention_heads", "4"},
+                            {"sliding_window", "16"}})
+    ASSERT_TRUE(config.set(key, value)) << key;
+  ASSERT_TRUE(config.validate());
+  auto options = tiny_options();  // max_context 16
+  auto weights = random_weights(4);
+  EXPECT_TRUE(models::build_llama(config, options, models::Phase::kDecode, *weights));
+  options.max_context = 20;
+  auto refused = models::build_llama(config, options, models::Phase::kDecode, *weights);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(refused.status().message().find("'max_context' = 20: layer 0 attends within a sliding window of 16"),
+            std::string::npos)
+      << refused.status().to_string();
+  // Qwen2: the window only with use_sliding_window, and only on layers >= max_window_layers.
+  models::LlamaConfig qwen;
+  ASSERT_TRUE(qwen.set("model_type", "qwen2"));
+  for (auto [key, value] : {std::pair<const char*, const char*>{"num_hidden_layers", "4"},
+                            {"sliding_window", "8"},
+                            {"max_window_layers", "2"}})
+    ASSERT_TRUE(qwen.set(key, value)) << key;
+  EXPECT_EQ(qwen.attention_window(3), 0);
+  ASSERT_TRUE(qwen.set("use_sliding_window", "true"));
+  EXPECT_EQ(qwen.attention_window(1), 0);
+  EXPECT_EQ(qwen.attention_window(2), 8);
+  ASSERT_TRUE(qwen.set("layer_types", "[\"sliding_attention\",\"full_attention\",\"full_attention\",\"full_attention\"]"));
+  EXPECT_EQ(qwen.attention_window(0), 8);
+  EXPECT_EQ(qwen.attention_window(2), 0);
+  ASSERT_TRUE(qwen.set("layer_types", "[\"full_attention\"]"));
+  EXPECT_NE(qwen.validate().message().find("'layer_types' has 1 entries for num_hidden_layers = 4"), std::string::npos);
+}
+
+models::LlamaConfig tiny_family(const char* model_type, std::initializer_list<std::pair<const char*, const char*>> keys) {
+  models::LlamaConfig config;
+  EXPECT_TRUE(config.set("model_type", model_type));
+  for (auto [key, value] : {std::pair<const char*, const char*>{"vocab_size", "48"},
+                            {"hidden_size", "32"},
+                            {"intermediate_size", "24"},
+                            {"num_attention_heads", "4"},
+                            {"num_key_value_heads", "2"},
+                            {"head_dim", "8"}})
+    EXPECT_TRUE(config.set(key, value)) << key;
+  for (auto [key, value] : keys) EXPECT_TRUE(config.set(key, value)) << key;
+  EXPECT_TRUE(config.validate()) << config.validate().to_string();
+  return config;
+}
+
+// Qwen2-MoE (a dense layer between sparse ones, the shared expert and its gate, q/k/v biases) and
+// Qwen3-MoE (q/k norms, decoder_sparse_step) in every mode and core count, f32 and w8a8.
+TEST(Models, QwenMoeIdenticalInEveryMode) {
+  const models::LlamaConfig qwen2_moe =
+      tiny_family("qwen2_moe", {{"num_hidden_layers", "3"},
+                                {"num_experts", "4"},
+                                {"num_experts_per_tok", "2"},
+                                {"moe_intermediate_size", "16"},
+                                {"shared_expert_intermediate_size", "24"},
+                                {"mlp_only_layers", "[1]"}});
+  const models::LlamaConfig qwen3_moe = tiny_family("qwen3_moe", {{"num_hidden_layers", "2"},
+                                                                  {"num_experts", "4"},
+                                                                  {"num_experts_per_tok", "2"},
+                                                                  {"moe_intermediate_size", "16"},
+                                                                  {"decoder_sparse_step", "2"},
+                                                                  {"norm_topk_prob", "true"}});
+  EXPECT_TRUE(qwen2_moe.is_sparse_layer(0));
+  EXPECT_FALSE(qwen2_moe.is_sparse_layer(1));
+  EXPECT_FALSE(qwen3_moe.is_sparse_layer(0));
+  EXPECT_TRUE(qwen3_moe.is_sparse_layer(1));
+  for (const models::LlamaConfig* config : {&qwen2_moe, &qwen3_moe}) {
+    for (models::WeightDType dtype : {models::WeightDType::kF32, models::WeightDType::kW8A8}) {
+      auto options = tiny_options();
+      options.weight_dtype = dtype;
+      auto weights = random_weights(6);
+      auto runs = run_all_modes([&](models::Phase p) { return models::build_llama(*config, options, p, *weights); },
+                                options, models::cache_names(*config), config->vocab_size);
+      ASSERT_EQ(runs.size(), 6u) << config->model_type() << " " << models::weight_dtype_name(dtype);
+      EXPECT_TRUE(has_scope(runs[2].result.decode_scopes, "scope_1_part2_moe") !=
+                  (config == &qwen2_moe))
+          << config->model_type();
+      EXPECT_TRUE(has_scope(runs[2].result.decode_scopes, "scope_1_part2_main") == (config == &qwen2_moe))
+          << config->model_type();
+    }
+  }
+  // Each family reads its own keys: no shared expert in Qwen3-MoE, no experts in Qwen2.
+  models::LlamaConfig qwen3_moe_keys;
+  ASSERT_TRUE(qwen3_moe_keys.set("model_type", "qwen3_moe"));
+  EXPECT_EQ(qwen3_moe_keys.set("shared_expert_intermediate_size", "8").code(), StatusCode::kNotFound);
+  models::LlamaConfig qwen2;
+  ASSERT_TRUE(qwen2.set("model_type", "qwen2"));
+  EXPECT_EQ(qwen2.set("num_experts", "8").code(), StatusCode::kNotFound);
+  EXPECT_TRUE(qwen2.qkv_bias);
+  EXPECT_FALSE(qwen2.set("mlp_only_layers", "[1]"));
 }
 
 TEST(Models, AfdIdenticalInEveryMode) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The published definitions as the oracle: transformers' own LlamaForCausalLM,
-MixtralForCausalLM and LongcatFlashForCausalLM on seeded tiny checkpoints.
+"""The published definitions as the oracle: transformers' own LlamaForCausalLM (and the
+families the C++ Llama builder reads: Mistral, Mixtral, Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE)
+and LongcatFlashForCausalLM on seeded tiny checkpoints.
 
     oracle.py OUT_DIR [CASE ...]
 
@@ -10,7 +11,9 @@ For every case (all of CASES without arguments) writes OUT_DIR/CASE/:
                                    published names; LongCat experts packed [E, 2F, D] / [E, D, F]
                                    over the routed experts only, or stored per expert; Mixtral
                                    experts packed as transformers saves them, or per expert as
-                                   the published checkpoints: block_sparse_moe.experts.{e}.w1/w3/w2)
+                                   the published checkpoints: block_sparse_moe.experts.{e}.w1/w3/w2;
+                                   Qwen MoE experts packed, or mlp.experts.{e}.gate_proj/up_proj/
+                                   down_proj as the published checkpoints)
   oracle.txt                       "prompt ID...", "steps N", "ids_f32 ID...", "ids_f64 ID..."
   logits_f32.bin, logits_f64.bin   little-endian float64 [steps, vocab]: the logits transformers
                                    computes in float32 and in float64 at each greedy step
@@ -35,8 +38,10 @@ import sys
 
 import torch
 from safetensors.torch import save_file
-from transformers import (LlamaConfig, LlamaForCausalLM, LongcatFlashConfig, LongcatFlashForCausalLM, MixtralConfig,
-                          MixtralForCausalLM)
+from transformers import (LlamaConfig, LlamaForCausalLM, LongcatFlashConfig, LongcatFlashForCausalLM, MistralConfig,
+                          MistralForCausalLM, MixtralConfig, MixtralForCausalLM, Qwen2Config, Qwen2ForCausalLM,
+                          Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig,
+                          Qwen3MoeForCausalLM)
 
 STEPS = 16
 MIN_TOP2_GAP = 2e-3
@@ -52,6 +57,29 @@ LONGCAT = dict(vocab_size=96, hidden_size=32, num_layers=2, num_attention_heads=
 MIXTRAL = dict(vocab_size=96, hidden_size=32, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
                num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-5, max_position_embeddings=64,
                num_local_experts=4, num_experts_per_tok=2, rope_theta=1e6)
+
+MISTRAL = dict(vocab_size=96, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+               num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-5, max_position_embeddings=64, rope_theta=1e6)
+# Qwen2 has no head_dim key (hidden_size / num_attention_heads); Qwen3's differs from it.
+QWEN2 = dict(vocab_size=96, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, rms_norm_eps=1e-6, max_position_embeddings=64, rope_theta=1e6)
+QWEN3 = dict(QWEN2, head_dim=16)
+# Three layers, the middle one dense (mlp_only_layers); the shared expert wider than the routed.
+QWEN2_MOE = dict(QWEN2, num_hidden_layers=3, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+                 shared_expert_intermediate_size=24, mlp_only_layers=[1], norm_topk_prob=False)
+# decoder_sparse_step 2: layer 0 dense, layer 1 sparse.
+QWEN3_MOE = dict(QWEN2, head_dim=8, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+                 decoder_sparse_step=2, norm_topk_prob=True)
+
+ARCHITECTURES = {"llama": (LlamaConfig, LlamaForCausalLM, LLAMA),
+                 "mistral": (MistralConfig, MistralForCausalLM, MISTRAL),
+                 "mixtral": (MixtralConfig, MixtralForCausalLM, MIXTRAL),
+                 "qwen2": (Qwen2Config, Qwen2ForCausalLM, QWEN2),
+                 "qwen3": (Qwen3Config, Qwen3ForCausalLM, QWEN3),
+                 "qwen2_moe": (Qwen2MoeConfig, Qwen2MoeForCausalLM, QWEN2_MOE),
+                 "qwen3_moe": (Qwen3MoeConfig, Qwen3MoeForCausalLM, QWEN3_MOE),
+                 "longcat_flash": (LongcatFlashConfig, LongcatFlashForCausalLM, LONGCAT)}
+ROUTED = ("longcat_flash", "mixtral", "qwen2_moe", "qwen3_moe")
 
 # A prompt longer than two blocks of the C++ test's paged cache (block_size 4).
 PROMPT = [3, 17, 42, 8, 25, 61, 0, 33, 7, 90, 12]
@@ -83,6 +111,14 @@ CASES = {
     "mixtral_packed": ("mixtral", {}, {"experts": "packed", "saved": True}),
     "mixtral_per_expert": ("mixtral", {"rope_scaling": {"type": "linear", "factor": 2.0}},
                            {"experts": "per_expert"}),
+    # A window on layer 1 (max_window_layers 1) longer than any context: it masks nothing.
+    "qwen2_window": ("qwen2", {"use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 1},
+                     {"saved": True}),
+    "qwen3_tied_bias": ("qwen3", {"tie_word_embeddings": True, "attention_bias": True}, {}),
+    "qwen2_moe_packed": ("qwen2_moe", {}, {"experts": "packed", "saved": True}),
+    "qwen2_moe_per_expert": ("qwen2_moe", {"norm_topk_prob": True}, {"experts": "per_expert"}),
+    "qwen3_moe_per_expert": ("qwen3_moe", {}, {"experts": "per_expert", "saved": True}),
+    "mistral_window": ("mistral", {"sliding_window": 4096}, {"saved": True}),
     "longcat_small_lora": ("longcat_flash", {"rope_theta": 10000000.0}, {"experts": "packed", "small_lora": True}),
     "longcat_yarn": ("longcat_flash", {"rope_parameters": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0,
                                                            "original_max_position_embeddings": 16, "mscale": 1.0,
@@ -132,8 +168,9 @@ def make_weights(model, seed, options):
 def checkpoint_tensors(weights, config, options):
     """The tensors as a checkpoint stores them: no tied LM head, routed experts only."""
     out = {}
-    routed = getattr(config, "n_routed_experts", 0)
-    f = getattr(config, "expert_ffn_hidden_size", 0)
+    qwen = config.model_type in ("qwen2_moe", "qwen3_moe")
+    routed = config.num_experts if qwen else getattr(config, "n_routed_experts", 0)
+    f = config.moe_intermediate_size if qwen else getattr(config, "expert_ffn_hidden_size", 0)
     mixtral = config.model_type == "mixtral"
     for name, w in weights.items():
         if name == "lm_head.weight" and config.tie_word_embeddings:
@@ -155,7 +192,7 @@ def checkpoint_tensors(weights, config, options):
             else:
                 raise SystemExit(f"unexpected Mixtral MLP tensor {name}")
             continue
-        if mixtral:  # packed, as transformers saves it
+        if mixtral or (qwen and options.get("experts") != "per_expert"):  # packed, as transformers saves it
             out[name] = w.clone().contiguous()
             continue
         if name.endswith("mlp.experts.gate_up_proj"):
@@ -186,7 +223,7 @@ class RouterProbe:
         for module in model.modules():
             if type(module).__name__ == "LongcatFlashTopkRouter":
                 self.handles.append(module.register_forward_hook(self.hook))
-            if type(module).__name__ == "MixtralTopKRouter":
+            if type(module).__name__ in ("MixtralTopKRouter", "Qwen2MoeTopKRouter", "Qwen3MoeTopKRouter"):
                 self.handles.append(module.register_forward_hook(self.mixtral_hook))
 
     def mixtral_hook(self, module, args, output):
@@ -243,9 +280,7 @@ def top2_gap(logits):
 def build(arch, keys, case_dir, saved=False):
     """Writes config.json and reads it back as transformers does (from_pretrained); `saved`
     rewrites it with save_pretrained."""
-    cls_cfg, cls_model, base = {"llama": (LlamaConfig, LlamaForCausalLM, LLAMA),
-                                "mixtral": (MixtralConfig, MixtralForCausalLM, MIXTRAL),
-                                "longcat_flash": (LongcatFlashConfig, LongcatFlashForCausalLM, LONGCAT)}[arch]
+    cls_cfg, cls_model, base = ARCHITECTURES[arch]
     with open(os.path.join(case_dir, "config.json"), "w") as f:
         json.dump(dict(base, **keys, model_type=arch), f, indent=2)
     config = cls_cfg.from_pretrained(case_dir)
@@ -279,7 +314,7 @@ def run_case(name, out_dir):
                 h.remove()
             results[dtype] = (logits, ids)
             ok &= top2_gap(logits) >= MIN_TOP2_GAP
-            if arch in ("longcat_flash", "mixtral"):
+            if arch in ROUTED:
                 ok &= probe.gap >= MIN_ROUTER_GAP
                 ok &= probe.zero_chosen or not options.get("zero_expert")
         ok &= results["f32"][1] == results["f64"][1]

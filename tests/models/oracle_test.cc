@@ -1,5 +1,6 @@
 // The published definitions as the oracle: the C++ models against transformers' own
-// LlamaForCausalLM, MixtralForCausalLM and LongcatFlashForCausalLM (tests/models/oracle.py) on seeded tiny
+// LlamaForCausalLM (and Mistral, Mixtral, Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE, LlamaConfig's other
+// families) and LongcatFlashForCausalLM (tests/models/oracle.py) on seeded tiny
 // checkpoints, in every execution mode.
 //
 // Each case is a checkpoint directory the fixture `models.oracle_generate` wrote, with the greedy
@@ -181,11 +182,14 @@ Expected<Graph> build_longcat(const models::LongCatFlashConfig& c, const models:
 
 class LlamaOracle : public ::testing::TestWithParam<const char*> {};
 class MixtralOracle : public ::testing::TestWithParam<const char*> {};
+class QwenMistralOracle : public ::testing::TestWithParam<const char*> {};
 class LongCatFlashOracle : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(LlamaOracle, MatchesTransformers) { check_case<models::LlamaConfig>(GetParam(), build_llama); }
 // Mixtral is LlamaConfig's mixtral family (config.json's model_type), built by build_llama.
 TEST_P(MixtralOracle, MatchesTransformers) { check_case<models::LlamaConfig>(GetParam(), build_llama); }
+// So are Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE and Mistral.
+TEST_P(QwenMistralOracle, MatchesTransformers) { check_case<models::LlamaConfig>(GetParam(), build_llama); }
 TEST_P(LongCatFlashOracle, MatchesTransformers) { check_case<models::LongCatFlashConfig>(GetParam(), build_longcat); }
 
 // The cases of tests/models/oracle.py (CASES).
@@ -194,6 +198,10 @@ INSTANTIATE_TEST_SUITE_P(Cases, LlamaOracle,
                                            "llama_yarn", "llama_llama3", "llama_tied_bias"),
                          [](const auto& param_info) { return std::string(param_info.param); });
 INSTANTIATE_TEST_SUITE_P(Cases, MixtralOracle, ::testing::Values("mixtral_packed", "mixtral_per_expert"),
+                         [](const auto& param_info) { return std::string(param_info.param); });
+INSTANTIATE_TEST_SUITE_P(Cases, QwenMistralOracle,
+                         ::testing::Values("qwen2_window", "qwen3_tied_bias", "qwen2_moe_packed",
+                                           "qwen2_moe_per_expert", "qwen3_moe_per_expert", "mistral_window"),
                          [](const auto& param_info) { return std::string(param_info.param); });
 INSTANTIATE_TEST_SUITE_P(Cases, LongCatFlashOracle,
                          ::testing::Values("longcat_packed", "longcat_per_expert", "longcat_small_lora", "longcat_yarn",

@@ -32,7 +32,14 @@ constexpr ArchitectureName kArchitectures[] = {
     {"longcat_flash", Architecture::kLongCatFlash},
     {"longcat_flash_afd", Architecture::kLongCatFlashAfd},
     {"llama", Architecture::kLlama},
-    {"mixtral", Architecture::kLlama},  // LlamaConfig's Mixtral family: the Llama builder with sparse MoE MLPs
+    // LlamaConfig's other families (config.json's model_type): the Llama builder with their biases,
+    // q/k norms and sparse MoE MLPs.
+    {"mistral", Architecture::kLlama},
+    {"mixtral", Architecture::kLlama},
+    {"qwen2", Architecture::kLlama},
+    {"qwen3", Architecture::kLlama},
+    {"qwen2_moe", Architecture::kLlama},
+    {"qwen3_moe", Architecture::kLlama},
 };
 
 std::string architecture_list() {
@@ -55,7 +62,7 @@ template <typename ModelConfig>
 Status fill_model_config(const config::Config& cfg, const Checkpoint* ckpt, ModelConfig& mc,
                          std::vector<std::string>& notes, const std::string& architecture) {
   if constexpr (std::is_same_v<ModelConfig, models::LlamaConfig>) {
-    // The family (llama or mixtral) before any key: a checkpoint's model_type, or the name.
+    // The family (llama, mixtral, qwen2, ...) before any key: a checkpoint's model_type, or the name.
     if (!ckpt) SK_RETURN_IF_ERROR(mc.set("model_type", architecture));
   }
   if (ckpt) {
@@ -76,12 +83,12 @@ Status fill_model_config(const config::Config& cfg, const Checkpoint* ckpt, Mode
     if (!s) return s.with_context(where);
   }
   if constexpr (std::is_same_v<ModelConfig, models::LlamaConfig>) {
-    if (ckpt && (architecture == "mixtral") != mc.is_moe())
+    if (ckpt && architecture != mc.model_type())
       return at_key(cfg, "model.architecture",
                     Status::invalid_argument("'" + architecture +
                                              "' names another architecture than the checkpoint's "
                                              "model_type (" +
-                                             std::string(mc.is_moe() ? "mixtral" : "llama") + ")"));
+                                             mc.model_type() + ")"));
   }
   if (Status s = mc.validate(); !s) {
     // Point at the size key the message names, when the config file sets it.

@@ -24,7 +24,9 @@ import torch
 
 from .._errors import InvalidArgumentError
 
-ARCHITECTURES = ("llama", "mixtral", "longcat_flash")
+# LlamaConfig's families (config.json's model_type, one C++ builder) and LongCat-Flash.
+LLAMA_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe")
+ARCHITECTURES = LLAMA_FAMILIES + ("longcat_flash",)
 
 
 class _Config:
@@ -62,11 +64,11 @@ class CppModel:
         where = dict(checkpoint=checkpoint) if checkpoint else dict(config=config)
         self.weights = (_superkernel.models.Weights.checkpoint(checkpoint) if checkpoint
                         else _superkernel.models.Weights.random(seed))
-        if architecture == "mixtral" and config is not None:
-            where = dict(config=dict(config, model_type="mixtral"))
-        if architecture in ("llama", "mixtral"):  # one builder: the family comes from model_type
+        if architecture in LLAMA_FAMILIES and config is not None:
+            where = dict(config=dict(config, model_type=architecture))
+        if architecture in LLAMA_FAMILIES:  # one builder: the family comes from model_type
             fields = cpp_models.llama_config(**where)
-            if (fields["model_type"] == "mixtral") != (architecture == "mixtral"):
+            if fields["model_type"] != architecture:
                 raise InvalidArgumentError(f"architecture '{architecture}': the checkpoint's model_type is "
                                            f"'{fields['model_type']}'")
             self._build_fn, unread = cpp_models.build_llama, cpp_models.llama_unread_tensors
