@@ -174,7 +174,9 @@ struct LlamaConfig {
   bool is_moe() const { return num_local_experts > 0; }
   // Whether `layer`'s MLP is the sparse MoE block (every layer of mixtral; the qwen rule).
   bool is_sparse_layer(int64_t layer) const;
-  int64_t expert_intermediate_size() const { return moe_intermediate_size > 0 ? moe_intermediate_size : intermediate_size; }
+  int64_t expert_intermediate_size() const {
+    return moe_intermediate_size > 0 ? moe_intermediate_size : intermediate_size;
+  }
   // The window of `layer` in tokens, 0 for full attention.
   int64_t attention_window(int64_t layer) const;
   const char* model_type() const;  // "llama", "mixtral", ...

@@ -2,11 +2,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <initializer_list>
 #include <optional>
 #include <span>
-#include <type_traits>
-#include <initializer_list>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -76,8 +76,7 @@ Status parse_into(std::string_view key, std::string_view value, std::optional<T>
 Expected<std::vector<std::string_view>> array_items(std::string_view key, std::string_view value) {
   std::vector<std::string_view> items;
   if (value == "null") return items;
-  if (value.size() < 2 || value.front() != '[' || value.back() != ']')
-    return bad_value(key, value, "an array");
+  if (value.size() < 2 || value.front() != '[' || value.back() != ']') return bad_value(key, value, "an array");
   std::string_view rest = value.substr(1, value.size() - 2);
   auto trimmed = [](std::string_view t) {
     while (!t.empty() && t.front() == ' ') t.remove_prefix(1);
@@ -519,8 +518,8 @@ const KeyField<Ll> kQwen2Keys[] = {
     {"layer_types", &Ll::layer_types},
 };
 const KeyField<Ll> kQwen3Keys[] = {
-    {"attention_bias", &Ll::attention_bias},   {"use_sliding_window", &Ll::use_sliding_window},
-    {"sliding_window", &Ll::sliding_window},   {"max_window_layers", &Ll::max_window_layers},
+    {"attention_bias", &Ll::attention_bias}, {"use_sliding_window", &Ll::use_sliding_window},
+    {"sliding_window", &Ll::sliding_window}, {"max_window_layers", &Ll::max_window_layers},
     {"layer_types", &Ll::layer_types},
 };
 const KeyField<Ll> kQwen2MoeKeys[] = {
@@ -671,7 +670,7 @@ Status set_key(Config& config, std::type_identity_t<std::initializer_list<std::s
   if (!row) return Status::not_found(std::string(model) + " config has no key '" + std::string(key) + "'");
   if (is_null(value) && std::find(nullable.begin(), nullable.end(), key) != nullable.end()) {
     if (auto* count = std::get_if<int64_t Config::*>(&row->field)) {
-      config.**count = 0;
+      config.** count = 0;
       return Status::ok();
     }
   }

@@ -104,9 +104,8 @@ Tensor sparse_moe(Llama& m, Tensor x, int64_t layer) {
   nn::Linear gate_up = m.w.experts(p + "experts.gate_up_proj", {E, 2 * F, D}, [&](int64_t e) {
     return std::vector<std::string>{expert(e, "w1", "gate_proj"), expert(e, "w3", "up_proj")};
   });
-  nn::Linear down = m.w.experts(p + "experts.down_proj", {E, D, F}, [&](int64_t e) {
-    return std::vector<std::string>{expert(e, "w2", "down_proj")};
-  });
+  nn::Linear down = m.w.experts(p + "experts.down_proj", {E, D, F},
+                                [&](int64_t e) { return std::vector<std::string>{expert(e, "w2", "down_proj")}; });
   Tensor shared_gate;
   if (c.shared_expert_intermediate_size > 0)
     shared_gate = m.w.f32(p + "shared_expert_gate.weight", {1, D}, WeightInit::kLinear);

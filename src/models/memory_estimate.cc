@@ -148,8 +148,8 @@ MemoryEstimate estimate_memory(const LlamaConfig& c, const BuildOptions& o) {
   attention.add(linear_bytes(o, 1, D, Hq * Dh));               // o_proj
   attention.add(f32_bytes({2, D}));                            // input_layernorm, post_attention_layernorm
   if (c.attention_bias || c.qkv_bias) attention.add(f32_bytes({Hq * Dh + 2 * Hkv * Dh}));  // q, k, v biases
-  if (c.attention_bias) attention.add(f32_bytes({D}));                                    // o bias
-  if (c.qk_norm) attention.add(f32_bytes({2, Dh}));                                       // q_norm, k_norm
+  if (c.attention_bias) attention.add(f32_bytes({D}));                                     // o bias
+  if (c.qk_norm) attention.add(f32_bytes({2, Dh}));                                        // q_norm, k_norm
   // A SwiGLU MLP of `f` hidden units (`experts` of them stacked).
   auto swiglu = [&](int64_t experts, int64_t f) {
     Bytes b;

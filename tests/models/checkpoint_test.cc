@@ -3,6 +3,8 @@
 // the logits are listed as ignored, and tensors no graph reads are an error listing them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -258,6 +260,115 @@ TEST_F(CheckpointTest, KeysThatDoNotChangeTheLogitsAreListedAsIgnored) {
 // config.json files as published checkpoints write them (sizes shrunk): every key is applied or
 // listed as ignored, none refused. Llama 3.1 (transformers 4.x: rope_scaling llama3, an eos list),
 // and LongCat-Flash-Chat's original keys.
+// The Qwen and Mistral families' config.json files as published (Qwen2.5-7B-Instruct,
+// Qwen1.5-MoE-A2.7B, Qwen3-30B-A3B, Mistral-7B-v0.1; sizes shrunk): every key applied or ignored,
+// none refused, and what they say reaches the config.
+TEST_F(CheckpointTest, PublishedQwenAndMistralConfigsLoad) {
+  const JsonKeys common = {{"attention_dropout", "0.0"},
+                           {"bos_token_id", "151643"},
+                           {"eos_token_id", "151645"},
+                           {"hidden_act", "\"silu\""},
+                           {"hidden_size", "16"},
+                           {"initializer_range", "0.02"},
+                           {"intermediate_size", "24"},
+                           {"num_attention_heads", "4"},
+                           {"num_hidden_layers", "2"},
+                           {"num_key_value_heads", "2"},
+                           {"rms_norm_eps", "1e-06"},
+                           {"rope_theta", "1000000.0"},
+                           {"tie_word_embeddings", "false"},
+                           {"torch_dtype", "\"bfloat16\""},
+                           {"use_cache", "true"},
+                           {"vocab_size", "32"}};
+  write_json("qwen2", common,
+             {{"architectures", "[\"Qwen2ForCausalLM\"]"},
+              {"max_position_embeddings", "32768"},
+              {"max_window_layers", "28"},
+              {"sliding_window", "131072"},
+              {"use_sliding_window", "false"}});
+  auto ckpt = open();
+  models::LlamaConfig qwen2;
+  std::vector<models::IgnoredKey> ignored;
+  Status s = models::load_config_json(*ckpt, qwen2, &ignored);
+  ASSERT_TRUE(s) << s.to_string();
+  EXPECT_TRUE(qwen2.qkv_bias);
+  EXPECT_FALSE(qwen2.qk_norm);
+  EXPECT_EQ(qwen2.attention_window(1), 0);  // use_sliding_window false
+
+  write_json("qwen2_moe", common,
+             {{"architectures", "[\"Qwen2MoeForCausalLM\"]"},
+              {"max_position_embeddings", "8192"},
+              {"max_window_layers", "21"},
+              {"sliding_window", "32768"},
+              {"use_sliding_window", "false"},
+              {"decoder_sparse_step", "1"},
+              {"moe_intermediate_size", "8"},
+              {"shared_expert_intermediate_size", "24"},
+              {"num_experts_per_tok", "4"},
+              {"num_experts", "6"},
+              {"norm_topk_prob", "false"},
+              {"output_router_logits", "false"},
+              {"router_aux_loss_coef", "0.001"}});
+  ckpt = open();
+  models::LlamaConfig qwen2_moe;
+  s = models::load_config_json(*ckpt, qwen2_moe);
+  ASSERT_TRUE(s) << s.to_string();
+  EXPECT_EQ(qwen2_moe.num_local_experts, 6);
+  EXPECT_EQ(qwen2_moe.shared_expert_intermediate_size, 24);
+  EXPECT_FALSE(qwen2_moe.norm_topk_prob);
+  EXPECT_TRUE(qwen2_moe.is_sparse_layer(0) && qwen2_moe.is_sparse_layer(1));
+
+  write_json("qwen3_moe", common,
+             {{"architectures", "[\"Qwen3MoeForCausalLM\"]"},
+              {"attention_bias", "false"},
+              {"decoder_sparse_step", "1"},
+              {"head_dim", "8"},
+              {"max_position_embeddings", "40960"},
+              {"max_window_layers", "48"},
+              {"mlp_only_layers", "[]"},
+              {"moe_intermediate_size", "8"},
+              {"norm_topk_prob", "true"},
+              {"num_experts", "8"},
+              {"num_experts_per_tok", "2"},
+              {"output_router_logits", "false"},
+              {"rope_scaling", "null"},
+              {"router_aux_loss_coef", "0.001"},
+              {"sliding_window", "null"},
+              {"use_sliding_window", "false"}});
+  ckpt = open();
+  models::LlamaConfig qwen3_moe;
+  ignored.clear();
+  s = models::load_config_json(*ckpt, qwen3_moe, &ignored);
+  ASSERT_TRUE(s) << s.to_string();
+  EXPECT_TRUE(qwen3_moe.qk_norm);
+  EXPECT_EQ(qwen3_moe.resolved_head_dim(), 8);
+  EXPECT_EQ(qwen3_moe.num_local_experts, 8);
+  // Qwen3MoeConfig has no max_window_layers: published files carry it, transformers never reads it.
+  auto window_layers = std::find_if(ignored.begin(), ignored.end(),
+                                    [](const models::IgnoredKey& k) { return k.key == "max_window_layers"; });
+  ASSERT_NE(window_layers, ignored.end());
+  EXPECT_NE(window_layers->why.find("not read by transformers' Qwen3Moe"), std::string::npos) << window_layers->why;
+
+  write_json("mistral", common,
+             {{"architectures", "[\"MistralForCausalLM\"]"},
+              {"max_position_embeddings", "32768"},
+              {"sliding_window", "4096"}});
+  ckpt = open();
+  models::LlamaConfig mistral;
+  s = models::load_config_json(*ckpt, mistral);
+  ASSERT_TRUE(s) << s.to_string();
+  EXPECT_EQ(mistral.attention_window(0), 4096);
+
+  // A model_type no family has names the families.
+  write_json("gemma", common, {});
+  ckpt = open();
+  models::LlamaConfig gemma;
+  s = models::load_config_json(*ckpt, gemma);
+  EXPECT_NE(s.message().find("config.json:2: key 'model_type': 'gemma' is not one of llama, mistral, mixtral"),
+            std::string::npos)
+      << s.to_string();
+}
+
 TEST_F(CheckpointTest, PublishedConfigsLoad) {
   write_json("llama",
              {{"architectures", "[\"LlamaForCausalLM\"]"},

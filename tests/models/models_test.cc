@@ -189,9 +189,10 @@ TEST(Models, SlidingWindowsShorterThanTheCacheAreRefused) {
                             {"intermediate_size", "16"},
                             {"num_hidden_layers", "2"},
                             {"num_attention_heads", "4"},
+                            {"num_key_value_heads", "2"},
                             {"sliding_window", "16"}})
     ASSERT_TRUE(config.set(key, value)) << key;
-  ASSERT_TRUE(config.validate());
+  ASSERT_TRUE(config.validate()) << config.validate().to_string();
   auto options = tiny_options();  // max_context 16
   auto weights = random_weights(4);
   EXPECT_TRUE(models::build_llama(config, options, models::Phase::kDecode, *weights));
@@ -213,14 +214,16 @@ TEST(Models, SlidingWindowsShorterThanTheCacheAreRefused) {
   ASSERT_TRUE(qwen.set("use_sliding_window", "true"));
   EXPECT_EQ(qwen.attention_window(1), 0);
   EXPECT_EQ(qwen.attention_window(2), 8);
-  ASSERT_TRUE(qwen.set("layer_types", "[\"sliding_attention\",\"full_attention\",\"full_attention\",\"full_attention\"]"));
+  ASSERT_TRUE(
+      qwen.set("layer_types", "[\"sliding_attention\",\"full_attention\",\"full_attention\",\"full_attention\"]"));
   EXPECT_EQ(qwen.attention_window(0), 8);
   EXPECT_EQ(qwen.attention_window(2), 0);
   ASSERT_TRUE(qwen.set("layer_types", "[\"full_attention\"]"));
   EXPECT_NE(qwen.validate().message().find("'layer_types' has 1 entries for num_hidden_layers = 4"), std::string::npos);
 }
 
-models::LlamaConfig tiny_family(const char* model_type, std::initializer_list<std::pair<const char*, const char*>> keys) {
+models::LlamaConfig tiny_family(const char* model_type,
+                                std::initializer_list<std::pair<const char*, const char*>> keys) {
   models::LlamaConfig config;
   EXPECT_TRUE(config.set("model_type", model_type));
   for (auto [key, value] : {std::pair<const char*, const char*>{"vocab_size", "48"},
@@ -238,13 +241,12 @@ models::LlamaConfig tiny_family(const char* model_type, std::initializer_list<st
 // Qwen2-MoE (a dense layer between sparse ones, the shared expert and its gate, q/k/v biases) and
 // Qwen3-MoE (q/k norms, decoder_sparse_step) in every mode and core count, f32 and w8a8.
 TEST(Models, QwenMoeIdenticalInEveryMode) {
-  const models::LlamaConfig qwen2_moe =
-      tiny_family("qwen2_moe", {{"num_hidden_layers", "3"},
-                                {"num_experts", "4"},
-                                {"num_experts_per_tok", "2"},
-                                {"moe_intermediate_size", "16"},
-                                {"shared_expert_intermediate_size", "24"},
-                                {"mlp_only_layers", "[1]"}});
+  const models::LlamaConfig qwen2_moe = tiny_family("qwen2_moe", {{"num_hidden_layers", "3"},
+                                                                  {"num_experts", "4"},
+                                                                  {"num_experts_per_tok", "2"},
+                                                                  {"moe_intermediate_size", "16"},
+                                                                  {"shared_expert_intermediate_size", "24"},
+                                                                  {"mlp_only_layers", "[1]"}});
   const models::LlamaConfig qwen3_moe = tiny_family("qwen3_moe", {{"num_hidden_layers", "2"},
                                                                   {"num_experts", "4"},
                                                                   {"num_experts_per_tok", "2"},
@@ -263,8 +265,7 @@ TEST(Models, QwenMoeIdenticalInEveryMode) {
       auto runs = run_all_modes([&](models::Phase p) { return models::build_llama(*config, options, p, *weights); },
                                 options, models::cache_names(*config), config->vocab_size);
       ASSERT_EQ(runs.size(), 6u) << config->model_type() << " " << models::weight_dtype_name(dtype);
-      EXPECT_TRUE(has_scope(runs[2].result.decode_scopes, "scope_1_part2_moe") !=
-                  (config == &qwen2_moe))
+      EXPECT_TRUE(has_scope(runs[2].result.decode_scopes, "scope_1_part2_moe") != (config == &qwen2_moe))
           << config->model_type();
       EXPECT_TRUE(has_scope(runs[2].result.decode_scopes, "scope_1_part2_main") == (config == &qwen2_moe))
           << config->model_type();
