@@ -1,7 +1,8 @@
 """``python -m superkernel serve``: the continuous-batching engine and the OpenAI-compatible HTTP
-API, every test on two seeded oracle checkpoints (longcat_oracle) with a word-level tokenizer
+API, every test on four seeded oracle checkpoints (longcat_oracle) with a word-level tokenizer
 (test_longcat_cli.make_tokenizer: id i is the word "w{i}"): LongCat-Flash, served by its PyTorch
-sample compiled with the superkernel backend, and Llama, served by the C++ model library's graphs
+sample compiled with the superkernel backend, and Llama, Qwen2-MoE and Mixtral (published
+per-expert layouts), served by the C++ model library's graphs
 (superkernel.models.cpp_model.CppModel).
 
 - engine: a request alone gives transformers' greedy ids in every mode; requests batched with
@@ -36,7 +37,8 @@ from test_longcat_cli import EOS_WORD, make_tokenizer
 ROWS, CONTEXT, CHUNK = 3, 64, 8
 
 
-@pytest.fixture(scope="module", params=["longcat_packed", "llama_rope_theta"], ids=["longcat", "llama"])
+@pytest.fixture(scope="module", params=["longcat_packed", "llama_rope_theta", "qwen2_moe_per_expert", "mixtral_per_expert"],
+                ids=["longcat", "llama", "qwen2_moe", "mixtral"])
 def checkpoint(tmp_path_factory, request):
     d = tmp_path_factory.mktemp("serve_ckpt")
     case = Case(request.param)
@@ -216,10 +218,12 @@ def _words(ids):
 
 
 def _stop_word_at(words, start):
-    """The first index from `start` on whose word, as a stop string, first occurs in the text at
-    that word (not inside an earlier one: "w7" inside "w71", or a repeat)."""
+    """The first index from `start` on (else the first after 0) whose word, as a stop string,
+    first occurs in the text at that word (not inside an earlier one: "w7" inside "w71", or a
+    repeat)."""
     text = " ".join(words)
-    return next(j for j in range(start, len(words)) if text.find(words[j]) == len(" ".join(words[:j])) + 1)
+    order = list(range(start, len(words))) + list(range(1, start))
+    return next(j for j in order if text.find(words[j]) == len(" ".join(words[:j])) + 1)
 
 
 def _events(text):
