@@ -326,26 +326,45 @@ nn::Linear ModelWeights::stack_experts(const std::string& packed, const Shape& s
   const bool quantised = dtype_ == WeightDType::kW8A8;
   const DType dtype = quantised ? DType::kI8 : dtype_ == WeightDType::kBF16 ? DType::kBF16 : DType::kF32;
   const size_t row_bytes = static_cast<size_t>(in) * dtype_size(dtype);
-  auto weight = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(experts * out) * row_bytes);
-  auto scale = std::make_shared<std::vector<float>>(quantised ? static_cast<size_t>(experts * out) : 0);
-  for (int64_t e = 0; e < experts; ++e) {
-    const std::vector<std::string> names = per_expert(first + e);
-    const int64_t rows = out / static_cast<int64_t>(names.size());
-    for (size_t part = 0; part < names.size(); ++part) {
-      const size_t first_row = static_cast<size_t>(e * out + static_cast<int64_t>(part) * rows);
-      nn::Linear w = linear(names[part], {rows, in});
-      if (!status_) return {};
-      std::memcpy(weight->data() + first_row * row_bytes, constant_bytes(g_.tensor(w.weight)), rows * row_bytes);
-      if (quantised) std::memcpy(scale->data() + first_row, constant_bytes(g_.tensor(w.scale)), rows * sizeof(float));
+  struct Stacked {
+    std::vector<uint8_t> weight;  // [experts, out, in] of dtype
+    std::vector<float> scale;     // w8a8: [experts, out]
+  };
+  // Stacked once per source: every graph built from it (prefill, decode graphs of each row count)
+  // binds the same bytes, so a served MoE model holds its experts once, not once per graph.
+  const std::string key = "stacked experts " + packed + " " + dtype_name(dtype) + " " + std::to_string(first) + "+" +
+                          std::to_string(count);
+  Expected<WeightSource::Derived> made = source_.derived(key, [&]() -> Expected<WeightSource::Derived> {
+    auto stacked = std::make_shared<Stacked>();
+    stacked->weight.resize(static_cast<size_t>(experts * out) * row_bytes);
+    stacked->scale.resize(quantised ? static_cast<size_t>(experts * out) : 0);
+    for (int64_t e = 0; e < experts; ++e) {
+      const std::vector<std::string> names = per_expert(first + e);
+      const int64_t rows = out / static_cast<int64_t>(names.size());
+      for (size_t part = 0; part < names.size(); ++part) {
+        const size_t first_row = static_cast<size_t>(e * out + static_cast<int64_t>(part) * rows);
+        nn::Linear w = linear(names[part], {rows, in});
+        if (!status_) return status_;
+        std::memcpy(stacked->weight.data() + first_row * row_bytes, constant_bytes(g_.tensor(w.weight)),
+                    rows * row_bytes);
+        if (quantised)
+          std::memcpy(stacked->scale.data() + first_row, constant_bytes(g_.tensor(w.scale)), rows * sizeof(float));
+      }
     }
+    return WeightSource::Derived(stacked);
+  });
+  if (!made) {
+    if (status_) status_ = made.status();
+    return {};
   }
-  nn::Linear stacked;
-  const Shape stacked_shape{experts, out, in};
-  stacked.weight = g_.constant_external(packed, dtype, stacked_shape, weight->data(), weight->size(), weight);
+  auto stacked = std::static_pointer_cast<const Stacked>(*made);
+  nn::Linear out_linear;
+  out_linear.weight = g_.constant_external(packed, dtype, {experts, out, in}, stacked->weight.data(),
+                                           stacked->weight.size(), stacked);
   if (quantised)
-    stacked.scale = g_.constant_external(packed + ".scale", DType::kF32, {experts, out}, scale->data(),
-                                         scale->size() * sizeof(float), scale);
-  return stacked;
+    out_linear.scale = g_.constant_external(packed + ".scale", DType::kF32, {experts, out}, stacked->scale.data(),
+                                            stacked->scale.size() * sizeof(float), stacked);
+  return out_linear;
 }
 
 std::string scope_options(const BuildOptions& options, std::string_view scope) {

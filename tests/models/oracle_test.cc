@@ -150,6 +150,15 @@ void check_case(const std::string& name, Build build) {
   ASSERT_TRUE(prefill) << prefill.status().to_string();
   auto decode = build(config, options, models::Phase::kDecode, *weights);
   ASSERT_TRUE(decode) << decode.status().to_string();
+  // Stacked experts (per-expert checkpoints) are made once per weight source: the prefill and the
+  // decode graph bind the same bytes.
+  const std::string experts = "model.layers.1.mlp.experts.gate_up_proj";
+  auto bytes_of = [&](const Graph& g) -> const void* {
+    for (size_t i = 0; i < g.num_tensors(); ++i)
+      if (g.tensor(static_cast<int32_t>(i)).name == experts) return g.tensor(static_cast<int32_t>(i)).external_data;
+    return nullptr;
+  };
+  EXPECT_EQ(bytes_of(*prefill), bytes_of(*decode)) << experts << " is stacked once per graph";
   // Every tensor of the checkpoint was read (nothing the published model uses is ignored).
   ASSERT_TRUE(models::check_unread_tensors(config, *weights))
       << models::check_unread_tensors(config, *weights).to_string();
