@@ -27,6 +27,11 @@ import urllib.error
 import urllib.request
 
 
+def fail(message: str):
+    print(f"llama_cpp_greedy_gate: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -43,7 +48,7 @@ def ours(cli: str, checkpoint: str, prompt: list[int], tokens: int) -> list[int]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     found = re.search(r"sequence 0 tokens: ([0-9 ]+)", done.stdout)
     if done.returncode != 0 or not found:
-        raise SystemExit(f"llama_cpp_greedy_gate: {' '.join(cmd)} exited {done.returncode}:\n{done.stderr[-2000:]}")
+        fail(f"{' '.join(cmd)} exited {done.returncode}:\n{done.stderr[-2000:]}")
     return [int(t) for t in found.group(1).split()]
 
 
@@ -56,7 +61,7 @@ def llama_cpp(server: str, gguf: str, prompt: list[int], tokens: int) -> list[in
         deadline = time.monotonic() + 300
         while True:
             if proc.poll() is not None:
-                raise SystemExit(f"llama_cpp_greedy_gate: llama-server exited {proc.returncode}:\n"
+                fail(f"llama-server exited {proc.returncode}:\n"
                                  f"{proc.stderr.read()[-2000:]}")
             try:
                 with urllib.request.urlopen(url + "/health", timeout=5) as r:
@@ -65,7 +70,7 @@ def llama_cpp(server: str, gguf: str, prompt: list[int], tokens: int) -> list[in
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             if time.monotonic() > deadline:
-                raise SystemExit("llama_cpp_greedy_gate: llama-server did not become ready in 300 s")
+                fail("llama-server did not become ready in 300 s")
             time.sleep(0.5)
         body = {"prompt": prompt, "n_predict": tokens, "temperature": 0.0, "top_k": 1, "cache_prompt": False,
                 "return_tokens": True, "ignore_eos": True}
