@@ -61,8 +61,7 @@ def llama_cpp(server: str, gguf: str, prompt: list[int], tokens: int) -> list[in
         deadline = time.monotonic() + 300
         while True:
             if proc.poll() is not None:
-                fail(f"llama-server exited {proc.returncode}:\n"
-                                 f"{proc.stderr.read()[-2000:]}")
+                fail(f"llama-server exited {proc.returncode}:\n{proc.stderr.read()[-2000:]}")
             try:
                 with urllib.request.urlopen(url + "/health", timeout=5) as r:
                     if r.status == 200:
