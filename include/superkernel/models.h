@@ -231,7 +231,7 @@ Status check_unread_tensors(const LlamaConfig& config, const WeightSource& weigh
 // activations (w4a8: matmul.w4a8_dyn) or f32 activations (w4: matmul.w4). 4-bit weights come from
 // the checkpoint when it holds packed AWQ / GPTQ weights (LlamaConfig::quantization), else they
 // are quantised at load (nn::quantize_int4). Norms, embeddings, the router and the MLA absorbed
-// projections stay f32; LongCat-Flash's experts have no f16 or 4-bit grouped matmul (refused).
+// projections stay f32; MoE experts have no 4-bit grouped matmul (refused).
 enum class WeightDType { kF32, kBF16, kW8A8, kF16, kW4A8, kW4 };
 const char* weight_dtype_name(WeightDType dtype);
 // "f32" | "bf16" | "f16" | "w8a8" | "w4a8" | "w4"

@@ -287,10 +287,10 @@ nn::Linear ModelWeights::experts(const std::string& packed, const Shape& shape,
                                  const std::function<std::vector<std::string>(int64_t)>& per_expert, int64_t first,
                                  int64_t count) {
   if (!status_) return {};
-  if (dtype_ != WeightDType::kF32 && dtype_ != WeightDType::kBF16 && dtype_ != WeightDType::kW8A8) {
+  if (is_int4(dtype_)) {
     status_ = Status::unimplemented("expert weights '" + packed + "': weight dtype " +
                                     std::string(weight_dtype_name(dtype_)) +
-                                    " has no grouped matmul (grouped_matmul takes f32, bf16 and w8a8 experts)");
+                                    " has no grouped matmul (grouped_matmul takes f32, bf16, f16 and w8a8 experts)");
     return {};
   }
   if (count < 0) count = shape[0] - first;
@@ -303,7 +303,7 @@ nn::Linear ModelWeights::experts(const std::string& packed, const Shape& shape,
       if (!q) return q.status();
       return nn::Linear{q->weight, q->scale};
     }
-    const DType dtype = dtype_ == WeightDType::kBF16 ? DType::kBF16 : DType::kF32;
+    const DType dtype = float_dtype(dtype_);
     Expected<Tensor> t = all ? source_.get(g_, packed, dtype, shape, WeightInit::kLinear)
                              : source_.get_shard(g_, packed, dtype, shape, mine, WeightInit::kLinear);
     if (!t) return t.status();
@@ -324,7 +324,7 @@ nn::Linear ModelWeights::stack_experts(const std::string& packed, const Shape& s
                                        int64_t first, int64_t count) {
   const int64_t experts = count, out = shape[1], in = shape[2];
   const bool quantised = dtype_ == WeightDType::kW8A8;
-  const DType dtype = quantised ? DType::kI8 : dtype_ == WeightDType::kBF16 ? DType::kBF16 : DType::kF32;
+  const DType dtype = quantised ? DType::kI8 : float_dtype(dtype_);
   const size_t row_bytes = static_cast<size_t>(in) * dtype_size(dtype);
   struct Stacked {
     std::vector<uint8_t> weight;  // [experts, out, in] of dtype
@@ -332,8 +332,8 @@ nn::Linear ModelWeights::stack_experts(const std::string& packed, const Shape& s
   };
   // Stacked once per source: every graph built from it (prefill, decode graphs of each row count)
   // binds the same bytes, so a served MoE model holds its experts once, not once per graph.
-  const std::string key = "stacked experts " + packed + " " + dtype_name(dtype) + " " + std::to_string(first) + "+" +
-                          std::to_string(count);
+  const std::string key =
+      "stacked experts " + packed + " " + dtype_name(dtype) + " " + std::to_string(first) + "+" + std::to_string(count);
   Expected<WeightSource::Derived> made = source_.derived(key, [&]() -> Expected<WeightSource::Derived> {
     auto stacked = std::make_shared<Stacked>();
     stacked->weight.resize(static_cast<size_t>(experts * out) * row_bytes);
@@ -359,8 +359,8 @@ nn::Linear ModelWeights::stack_experts(const std::string& packed, const Shape& s
   }
   auto stacked = std::static_pointer_cast<const Stacked>(*made);
   nn::Linear out_linear;
-  out_linear.weight = g_.constant_external(packed, dtype, {experts, out, in}, stacked->weight.data(),
-                                           stacked->weight.size(), stacked);
+  out_linear.weight =
+      g_.constant_external(packed, dtype, {experts, out, in}, stacked->weight.data(), stacked->weight.size(), stacked);
   if (quantised)
     out_linear.scale = g_.constant_external(packed + ".scale", DType::kF32, {experts, out}, stacked->scale.data(),
                                             stacked->scale.size() * sizeof(float), stacked);

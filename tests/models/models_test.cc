@@ -150,20 +150,27 @@ TEST(Models, LlamaIdenticalInEveryMode) {
   }
 }
 
-TEST(Models, MixtralIdenticalInEveryMode) {
+// A tiny config of one of LlamaConfig's families: `keys` on top of small common sizes.
+models::LlamaConfig tiny_family(const char* model_type,
+                                std::initializer_list<std::pair<const char*, const char*>> keys) {
   models::LlamaConfig config;
-  ASSERT_TRUE(config.set("model_type", "mixtral"));
+  EXPECT_TRUE(config.set("model_type", model_type));
   for (auto [key, value] : {std::pair<const char*, const char*>{"vocab_size", "48"},
                             {"hidden_size", "32"},
-                            {"intermediate_size", "16"},
-                            {"num_hidden_layers", "2"},
+                            {"intermediate_size", "24"},
                             {"num_attention_heads", "4"},
                             {"num_key_value_heads", "2"},
-                            {"num_local_experts", "4"},
-                            {"num_experts_per_tok", "2"}})
-    ASSERT_TRUE(config.set(key, value)) << key;
-  ASSERT_TRUE(config.validate());
-  for (models::WeightDType dtype : {models::WeightDType::kF32, models::WeightDType::kW8A8}) {
+                            {"head_dim", "8"}})
+    EXPECT_TRUE(config.set(key, value)) << key;
+  for (auto [key, value] : keys) EXPECT_TRUE(config.set(key, value)) << key;
+  EXPECT_TRUE(config.validate()) << config.validate().to_string();
+  return config;
+}
+
+TEST(Models, MixtralIdenticalInEveryMode) {
+  models::LlamaConfig config =
+      tiny_family("mixtral", {{"num_hidden_layers", "2"}, {"num_local_experts", "4"}, {"num_experts_per_tok", "2"}});
+  for (models::WeightDType dtype : {models::WeightDType::kF32, models::WeightDType::kW8A8, models::WeightDType::kF16}) {
     auto options = tiny_options();
     options.weight_dtype = dtype;
     auto weights = random_weights(4);
@@ -182,17 +189,7 @@ TEST(Models, MixtralIdenticalInEveryMode) {
 // A sliding window no shorter than the cache masks nothing and builds; a shorter one is refused
 // at build time, naming max_context, the layer and the window.
 TEST(Models, SlidingWindowsShorterThanTheCacheAreRefused) {
-  models::LlamaConfig config;
-  ASSERT_TRUE(config.set("model_type", "mistral"));
-  for (auto [key, value] : {std::pair<const char*, const char*>{"vocab_size", "48"},
-                            {"hidden_size", "32"},
-                            {"intermediate_size", "16"},
-                            {"num_hidden_layers", "2"},
-                            {"num_attention_heads", "4"},
-                            {"num_key_value_heads", "2"},
-                            {"sliding_window", "16"}})
-    ASSERT_TRUE(config.set(key, value)) << key;
-  ASSERT_TRUE(config.validate()) << config.validate().to_string();
+  const models::LlamaConfig config = tiny_family("mistral", {{"num_hidden_layers", "2"}, {"sliding_window", "16"}});
   auto options = tiny_options();  // max_context 16
   auto weights = random_weights(4);
   EXPECT_TRUE(models::build_llama(config, options, models::Phase::kDecode, *weights));
@@ -222,24 +219,9 @@ TEST(Models, SlidingWindowsShorterThanTheCacheAreRefused) {
   EXPECT_NE(qwen.validate().message().find("'layer_types' has 1 entries for num_hidden_layers = 4"), std::string::npos);
 }
 
-models::LlamaConfig tiny_family(const char* model_type,
-                                std::initializer_list<std::pair<const char*, const char*>> keys) {
-  models::LlamaConfig config;
-  EXPECT_TRUE(config.set("model_type", model_type));
-  for (auto [key, value] : {std::pair<const char*, const char*>{"vocab_size", "48"},
-                            {"hidden_size", "32"},
-                            {"intermediate_size", "24"},
-                            {"num_attention_heads", "4"},
-                            {"num_key_value_heads", "2"},
-                            {"head_dim", "8"}})
-    EXPECT_TRUE(config.set(key, value)) << key;
-  for (auto [key, value] : keys) EXPECT_TRUE(config.set(key, value)) << key;
-  EXPECT_TRUE(config.validate()) << config.validate().to_string();
-  return config;
-}
-
 // Qwen2-MoE (a dense layer between sparse ones, the shared expert and its gate, q/k/v biases) and
-// Qwen3-MoE (q/k norms, decoder_sparse_step) in every mode and core count, f32 and w8a8.
+// Qwen3-MoE (q/k norms, decoder_sparse_step) in every mode and core count, in every weight dtype
+// the experts' grouped matmuls take (f32, w8a8, bf16, f16).
 TEST(Models, QwenMoeIdenticalInEveryMode) {
   const models::LlamaConfig qwen2_moe = tiny_family("qwen2_moe", {{"num_hidden_layers", "3"},
                                                                   {"num_experts", "4"},
@@ -258,7 +240,8 @@ TEST(Models, QwenMoeIdenticalInEveryMode) {
   EXPECT_FALSE(qwen3_moe.is_sparse_layer(0));
   EXPECT_TRUE(qwen3_moe.is_sparse_layer(1));
   for (const models::LlamaConfig* config : {&qwen2_moe, &qwen3_moe}) {
-    for (models::WeightDType dtype : {models::WeightDType::kF32, models::WeightDType::kW8A8}) {
+    for (models::WeightDType dtype : {models::WeightDType::kF32, models::WeightDType::kW8A8, models::WeightDType::kBF16,
+                                      models::WeightDType::kF16}) {
       auto options = tiny_options();
       options.weight_dtype = dtype;
       auto weights = random_weights(6);
