@@ -1,8 +1,8 @@
 """``python -m superkernel serve``: the continuous-batching engine and the OpenAI-compatible HTTP
-API, every test on four seeded oracle checkpoints (longcat_oracle) with a word-level tokenizer
+API, every test on three seeded oracle checkpoints (longcat_oracle) with a word-level tokenizer
 (test_longcat_cli.make_tokenizer: id i is the word "w{i}"): LongCat-Flash, served by its PyTorch
-sample compiled with the superkernel backend, and Llama, Qwen2-MoE and Mixtral (published
-per-expert layouts), served by the C++ model library's graphs
+sample compiled with the superkernel backend, and Llama and Qwen2-MoE (published per-expert
+layout, a shared expert), served by the C++ model library's graphs
 (superkernel.models.cpp_model.CppModel).
 
 - engine: a request alone gives transformers' greedy ids in every mode; requests batched with
@@ -37,8 +37,8 @@ from test_longcat_cli import EOS_WORD, make_tokenizer
 ROWS, CONTEXT, CHUNK = 3, 64, 8
 
 
-@pytest.fixture(scope="module", params=["longcat_packed", "llama_rope_theta", "qwen2_moe_per_expert", "mixtral_per_expert"],
-                ids=["longcat", "llama", "qwen2_moe", "mixtral"])
+@pytest.fixture(scope="module", params=["longcat_packed", "llama_rope_theta", "qwen2_moe_per_expert"],
+                ids=["longcat", "llama", "qwen2_moe"])
 def checkpoint(tmp_path_factory, request):
     d = tmp_path_factory.mktemp("serve_ckpt")
     case = Case(request.param)
