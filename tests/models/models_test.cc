@@ -258,6 +258,15 @@ TEST(Models, QwenMoeIdenticalInEveryMode) {
   models::LlamaConfig qwen3_moe_keys;
   ASSERT_TRUE(qwen3_moe_keys.set("model_type", "qwen3_moe"));
   EXPECT_EQ(qwen3_moe_keys.set("shared_expert_intermediate_size", "8").code(), StatusCode::kNotFound);
+  // List values: config.json's compact arrays; anything else names the key.
+  ASSERT_TRUE(qwen3_moe_keys.set("mlp_only_layers", "[0, 2]"));
+  EXPECT_EQ(qwen3_moe_keys.mlp_only_layers, (std::vector<int64_t>{0, 2}));
+  const Status bad_list = qwen3_moe_keys.set("mlp_only_layers", "[1,x]");
+  EXPECT_EQ(bad_list.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_list.message().find("config key 'mlp_only_layers': '[1,x]' is not an array of integers"),
+            std::string::npos)
+      << bad_list.to_string();
+  EXPECT_EQ(qwen3_moe_keys.set("mlp_only_layers", "3").code(), StatusCode::kInvalidArgument);
   models::LlamaConfig qwen2;
   ASSERT_TRUE(qwen2.set("model_type", "qwen2"));
   EXPECT_EQ(qwen2.set("num_experts", "8").code(), StatusCode::kNotFound);
