@@ -37,11 +37,10 @@ from test_longcat_cli import EOS_WORD, make_tokenizer
 ROWS, CONTEXT, CHUNK = 3, 64, 8
 
 
-@pytest.fixture(scope="module", params=["longcat_packed", "llama_rope_theta", "qwen2_moe_per_expert"],
-                ids=["longcat", "llama", "qwen2_moe"])
-def checkpoint(tmp_path_factory, request):
+def _checkpoint(tmp_path_factory, oracle_case):
+    """A copy of an oracle checkpoint with a tokenizer and a run config beside it."""
     d = tmp_path_factory.mktemp("serve_ckpt")
-    case = Case(request.param)
+    case = Case(oracle_case)
     for name in ("config.json", "model.safetensors"):
         shutil.copy(os.path.join(case.dir, name), d / name)
     make_tokenizer(str(d), 96)
@@ -51,6 +50,21 @@ def checkpoint(tmp_path_factory, request):
     return case, str(cfg)
 
 
+# The engine, text and HTTP tests run on each architecture the server builds differently: LongCat-Flash
+# (the PyTorch path), Llama and Qwen2-MoE (the C++ models).
+@pytest.fixture(scope="module", params=["longcat_packed", "llama_rope_theta", "qwen2_moe_per_expert"],
+                ids=["longcat", "llama", "qwen2_moe"])
+def checkpoint(tmp_path_factory, request):
+    return _checkpoint(tmp_path_factory, request.param)
+
+
+# The process-level tests (a `serve` subprocess: start, answer, SIGTERM) do not depend on the model:
+# one architecture, the C++ Llama (the quickest to start).
+@pytest.fixture(scope="module")
+def llama_checkpoint(tmp_path_factory):
+    return _checkpoint(tmp_path_factory, "llama_rope_theta")
+
+
 def _engine(cfg_path, mode="superkernel", rows=ROWS, **flags):
     argv = ["serve", cfg_path, "--mode", mode, "--max-sequences", str(rows), "--max-context", str(CONTEXT),
             "--prefill-chunk", str(CHUNK), "-q"]
@@ -58,6 +72,17 @@ def _engine(cfg_path, mode="superkernel", rows=ROWS, **flags):
         argv += [f"--{k.replace('_', '-')}", str(v)]
     args = _cli.parser().parse_args(argv)
     return _cli.serve_engine(args, run_config.load(cfg_path))
+
+
+_drained_engines = {}
+
+
+def _drained_engine(cfg_path, mode="superkernel"):
+    """An engine shared by the tests that drain every request they submit and change no setting
+    (building one compiles its graphs: seconds for LongCat-Flash)."""
+    if (cfg_path, mode) not in _drained_engines:
+        _drained_engines[(cfg_path, mode)] = _engine(cfg_path, mode)
+    return _drained_engines[(cfg_path, mode)]
 
 
 def _drain(engine, prompts, params):
@@ -85,7 +110,7 @@ GREEDY = SamplingParams(max_tokens=10, temperature=0.0)
 @pytest.mark.parametrize("mode", ["eager", "graph", "superkernel"])
 def test_engine_alone_gives_transformers_greedy_ids(checkpoint, mode):
     case, cfg = checkpoint
-    engine, _, eos, _ = _engine(cfg, mode)
+    engine, _, eos, _ = _drained_engine(cfg, mode)
     assert eos == {EOS_WORD}
     want = case.ids["f32"][:10]
     assert EOS_WORD not in want
@@ -94,7 +119,7 @@ def test_engine_alone_gives_transformers_greedy_ids(checkpoint, mode):
 
 def test_engine_batched_requests_get_their_alone_tokens(checkpoint):
     case, cfg = checkpoint
-    engine, _, _, _ = _engine(cfg)
+    engine, _, _, _ = _drained_engine(cfg)
     long = [(7 * i + 3) % 90 for i in range(21)]  # three prefill chunks
     prompts = [case.prompt, long, [3, 4], case.prompt[:5], [11] * 9]  # five requests, three rows
     sampled = SamplingParams(max_tokens=8, temperature=0.9, top_p=0.9, seed=5)
@@ -475,12 +500,12 @@ def test_http_disconnect_frees_the_row_and_overload_is_503(server):
     assert status == 503 and "overloaded" in text and headers.get("retry-after") == "1"
 
 
-def test_serve_command_answers_and_exits_0_on_sigterm(checkpoint):
+def test_serve_command_answers_and_exits_0_on_sigterm(llama_checkpoint):
     import signal
     import subprocess
     import sys
 
-    case, cfg = checkpoint
+    case, cfg = llama_checkpoint
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

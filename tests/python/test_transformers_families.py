@@ -13,9 +13,10 @@ Each compiles into one graph per call shape with no host step (fullgraph: no gra
 greedy ids follow torch eager's over 16 steps with a static cache (parting only at a tie within the
 dtype's tolerance), logits within it, the decode step gives the same bits in the three modes
 (transformers_decode.check_model); in bf16 the step captured once and replayed gives the compiled
-calls' ids and logits bit for bit (check_replay); and with one fusion scope per decoder layer
-(superkernel.scope_modules) the model still compiles with no graph break and no host step, each
-layer a segment of its own."""
+calls' ids and logits bit for bit (check_replay); in bf16, with one fusion scope per decoder layer
+(superkernel.scope_modules), the SCOPED families still compile with no graph break and no host
+step, each layer a segment of its own; and Llama and Qwen3 in bf16 and f16 run their projections,
+norms, SwiGLU and RoPE on the 16-bit matmuls and the library's fused kernels."""
 
 import pytest
 import torch
@@ -69,33 +70,45 @@ def _kernels(graph):
     return [graph.graph.op(i).kernel for i in range(graph.graph.num_ops)]
 
 
+# The families whose bf16 run puts one fusion scope on each decoder layer.
+SCOPED = {"llama", "qwen3", "olmo2", "qwen3_moe", "deepseek_v3"}
+
+
+def _check_16_bit_kernels(family, config, kernels, suffix):
+    """Llama and Qwen3 in the 16-bit dtypes run every projection on matmul.<dtype> and their norms,
+    SwiGLU and RoPE on the library's kernels (python/superkernel/_patterns.py), not element-wise
+    chains."""
+    layers = config.num_hidden_layers
+    assert "tensor.batched_mm" not in kernels
+    # q, k, v, o, gate, up, down per layer and the head.
+    assert kernels.count(f"matmul.{suffix}") == 7 * layers + 1
+    # Two norms per layer and the final one; Qwen3 also normalises q and k per head.
+    assert kernels.count("rms_norm.f32") == (2 + (2 if family == "qwen3" else 0)) * layers + 1
+    assert kernels.count("silu_mul.f32") == layers
+    assert kernels.count("rope.f32") == 2 * layers
+
+
+# One compile per case (compiling is most of the time): the bf16 case also replays the captured step
+# and, for SCOPED, compiles with a scope per layer.
 @pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_family_compiles_and_follows_eager(family, dtype):
     model, config = _model(family, DTYPES[dtype])
-    _, decode = check_model(model, config, tol=TOL[DTYPES[dtype]])
+    scoped = dtype == "bf16" and family in SCOPED
+    if scoped:
+        assert sk.scope_modules(model, r"model\.layers\.\d+") == ["model.layers.0", "model.layers.1"]
+    _, decode = check_model(model, config, tol=TOL[DTYPES[dtype]], replay=dtype == "bf16")
     assert decode.host_steps == [], decode.explain()
     kernels = _kernels(decode)
     assert kernels.count("layer_norm.f32") == LAYER_NORMS.get(family, 0), decode.explain()
+    if scoped:
+        scopes = {s.scope for s in decode.report.segments}
+        assert {"model.layers.0", "model.layers.1"} <= scopes, decode.explain()
+    if family in ("llama", "qwen3") and dtype != "f32":
+        _check_16_bit_kernels(family, config, kernels, dtype)
     if family in ("qwen3_moe", "deepseek_v3"):
         assert MOE_KERNELS <= set(kernels), decode.explain()
         # gate_up and down per MoE layer (DeepSeek-V3's first layer is dense); no weight copies.
         assert kernels.count(GROUPED[dtype]) == 2 * (config.num_hidden_layers - getattr(
             config, "first_k_dense_replace", 0)), decode.explain()
         assert "tensor.batched_mm" not in kernels, decode.explain()
-
-
-@pytest.mark.parametrize("family", list(FAMILIES))
-def test_family_bf16_decode_captured_and_replayed(family):
-    model, config = _model(family, torch.bfloat16)
-    check_replay(model, config)
-
-
-@pytest.mark.parametrize("family", ["llama", "qwen3", "olmo2", "qwen3_moe", "deepseek_v3"])
-def test_family_with_a_scope_per_layer_has_no_graph_break(family):
-    model, config = _model(family, torch.bfloat16)
-    assert sk.scope_modules(model, r"model\.layers\.\d+") == ["model.layers.0", "model.layers.1"]
-    _, decode = check_model(model, config, tol=TOL[torch.bfloat16])
-    assert decode.host_steps == [], decode.explain()
-    scopes = {s.scope for s in decode.report.segments}
-    assert {"model.layers.0", "model.layers.1"} <= scopes, decode.explain()

@@ -32,9 +32,10 @@ def greedy(model, config, record=False, prompt_at_once=True):
     return ids, logits_seen, ran
 
 
-def check_model(model, config, tol, prompt_at_once=True):
+def check_model(model, config, tol, prompt_at_once=True, replay=False):
     """Greedy ids equal eager; returns the two compiled graphs (the first call's and the decode
-    step's)."""
+    step's). With replay, the same compiled model also passes check_replay's test (one compile
+    for both: compiling is most of these tests' time)."""
     torch._dynamo.reset()
     want_ids, want_logits, _ = greedy(model, config, prompt_at_once=prompt_at_once)
     compiled = torch.compile(model, backend="superkernel", options=OPTIONS, fullgraph=True, dynamic=False)
@@ -63,6 +64,8 @@ def check_model(model, config, tol, prompt_at_once=True):
         outs[mode] = [bits(t) for t in decode.with_options({**MODES[mode]})(*replay) if isinstance(t, torch.Tensor)]
     for mode in ("eager", "graph"):
         assert all(torch.equal(a, b) for a, b in zip(outs[mode], outs["superkernel"])), mode
+    if replay:
+        _replay_matches_calls(compiled, config)
     return graphs
 
 
@@ -71,6 +74,10 @@ def check_replay(model, config):
     written into the captured input: the compiled calls' ids and logits, bit for bit."""
     torch._dynamo.reset()
     compiled = torch.compile(model, backend="superkernel", options=OPTIONS, fullgraph=True, dynamic=False)
+    _replay_matches_calls(compiled, config)
+
+
+def _replay_matches_calls(compiled, config):
     want_ids, want_logits, _ = greedy(compiled, config)
     cache = StaticCache(config=config, max_cache_len=CACHE_LEN)
     ids, logits_seen = [], []
