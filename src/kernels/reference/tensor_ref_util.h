@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "kernels/reference/ref_util.h"
+#include "util/element.h"
 #include "util/half.h"
 
 namespace sk::ref {
@@ -28,41 +29,7 @@ inline unsigned char* ref_ptr_mut(const sk_tensor_arg& t, const int64_t* idx) {
 }
 
 // The element as a double: floats exactly, integers exactly up to 2^53, bool as 0 / 1.
-inline double read_f64(int32_t dtype, const unsigned char* p) {
-  switch (dtype) {
-    case SK_DTYPE_F32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    case SK_DTYPE_BF16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return bf16_to_f32(h);
-    }
-    case SK_DTYPE_F16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return f16_to_f32(h);
-    }
-    case SK_DTYPE_I8:
-      return static_cast<int8_t>(*p);
-    case SK_DTYPE_I32: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case SK_DTYPE_I64: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return static_cast<double>(v);
-    }
-    case SK_DTYPE_BOOL:
-      return *p != 0 ? 1.0 : 0.0;
-    default:
-      return 0.0;
-  }
-}
+inline double read_f64(int32_t dtype, const unsigned char* p) { return load_element(dtype, p); }
 
 // The element's value as the f32 the contract computes with (integers rounded to f32).
 inline double read_as_f32(int32_t dtype, const unsigned char* p) {
