@@ -120,6 +120,29 @@ inline void run_pinned(int threads, const std::function<void(int)>& part,
   for (auto& t : ts) t.join();
 }
 
+// Reads a[lo, hi) (lo, hi multiples of 32 words) once: one stream, or four contiguous quarters
+// side by side, a cache line of each per step. Returns an OR-XOR of what it read, so the reads
+// cannot be dropped.
+inline uint64_t read_words(const uint64_t* a, size_t lo, size_t hi, int streams) {
+  uint64_t acc[32] = {};
+  if (streams == 4) {
+    const size_t q = ((hi - lo) / 4) & ~size_t{7};
+    for (size_t i = lo; i < lo + q; i += 8)
+      for (int j = 0; j < 8; ++j) {
+        acc[j] |= a[i + j];
+        acc[8 + j] |= a[i + q + j];
+        acc[16 + j] |= a[i + 2 * q + j];
+        acc[24 + j] |= a[i + 3 * q + j];
+      }
+  } else {
+    for (size_t i = lo; i < hi; i += 32)
+      for (int j = 0; j < 32; ++j) acc[j] |= a[i + j];
+  }
+  uint64_t s = 0;
+  for (uint64_t v : acc) s ^= v;
+  return s;
+}
+
 // Read-only sweep point: every byte of a `footprint` buffer read once per pass, split in
 // contiguous parts over the threads. The reduction is an integer OR into 32 independent 64-bit
 // accumulators (256 bytes per step), so no add latency chain limits it below the memory system
@@ -141,24 +164,7 @@ inline double read_sweep_point(int threads, int runs, size_t footprint, bool hug
   std::vector<uint64_t> sink(static_cast<size_t>(threads) * 8);
   auto part = [&](int t) {
     const size_t lo = (words * t / threads) & ~size_t{31}, hi = (words * (t + 1) / threads) & ~size_t{31};
-    uint64_t acc[32] = {};
-    if (streams == 4) {
-      // Four contiguous quarters read side by side, a cache line of each per step.
-      const size_t q = ((hi - lo) / 4) & ~size_t{7};
-      for (size_t i = lo; i < lo + q; i += 8)
-        for (int j = 0; j < 8; ++j) {
-          acc[j] |= a[i + j];
-          acc[8 + j] |= a[i + q + j];
-          acc[16 + j] |= a[i + 2 * q + j];
-          acc[24 + j] |= a[i + 3 * q + j];
-        }
-    } else {
-      for (size_t i = lo; i < hi; i += 32)
-        for (int j = 0; j < 32; ++j) acc[j] |= a[i + j];
-    }
-    uint64_t s = 0;
-    for (uint64_t v : acc) s ^= v;
-    sink[static_cast<size_t>(t) * 8] = s;
+    sink[static_cast<size_t>(t) * 8] = read_words(a, lo, hi, streams);
   };
   std::vector<double> times;
   for (int r = 0; r < runs + 1; ++r) {
@@ -168,6 +174,36 @@ inline double read_sweep_point(int threads, int runs, size_t footprint, bool hug
   }
   // The fastest pass: a ceiling, and another process sharing the machine only ever slows a pass.
   return gb_per_s(read_bytes(footprint), stats_of(times).min);
+}
+
+// Read bandwidth of a footprint that fits the LLC, read again and again: the bound of a kernel
+// whose weights stay in the caches between calls (a 16 MiB GEMV on a 48 MiB L3 reads them from
+// there, past DRAM's bound). The threads start once (a thread's start would dominate a pass of a
+// cached buffer), pinned as run_pinned pins them, each first touching and then reading its part
+// `passes` times; each thread's fastest pass, summed over the threads: a ceiling, since the
+// threads' passes need not overlap exactly.
+inline double cached_read_gb_per_s(int threads, size_t footprint, int passes, int streams = 1) {
+  threads = std::max(threads, 1);
+  const size_t words = std::max<size_t>((footprint / sizeof(uint64_t) + 31) & ~size_t{31}, size_t{32} * threads);
+  std::vector<uint64_t> a(words);
+  std::vector<double> rate(static_cast<size_t>(threads), 0.0);
+  std::vector<uint64_t> sink(static_cast<size_t>(threads) * 8);
+  run_pinned(threads, [&](int t) {
+    const size_t lo = (words * t / threads) & ~size_t{31}, hi = (words * (t + 1) / threads) & ~size_t{31};
+    for (size_t i = lo; i < hi; ++i) a[i] = i * 0x9e3779b97f4a7c15ull;
+    double best = 0.0;
+    uint64_t s = 0;
+    for (int r = 0; r < std::max(passes, 1); ++r) {
+      const double t0 = now_seconds();
+      s ^= read_words(a.data(), lo, hi, streams);
+      best = std::max(best, static_cast<double>(hi - lo) * sizeof(uint64_t) / std::max(now_seconds() - t0, 1e-9));
+    }
+    rate[static_cast<size_t>(t)] = best;
+    sink[static_cast<size_t>(t) * 8] = s;
+  });
+  double sum = 0.0;
+  for (double r : rate) sum += r;
+  return sum / 1e9;
 }
 
 // STREAM triad a[i] = b[i] + 3 * c[i] over arrays of 64 MiB (beyond the LLC), with the same
