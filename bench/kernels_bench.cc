@@ -143,14 +143,14 @@ int main(int argc, char** argv) {
           const double sec = onednn_matmul_seconds(c.onednn, cores, per_round, &dnn_why);
           if (sec > 0) dnn_times.push_back(sec);
         }
-        // A case that streams beyond the LLC gets read-only sweeps of its own footprint in its
-        // own rounds: this VM's bandwidth drifts by half within seconds, and a bound taken at
+        // Each case's own footprint is read in its own rounds, cached if it fits the LLC, else as
+        // read-only sweeps: this VM's bandwidth drifts by half within seconds, and a bound taken at
         // another moment bounded nothing (2 cores: sweep 34 GB/s, a GEMV seconds later 55).
         if (fits_llc)
           for (int streams : {1, 4})
             cached_bound = std::max(cached_bound,
                                     cached_read_gb_per_s(cores, static_cast<size_t>(c.bytes), per_round + 2, streams));
-        if (c.bytes > static_cast<double>(llc_bytes()))
+        else if (c.bytes > 0)
           for (bool huge : {false, true}) {
             const size_t footprint = static_cast<size_t>(c.bytes) >> 20 << 20;  // whole MiB: one row per size
             add_read_point(bound, {footprint, huge, read_sweep_point(cores, 2, footprint, huge), 1});

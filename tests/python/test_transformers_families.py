@@ -23,7 +23,7 @@ import torch
 import transformers
 
 import superkernel as sk
-from transformers_decode import check_model, check_replay
+from transformers_decode import check_model
 
 TINY = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, max_position_embeddings=128)

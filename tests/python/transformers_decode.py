@@ -59,9 +59,9 @@ def check_model(model, config, tol, prompt_at_once=True, replay=False):
     outs = {}
     for mode in MODES:
         # Frozen parameters and buffers stay as they are: the graph holds their storage.
-        replay = [a.clone() if isinstance(a, torch.Tensor) and i not in decode.frozen_inputs else a
+        inputs = [a.clone() if isinstance(a, torch.Tensor) and i not in decode.frozen_inputs else a
                   for i, a in enumerate(args)]
-        outs[mode] = [bits(t) for t in decode.with_options({**MODES[mode]})(*replay) if isinstance(t, torch.Tensor)]
+        outs[mode] = [bits(t) for t in decode.with_options({**MODES[mode]})(*inputs) if isinstance(t, torch.Tensor)]
     for mode in ("eager", "graph"):
         assert all(torch.equal(a, b) for a, b in zip(outs[mode], outs["superkernel"])), mode
     if replay:
