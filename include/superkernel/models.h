@@ -193,6 +193,63 @@ struct LlamaConfig {
   int64_t resolved_kv_heads() const { return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads; }
 };
 
+// DeepSeek-V2 and DeepSeek-V3 (config.json's model_type deepseek_v2 / deepseek_v3, transformers'
+// DeepseekV2Config / DeepseekV3Config): MLA attention (absorbed, as LongCat-Flash's), dense SwiGLU
+// MLPs in the first first_k_dense_replace layers, then a MoE of n_routed_experts routed experts
+// (num_experts_per_tok of them per token) plus n_shared_experts shared ones. V2 routes by softmax
+// and plain top-k (topk_method greedy); V3 by sigmoid scores plus e_score_correction_bias, within
+// the topk_group best of n_group groups, renormalised when norm_topk_prob. set("model_type", ...)
+// chooses the family and its published defaults.
+struct DeepseekConfig {
+  enum class Family { kV2, kV3 };
+  Family family = Family::kV3;
+  int64_t vocab_size = 129280;
+  int64_t hidden_size = 7168;
+  int64_t intermediate_size = 18432;
+  int64_t moe_intermediate_size = 2048;
+  int64_t num_hidden_layers = 61;
+  int64_t num_attention_heads = 128;
+  int64_t n_shared_experts = 1;
+  int64_t n_routed_experts = 256;
+  double routed_scaling_factor = 2.5;
+  int64_t kv_lora_rank = 512;
+  int64_t q_lora_rank = 1536;  // 0 (config.json null): q_proj instead of q_a_proj / q_b_proj
+  int64_t qk_rope_head_dim = 64;
+  int64_t v_head_dim = 128;
+  int64_t qk_nope_head_dim = 128;
+  int64_t n_group = 8;     // 0 (null): 1
+  int64_t topk_group = 4;  // 0 (null): n_group
+  int64_t num_experts_per_tok = 8;
+  int64_t first_k_dense_replace = 3;
+  bool norm_topk_prob = true;
+  int64_t max_position_embeddings = 4096;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  bool tie_word_embeddings = false;
+  bool rope_interleave = true;  // V3: rotary pairs (x0, x1), (x2, x3), ...; V2 always interleaves
+  bool attention_bias = false;  // q_a_proj, kv_a_proj_with_mqa, o_proj biases
+  bool mlp_bias = false;        // V2: the dense and shared MLPs' biases
+  bool group_limited = false;   // V2's topk_method group_limited_greedy (refused unless it selects all)
+  // Keys the published code reads that admit one value only (0: absent, the value it implies):
+  // = num_attention_heads; V3's published default is 128 (DeepSeek-V3's heads), V2's none (0)
+  int64_t num_key_value_heads = 128;
+  int64_t head_dim = 0;                  // = qk_rope_head_dim
+  int64_t qk_head_dim = 0;               // = qk_nope_head_dim + qk_rope_head_dim
+  int64_t num_nextn_predict_layers = 0;  // V3's multi-token-prediction layers (not run; their tensors skipped)
+  RopeKeys rope;
+
+  const char* model_type() const { return family == Family::kV2 ? "deepseek_v2" : "deepseek_v3"; }
+  const char* model_name() const { return family == Family::kV2 ? "DeepseekV2" : "DeepseekV3"; }
+  bool is_moe_layer(int64_t layer) const { return layer >= first_k_dense_replace; }
+  int64_t groups() const { return n_group > 0 ? n_group : 1; }
+  int64_t groups_chosen() const { return topk_group > 0 ? topk_group : groups(); }
+
+  Status set(std::string_view key, std::string_view value);
+  Status validate() const;
+  static std::vector<std::string> keys();
+  Expected<nn::RopeScaling> rope_scaling() const;
+};
+
 // A config.json key load_config_json() did not apply, with why (`superkernel -v` lists them).
 struct IgnoredKey {
   std::string key;
@@ -210,6 +267,8 @@ struct IgnoredKey {
 Status load_config_json(const Checkpoint& checkpoint, LongCatFlashConfig& config,
                         std::vector<IgnoredKey>* ignored = nullptr);
 Status load_config_json(const Checkpoint& checkpoint, LlamaConfig& config, std::vector<IgnoredKey>* ignored = nullptr);
+Status load_config_json(const Checkpoint& checkpoint, DeepseekConfig& config,
+                        std::vector<IgnoredKey>* ignored = nullptr);
 
 // After every graph of a model is built from `weights`: the checkpoint tensors no graph read are
 // an error listing them (the published model reads every tensor it has, so an unread tensor means
@@ -223,6 +282,10 @@ Status load_config_json(const Checkpoint& checkpoint, LlamaConfig& config, std::
 Status check_unread_tensors(const LongCatFlashConfig& config, const WeightSource& weights, bool allow_unread = false,
                             std::vector<std::string>* skipped = nullptr, std::pair<int32_t, int32_t> ep_rank = {0, 1});
 Status check_unread_tensors(const LlamaConfig& config, const WeightSource& weights, bool allow_unread = false,
+                            std::vector<std::string>* skipped = nullptr);
+// DeepSeek-V3's multi-token-prediction layers (model.layers.{i} for i >= num_hidden_layers, with
+// num_nextn_predict_layers) are skipped, as transformers skips them.
+Status check_unread_tensors(const DeepseekConfig& config, const WeightSource& weights, bool allow_unread = false,
                             std::vector<std::string>* skipped = nullptr);
 
 // How Linear weights are stored and multiplied: f32, bf16 (matmul.bf16), f16 (matmul.f16), int8
@@ -302,10 +365,13 @@ Expected<Graph> build_longcat_flash(const LongCatFlashConfig& config, const Buil
 Expected<Graph> build_longcat_flash_afd(const LongCatFlashConfig& config, const BuildOptions& options,
                                         WeightSource& weights);
 Expected<Graph> build_llama(const LlamaConfig& config, const BuildOptions& options, Phase phase, WeightSource& weights);
+Expected<Graph> build_deepseek(const DeepseekConfig& config, const BuildOptions& options, Phase phase,
+                               WeightSource& weights);
 
 // Graph variables holding the paged caches (shared by a model's prefill and decode graphs).
 std::vector<std::string> cache_names(const LongCatFlashConfig& config);
 std::vector<std::string> cache_names(const LlamaConfig& config);
+std::vector<std::string> cache_names(const DeepseekConfig& config);
 
 // Names of the graph inputs and outputs.
 inline constexpr const char* kInputIds = "input_ids";
@@ -414,6 +480,7 @@ struct MemoryEstimate {
 };
 MemoryEstimate estimate_memory(const LongCatFlashConfig& config, const BuildOptions& options);
 MemoryEstimate estimate_memory(const LlamaConfig& config, const BuildOptions& options);
+MemoryEstimate estimate_memory(const DeepseekConfig& config, const BuildOptions& options);
 // The FFN-only AFD variant (build_longcat_flash_afd): no caches.
 MemoryEstimate estimate_memory_afd(const LongCatFlashConfig& config, const BuildOptions& options);
 

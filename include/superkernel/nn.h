@@ -165,6 +165,9 @@ struct RouterOutput {
 };
 // moe_router.f32: logits [T, E+Z], bias [E+Z].
 RouterOutput moe_router(Graph& g, Tensor logits, Tensor bias, const sk_moe_router_attrs& attrs, std::string name = "");
+// The same with DeepSeek-V3's group-limited selection (n_group, topk_group).
+RouterOutput moe_router(Graph& g, Tensor logits, Tensor bias, const sk_moe_router_group_attrs& attrs,
+                        std::string name = "");
 
 struct DispatchOutput {
   Tensor x_sorted;  // f32 [T*k, D]

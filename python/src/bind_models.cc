@@ -25,7 +25,7 @@ namespace {
 template <typename Config>
 Config config_from(const nb::dict& values) {
   Config c;
-  if constexpr (std::is_same_v<Config, sk::models::LlamaConfig>) {
+  if constexpr (std::is_same_v<Config, sk::models::LlamaConfig> || std::is_same_v<Config, sk::models::DeepseekConfig>) {
     // The family first (llama, mixtral, qwen2, ...): it decides which keys the others are.
     if (values.contains("model_type")) check(c.set("model_type", nb::cast<std::string>(nb::str(values["model_type"]))));
   }
@@ -211,6 +211,26 @@ nb::dict llama_config(const nb::object& values, const std::string& checkpoint) {
   return d;
 }
 
+// A DeepSeek-V2/V3 config's resolved fields and the keys that were not applied.
+nb::dict deepseek_config(const nb::object& values, const std::string& checkpoint) {
+  std::vector<sk::models::IgnoredKey> ignored;
+  const auto c = load_config<sk::models::DeepseekConfig>(values, checkpoint, &ignored);
+  nb::dict d;
+  d["model_type"] = c.model_type();
+  d["vocab_size"] = c.vocab_size;
+  d["hidden_size"] = c.hidden_size;
+  d["num_hidden_layers"] = c.num_hidden_layers;
+  d["num_attention_heads"] = c.num_attention_heads;
+  d["n_routed_experts"] = c.n_routed_experts;
+  d["n_shared_experts"] = c.n_shared_experts;
+  d["num_experts_per_tok"] = c.num_experts_per_tok;
+  d["first_k_dense_replace"] = c.first_k_dense_replace;
+  d["max_position_embeddings"] = c.max_position_embeddings;
+  d["tie_word_embeddings"] = c.tie_word_embeddings;
+  d["ignored"] = ignored_list(ignored);
+  return d;
+}
+
 // The tensors of `weights` that no graph built from it read: an error listing them, unless the
 // published definition skips them or `allow` (then they are returned).
 template <typename Config>
@@ -293,6 +313,11 @@ void bind_models(nb::module_& m) {
       [](const sk::models::LongCatFlashConfig& c, const sk::models::BuildOptions& o, sk::models::Phase p,
          sk::WeightSource& w) { return sk::models::build_longcat_flash(c, o, p, w); },
       "The LongCat-Flash decoder, as build_llama.");
+  def_builder<sk::models::DeepseekConfig>(
+      models, "build_deepseek",
+      [](const sk::models::DeepseekConfig& c, const sk::models::BuildOptions& o, sk::models::Phase p,
+         sk::WeightSource& w) { return sk::models::build_deepseek(c, o, p, w); },
+      "The DeepSeek-V2 / DeepSeek-V3 decoder (config.json's model_type deepseek_v2 or deepseek_v3), as build_llama.");
   nb::class_<Weights>(models, "Weights", "A weight source shared by the graphs built from it.")
       .def_static("checkpoint", &checkpoint_weights, arg("directory"),
                   "The tensors of a checkpoint directory (config.json + *.safetensors), mapped or converted once.")
@@ -311,6 +336,10 @@ void bind_models(nb::module_& m) {
              arg("checkpoint") = "", arg("weights"), arg("allow") = false,
              "After the graphs are built: the checkpoint tensors none read, an error unless the published "
              "definition skips them or allow; returns those skipped.");
+  models.def("deepseek_config", &deepseek_config, arg("config") = nb::none(), arg("checkpoint") = "",
+             "A DeepSeek-V2/V3 config's resolved fields and 'ignored' [(key, line, why)], as llama_config.");
+  models.def("deepseek_unread_tensors", &unread_tensors<sk::models::DeepseekConfig>, arg("config") = nb::none(),
+             arg("checkpoint") = "", arg("weights"), arg("allow") = false);
   models.def("longcat_flash_unread_tensors", &unread_tensors<sk::models::LongCatFlashConfig>,
              arg("config") = nb::none(), arg("checkpoint") = "", arg("weights"), arg("allow") = false);
   models.def("longcat_flash_config", &longcat_flash_config, arg("config") = nb::none(), arg("checkpoint") = "",
@@ -325,6 +354,12 @@ void bind_models(nb::module_& m) {
       "llama_cache_names",
       [](nb::object config, std::string checkpoint) {
         return sk::models::cache_names(load_config<sk::models::LlamaConfig>(config, checkpoint));
+      },
+      arg("config") = nb::none(), arg("checkpoint") = "");
+  models.def(
+      "deepseek_cache_names",
+      [](nb::object config, std::string checkpoint) {
+        return sk::models::cache_names(load_config<sk::models::DeepseekConfig>(config, checkpoint));
       },
       arg("config") = nb::none(), arg("checkpoint") = "");
   models.def(

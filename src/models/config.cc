@@ -555,6 +555,76 @@ const Restricted kRestrictedUnquantised[] = {
      "quantises at load)"},
 };
 
+using Ds = DeepseekConfig;
+// The keys both DeepSeek families read (transformers' DeepseekV2Config and DeepseekV3Config).
+const KeyField<Ds> kDeepseekKeys[] = {
+    {"vocab_size", &Ds::vocab_size},
+    {"hidden_size", &Ds::hidden_size},
+    {"intermediate_size", &Ds::intermediate_size},
+    {"moe_intermediate_size", &Ds::moe_intermediate_size},
+    {"num_hidden_layers", &Ds::num_hidden_layers},
+    {"num_attention_heads", &Ds::num_attention_heads},
+    {"num_key_value_heads", &Ds::num_key_value_heads},
+    {"n_shared_experts", &Ds::n_shared_experts},
+    {"n_routed_experts", &Ds::n_routed_experts},
+    {"routed_scaling_factor", &Ds::routed_scaling_factor},
+    {"kv_lora_rank", &Ds::kv_lora_rank},
+    {"q_lora_rank", &Ds::q_lora_rank},
+    {"qk_rope_head_dim", &Ds::qk_rope_head_dim},
+    {"v_head_dim", &Ds::v_head_dim},
+    {"qk_nope_head_dim", &Ds::qk_nope_head_dim},
+    {"n_group", &Ds::n_group},
+    {"topk_group", &Ds::topk_group},
+    {"num_experts_per_tok", &Ds::num_experts_per_tok},
+    {"first_k_dense_replace", &Ds::first_k_dense_replace},
+    {"max_position_embeddings", &Ds::max_position_embeddings},
+    {"rms_norm_eps", &Ds::rms_norm_eps},
+    {"rope_theta", &Ds::rope_theta},
+    {"tie_word_embeddings", &Ds::tie_word_embeddings},
+    {"attention_bias", &Ds::attention_bias},
+    {"head_dim", &Ds::head_dim},
+    {"qk_head_dim", &Ds::qk_head_dim},
+};
+const KeyField<Ds> kDeepseekV2Keys[] = {
+    {"mlp_bias", &Ds::mlp_bias}, {"num_experts", &Ds::n_routed_experts},  // DeepseekV2Config.attribute_map
+};
+const KeyField<Ds> kDeepseekV3Keys[] = {
+    {"norm_topk_prob", &Ds::norm_topk_prob},
+    {"rope_interleave", &Ds::rope_interleave},
+    {"num_nextn_predict_layers", &Ds::num_nextn_predict_layers},
+    // DeepseekV3Config.attribute_map
+    {"num_local_experts", &Ds::n_routed_experts},
+    {"num_mtp_layers", &Ds::num_nextn_predict_layers},
+};
+const char* const kDeepseekNullable[] = {
+    "num_key_value_heads",  "head_dim", "qk_head_dim", "q_lora_rank", "n_group", "topk_group", "num_experts_per_tok",
+    "first_k_dense_replace"};
+// Keys of the original DeepSeek configs that transformers does not read, accepted only with the
+// value transformers' fixed behaviour matches.
+const Restricted kRestrictedDeepseekV2[] = {
+    {"quantization_config", is_null,
+     "quantised DeepSeek checkpoints are not implemented (store f32, bf16 or f16 weights; model.w8a8 "
+     "quantises at load)"},
+    {"scoring_func", [](std::string_view v) { return v == "softmax" || is_null(v); },
+     "DeepSeek-V2 routes by softmax scores"},
+    {"moe_layer_freq", [](std::string_view v) { return numeric_one(v) || is_null(v); },
+     "every layer from first_k_dense_replace on is a MoE layer (transformers reads no moe_layer_freq)"},
+    // The original DeepSeek-V2 code renormalises with it; transformers' DeepseekV2TopkRouter does not.
+    {"norm_topk_prob", [](std::string_view v) { return v == "false" || is_null(v); },
+     "transformers' DeepseekV2TopkRouter does not renormalise the top-k weights, the original code does"},
+};
+const Restricted kRestrictedDeepseekV3[] = {
+    {"quantization_config", is_null,
+     "quantised DeepSeek checkpoints (the published FP8 blocks) are not implemented (dequantise to bf16 first; "
+     "model.w8a8 quantises at load)"},
+    {"scoring_func", [](std::string_view v) { return v == "sigmoid" || is_null(v); },
+     "DeepSeek-V3 routes by sigmoid scores"},
+    {"topk_method", [](std::string_view v) { return v == "noaux_tc" || is_null(v); },
+     "DeepSeek-V3 routes by group-limited top-k with the correction bias (noaux_tc)"},
+    {"moe_layer_freq", [](std::string_view v) { return numeric_one(v) || is_null(v); },
+     "every layer from first_k_dense_replace on is a MoE layer (transformers reads no moe_layer_freq)"},
+};
+
 // The published config classes' defaults for the keys a config.json may leave out.
 void llama_defaults(LlamaConfig&) {}
 void mistral_defaults(LlamaConfig& c) {
@@ -882,6 +952,134 @@ Status LlamaConfig::validate() const {
       SK_RETURN_IF_ERROR(need_positive("shared_expert_intermediate_size", shared_expert_intermediate_size));
   } else if (family == Family::kMixtral) {
     return need_positive("num_local_experts", num_local_experts);
+  }
+  auto rope_ok = rope_scaling();
+  return rope_ok ? Status::ok() : rope_ok.status();
+}
+
+void deepseek_v2_defaults(DeepseekConfig& c) {
+  c.vocab_size = 102400;
+  c.hidden_size = 4096;
+  c.intermediate_size = 11008;
+  c.moe_intermediate_size = 1407;
+  c.num_hidden_layers = 32;
+  c.num_attention_heads = 32;
+  c.num_key_value_heads = 0;
+  c.n_shared_experts = 2;
+  c.n_routed_experts = 64;
+  c.routed_scaling_factor = 1.0;
+  c.n_group = 0;
+  c.topk_group = 0;
+  c.num_experts_per_tok = 0;  // None: a checkpoint must give it
+  c.first_k_dense_replace = 0;
+  c.norm_topk_prob = false;
+  c.max_position_embeddings = 2048;
+}
+
+Status DeepseekConfig::set(std::string_view key, std::string_view value) {
+  if (key == "model_type") {
+    const Family f = value == "deepseek_v2" ? Family::kV2 : Family::kV3;
+    if (value != "deepseek_v2" && value != "deepseek_v3")
+      return Status::invalid_argument(quoted(key) + ": '" + std::string(value) + "' is not deepseek_v2 or deepseek_v3");
+    if (family != f) {
+      *this = DeepseekConfig{};
+      family = f;
+      if (f == Family::kV2) deepseek_v2_defaults(*this);
+    }
+    return Status::ok();
+  }
+  if (family == Family::kV2 && key == "topk_method") {
+    if (value == "greedy" || is_null(value)) {
+      group_limited = false;
+    } else if (value == "group_limited_greedy") {
+      group_limited = true;  // validate() refuses it unless every group is chosen
+    } else {
+      return Status::unimplemented(quoted(key) + ": '" + std::string(value) +
+                                   "' is not implemented: DeepSeek-V2 routes by greedy or group_limited_greedy");
+    }
+    return Status::ok();
+  }
+  if (family == Family::kV2)
+    return set_key(*this, {kDeepseekKeys, kDeepseekV2Keys}, kDeepseekNullable, kRestrictedDeepseekV2, model_name(), key,
+                   value);
+  return set_key(*this, {kDeepseekKeys, kDeepseekV3Keys}, kDeepseekNullable, kRestrictedDeepseekV3, model_name(), key,
+                 value);
+}
+
+std::vector<std::string> DeepseekConfig::keys() {
+  std::vector<std::string> keys = table_keys<Ds>(kDeepseekKeys);
+  keys.insert(keys.end(), {"rope_parameters.<field>", "rope_scaling.<field>", "model_type (deepseek_v2, deepseek_v3)",
+                           "topk_method (deepseek_v2)"});
+  for (const KeyField<Ds>& row : kDeepseekV2Keys) keys.push_back(std::string(row.key) + " (deepseek_v2)");
+  for (const KeyField<Ds>& row : kDeepseekV3Keys) keys.push_back(std::string(row.key) + " (deepseek_v3)");
+  return keys;
+}
+
+Expected<nn::RopeScaling> DeepseekConfig::rope_scaling() const {
+  return resolve_rope(rope, rope_theta, max_position_embeddings, qk_rope_head_dim);
+}
+
+Status DeepseekConfig::validate() const {
+  const std::pair<const char*, int64_t> positive[] = {
+      {"vocab_size", vocab_size},
+      {"hidden_size", hidden_size},
+      {"intermediate_size", intermediate_size},
+      {"moe_intermediate_size", moe_intermediate_size},
+      {"num_hidden_layers", num_hidden_layers},
+      {"num_attention_heads", num_attention_heads},
+      {"n_shared_experts", n_shared_experts},
+      {"n_routed_experts", n_routed_experts},
+      {"kv_lora_rank", kv_lora_rank},
+      {"qk_rope_head_dim", qk_rope_head_dim},
+      {"v_head_dim", v_head_dim},
+      {"qk_nope_head_dim", qk_nope_head_dim},
+      {"num_experts_per_tok", num_experts_per_tok},
+  };
+  for (auto [key, value] : positive) SK_RETURN_IF_ERROR(need_positive(key, value));
+  for (auto [key, value] : {std::pair<const char*, int64_t>{"q_lora_rank", q_lora_rank},
+                            {"n_group", n_group},
+                            {"topk_group", topk_group},
+                            {"first_k_dense_replace", first_k_dense_replace},
+                            {"num_nextn_predict_layers", num_nextn_predict_layers}})
+    if (value < 0)
+      return Status::invalid_argument(quoted(key) + " must be >= 0 (or null), got " + std::to_string(value));
+  if (num_experts_per_tok > n_routed_experts)
+    return Status::invalid_argument(quoted("num_experts_per_tok") + " = " + std::to_string(num_experts_per_tok) +
+                                    " exceeds n_routed_experts = " + std::to_string(n_routed_experts));
+  if (qk_rope_head_dim % 2 != 0)
+    return Status::invalid_argument(quoted("qk_rope_head_dim") + " must be even (rotary pairs), got " +
+                                    std::to_string(qk_rope_head_dim));
+  if (!(rms_norm_eps >= 0) || !(rope_theta > 0))
+    return Status::invalid_argument("config keys 'rms_norm_eps' (>= 0) and 'rope_theta' (> 0) are out of range");
+  if (!std::isfinite(routed_scaling_factor))
+    return Status::invalid_argument(quoted("routed_scaling_factor") + " must be finite");
+  if (!(max_position_embeddings > 0))
+    return Status::invalid_argument(quoted("max_position_embeddings") + " must be positive");
+  SK_RETURN_IF_ERROR(need_derived("num_key_value_heads", num_key_value_heads, num_attention_heads,
+                                  "MLA expands every attention head from the shared latent"));
+  SK_RETURN_IF_ERROR(need_derived("qk_head_dim", qk_head_dim, qk_nope_head_dim + qk_rope_head_dim,
+                                  "the query splits into qk_nope_head_dim + qk_rope_head_dim"));
+  SK_RETURN_IF_ERROR(need_derived("head_dim", head_dim, qk_rope_head_dim,
+                                  "transformers sets head_dim to qk_rope_head_dim (the rotary embedding's width)"));
+  // Routing groups: V3 always routes within them; V2 only with group_limited_greedy.
+  const bool grouped = family == Family::kV3 || group_limited;
+  if (grouped) {
+    const int64_t groups = this->groups(), chosen = groups_chosen();
+    if (n_routed_experts % groups != 0)
+      return Status::invalid_argument(quoted("n_group") + " = " + std::to_string(groups) +
+                                      " does not divide n_routed_experts = " + std::to_string(n_routed_experts));
+    if (chosen > groups)
+      return Status::invalid_argument(quoted("topk_group") + " = " + std::to_string(chosen) +
+                                      " exceeds n_group = " + std::to_string(groups));
+    if (num_experts_per_tok > chosen * (n_routed_experts / groups))
+      return Status::invalid_argument(quoted("num_experts_per_tok") + " = " + std::to_string(num_experts_per_tok) +
+                                      " exceeds the " + std::to_string(chosen * (n_routed_experts / groups)) +
+                                      " experts of the topk_group chosen groups");
+    if (family == Family::kV2 && chosen < groups)
+      return Status::unimplemented(
+          quoted("topk_method") +
+          ": 'group_limited_greedy' with topk_group < n_group is not implemented (it ranks a group by its best "
+          "score; the router kernel ranks by the sum of the two best, DeepSeek-V3's rule)");
   }
   auto rope_ok = rope_scaling();
   return rope_ok ? Status::ok() : rope_ok.status();

@@ -53,6 +53,14 @@ const Reason kIgnoredMoe[] = {
     {"router_jitter_noise", "multiplies the router's input by noise in training only"},
 };
 const Reason kIgnoredNone[] = {{"", ""}};
+const Reason kIgnoredDeepseek[] = {
+    {"output_router_logits", "what the forward returns, not the logits"},
+    {"aux_loss_alpha", "the training loss's load-balancing term"},
+    {"seq_aux", "the training loss's load-balancing term"},
+    {"router_aux_loss_coef", "the training loss's load-balancing term"},
+    {"ep_size", "expert parallelism, a deployment setting"},
+    {"pretraining_tp", "not read by transformers' DeepSeek (its slices sum to the same linear layers)"},
+};
 const Reason kIgnoredLongCat[] = {
     {"output_router_logits", "what the forward returns, not the logits"},
     {"ep_size", "expert parallelism, a deployment setting"},
@@ -71,9 +79,16 @@ const char* find_reason(const Reason (&table)[N], std::string_view key) {
   return nullptr;
 }
 
-// LongCat-Flash names transformers maps onto other keys (LongcatFlashConfig.attribute_map).
-std::string_view canonical(std::string_view key, bool longcat) {
-  if (!longcat) return key == "num_experts" ? "num_local_experts" : key;  // Mixtral's, Qwen3-MoE's alias
+// Which config class a checkpoint is read as.
+enum class Kind { kLlama, kLongCat, kDeepseek };
+
+// Names transformers maps onto other keys (the config classes' attribute_map).
+std::string_view canonical(std::string_view key, Kind kind) {
+  if (kind == Kind::kLlama) return key == "num_experts" ? "num_local_experts" : key;  // Mixtral's, Qwen3-MoE's alias
+  if (kind == Kind::kDeepseek) {
+    if (key == "num_experts" || key == "num_local_experts") return "n_routed_experts";
+    return key == "num_mtp_layers" ? "num_nextn_predict_layers" : key;
+  }
   if (key == "num_local_experts") return "n_routed_experts";
   if (key == "num_experts_per_tok") return "moe_topk";
   if (key == "intermediate_size") return "ffn_hidden_size";
@@ -97,8 +112,8 @@ std::string key_named(const std::string& message) {
 }
 
 template <typename Config, size_t N>
-Status load_json(const Checkpoint& ckpt, Config& config, const Reason (&model_ignored)[N], bool longcat,
-                 const char* model, std::vector<IgnoredKey>* ignored) {
+Status load_json(const Checkpoint& ckpt, Config& config, const Reason (&model_ignored)[N], Kind kind, const char* model,
+                 std::vector<IgnoredKey>* ignored) {
   const std::vector<ConfigEntry>& entries = ckpt.config_tree();
   auto where = [&](int line, const std::string& key) {
     return ckpt.config_path() + ":" + std::to_string(line) + ": key '" + key + "'";
@@ -111,7 +126,7 @@ Status load_json(const Checkpoint& ckpt, Config& config, const Reason (&model_ig
     // The RoPE objects' members arrive as "rope_parameters.<field>" entries.
     if (e.kind == ConfigEntry::Kind::kObject && (e.key == "rope_parameters" || e.key == "rope_scaling")) continue;
     // Llama reads packed 4-bit checkpoints field by field ("quantization_config.<field>").
-    const bool by_field = !longcat && e.key == "quantization_config";
+    const bool by_field = kind == Kind::kLlama && e.key == "quantization_config";
     if (e.kind == ConfigEntry::Kind::kObject && !by_field) skip = e.key + ".";
     Status s = config.set(e.key, e.value);
     if (s.code() == StatusCode::kNotFound) {
@@ -124,7 +139,7 @@ Status load_json(const Checkpoint& ckpt, Config& config, const Reason (&model_ig
       continue;
     }
     if (!s) return Status(s.code(), at(where(e.line, e.key), s.message(), e.key));
-    const std::string_view key = canonical(e.key, longcat);
+    const std::string_view key = canonical(e.key, kind);
     if (auto it = set_by.find(key); it != set_by.end() && it->second->value != e.value)
       return Status::invalid_argument(where(e.line, e.key) + ": '" + e.value + "' disagrees with key '" +
                                       it->second->key + "' = '" + it->second->value + "' on line " +
@@ -147,10 +162,16 @@ Status load_json(const Checkpoint& ckpt, Config& config, const Reason (&model_ig
   return Status(s.code(), at(where(named->line, key), s.message(), key));
 }
 
-// Names the published definition itself leaves unread.
-bool skipped_by_definition(const std::string& name, bool longcat) {
+// Names the published definition itself leaves unread: LongCat-Flash's `model.mtp.*` and
+// DeepSeek-V3's `model.layers.{i}.*` past the `mtp_from` decoder layers (multi-token prediction).
+bool skipped_by_definition(const std::string& name, Kind kind, int64_t mtp_from) {
   if (name.find("rotary_emb.inv_freq") != std::string::npos) return true;  // recomputed from the config
-  return longcat && name.rfind("model.mtp.", 0) == 0;                      // multi-token prediction
+  if (kind == Kind::kLongCat) return name.rfind("model.mtp.", 0) == 0;
+  if (kind != Kind::kDeepseek || mtp_from < 0 || name.rfind("model.layers.", 0) != 0) return false;
+  const char* digits = name.c_str() + std::strlen("model.layers.");
+  char* end = nullptr;
+  const long layer = std::strtol(digits, &end, 10);
+  return end != digits && *end == '.' && layer >= mtp_from;
 }
 
 // `model.layers.{i}.mlp.experts.{e}.*` with e outside rank `ep_rank.first`'s share of `experts`.
@@ -166,13 +187,13 @@ bool another_ranks_expert(const std::string& name, int64_t experts, std::pair<in
   return e < per_rank * ep_rank.first || e >= per_rank * (ep_rank.first + 1);
 }
 
-Status check_unread(const WeightSource& weights, bool longcat, bool tied, bool allow_unread,
+Status check_unread(const WeightSource& weights, Kind kind, bool tied, bool allow_unread,
                     std::vector<std::string>* skipped, int64_t experts = 0,
-                    std::pair<int32_t, int32_t> ep_rank = {0, 1}) {
+                    std::pair<int32_t, int32_t> ep_rank = {0, 1}, int64_t mtp_from = -1) {
   std::vector<std::string> unread;
   for (std::string& name : weights.unread_tensors()) {
     if (another_ranks_expert(name, experts, ep_rank)) continue;
-    if (skipped_by_definition(name, longcat) || allow_unread) {
+    if (skipped_by_definition(name, kind, mtp_from) || allow_unread) {
       if (skipped) skipped->push_back(std::move(name));
     } else {
       unread.push_back(std::move(name));
@@ -195,7 +216,7 @@ Status check_unread(const WeightSource& weights, bool longcat, bool tied, bool a
 }  // namespace
 
 Status load_config_json(const Checkpoint& checkpoint, LongCatFlashConfig& config, std::vector<IgnoredKey>* ignored) {
-  return load_json(checkpoint, config, kIgnoredLongCat, true, "LongcatFlash", ignored);
+  return load_json(checkpoint, config, kIgnoredLongCat, Kind::kLongCat, "LongcatFlash", ignored);
 }
 
 Status load_config_json(const Checkpoint& checkpoint, LlamaConfig& config, std::vector<IgnoredKey>* ignored) {
@@ -209,28 +230,45 @@ Status load_config_json(const Checkpoint& checkpoint, LlamaConfig& config, std::
   using F = LlamaConfig::Family;
   switch (config.family) {
     case F::kLlama:
-      return load_json(checkpoint, config, kIgnoredLlama, false, config.model_name(), ignored);
+      return load_json(checkpoint, config, kIgnoredLlama, Kind::kLlama, config.model_name(), ignored);
     case F::kMixtral:
     case F::kQwen2Moe:
     case F::kQwen3Moe:
-      return load_json(checkpoint, config, kIgnoredMoe, false, config.model_name(), ignored);
+      return load_json(checkpoint, config, kIgnoredMoe, Kind::kLlama, config.model_name(), ignored);
     case F::kMistral:
     case F::kQwen2:
     case F::kQwen3:
       break;
   }
-  return load_json(checkpoint, config, kIgnoredNone, false, config.model_name(), ignored);
+  return load_json(checkpoint, config, kIgnoredNone, Kind::kLlama, config.model_name(), ignored);
 }
 
 Status check_unread_tensors(const LongCatFlashConfig& config, const WeightSource& weights, bool allow_unread,
                             std::vector<std::string>* skipped, std::pair<int32_t, int32_t> ep_rank) {
-  return check_unread(weights, true, config.tie_word_embeddings, allow_unread, skipped, config.n_routed_experts,
-                      ep_rank);
+  return check_unread(weights, Kind::kLongCat, config.tie_word_embeddings, allow_unread, skipped,
+                      config.n_routed_experts, ep_rank);
 }
 
 Status check_unread_tensors(const LlamaConfig& config, const WeightSource& weights, bool allow_unread,
                             std::vector<std::string>* skipped) {
-  return check_unread(weights, false, config.tie_word_embeddings, allow_unread, skipped);
+  return check_unread(weights, Kind::kLlama, config.tie_word_embeddings, allow_unread, skipped);
+}
+
+Status load_config_json(const Checkpoint& checkpoint, DeepseekConfig& config, std::vector<IgnoredKey>* ignored) {
+  // model_type first: it chooses the family, whose keys and defaults the rest are read with.
+  for (const ConfigEntry& e : checkpoint.config_tree()) {
+    if (e.key != "model_type") continue;
+    if (Status s = config.set(e.key, e.value); !s)
+      return Status(s.code(), at(checkpoint.config_path() + ":" + std::to_string(e.line) + ": key 'model_type'",
+                                 s.message(), "model_type"));
+  }
+  return load_json(checkpoint, config, kIgnoredDeepseek, Kind::kDeepseek, config.model_name(), ignored);
+}
+
+Status check_unread_tensors(const DeepseekConfig& config, const WeightSource& weights, bool allow_unread,
+                            std::vector<std::string>* skipped) {
+  const int64_t mtp_from = config.num_nextn_predict_layers > 0 ? config.num_hidden_layers : -1;
+  return check_unread(weights, Kind::kDeepseek, config.tie_word_embeddings, allow_unread, skipped, 0, {0, 1}, mtp_from);
 }
 
 }  // namespace sk::models

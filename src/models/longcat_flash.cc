@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/longcat_parallel.h"
+#include "models/mla.h"
 #include "models/model_util.h"
 #include "superkernel/models.h"
 #include "superkernel/nn.h"
@@ -35,19 +36,6 @@ std::string layer_prefix(int64_t layer) { return "model.layers." + std::to_strin
 
 std::string latent_cache_name(int64_t layer, int sublayer) {
   return "latent_cache." + std::to_string(layer) + "." + std::to_string(sublayer);
-}
-
-// W_UK of the absorbed form: the k_nope rows of kv_b_proj [H * (nope + v), R], per head
-// transposed to [R, nope] so batched_matmul maps q_nope [nope] to the latent [R]. Built once on
-// the host from the weight's bytes (a graph constant, f32).
-Tensor absorbed_w_uk(Graph& g, Tensor kv_b_proj, int64_t heads, int64_t nope, int64_t v, int64_t rank,
-                     const std::string& name) {
-  const auto* kv_b = static_cast<const float*>(constant_bytes(g.tensor(kv_b_proj)));
-  std::vector<float> w_uk(static_cast<size_t>(heads * rank * nope));
-  for (int64_t h = 0; h < heads; ++h)
-    for (int64_t d = 0; d < nope; ++d)
-      for (int64_t r = 0; r < rank; ++r) w_uk[(h * rank + r) * nope + d] = kv_b[(h * (nope + v) + d) * rank + r];
-  return g.constant_f32(name, {heads, rank, nope}, w_uk);
 }
 
 // Multi-head latent attention, absorbed form, on x [T, hidden] -> [T, hidden].
@@ -81,28 +69,15 @@ Tensor mla(LongCat& m, Tensor x, int64_t layer, int sublayer) {
     c_kv = mul(g, c_kv, filled_f32(g, p + "kv_lora_scale", R, static_cast<float>(std::sqrt(double(D) / double(R)))),
                p + "kv_lora_scale");
   Tensor k_pe = nn::rope(g, g.slice(kv_a, 1, R, R + rope), m.in.positions, m.cos_sin, interleaved, p + "k_rope");
-  Tensor cache = g.variable(latent_cache_name(layer, sublayer), m.opts.kv_cache_dtype,
-                            {cache_blocks(m.opts), m.opts.block_size, R + rope});
-  nn::mla_cache_append(g, c_kv, k_pe, m.in.slot_mapping, cache, p + "cache_append");
-
-  // Absorbed projections: W_UK folds k_nope's expansion into the query, W_UV v's into the output.
+  const MlaDims dims{H, nope, rope, v, R};
+  Tensor cache = latent_cache(g, m.opts, dims, latent_cache_name(layer, sublayer));
   Tensor kv_b = m.par.f32_rows(p + "kv_b_proj.weight", {all_heads * (nope + v), R}, all_heads);
   if (!m.w.status()) return Tensor{};
-  Tensor w_uk = absorbed_w_uk(g, kv_b, H, nope, v, R, p + "kv_b_proj.w_uk");
-  Tensor w_uv = g.slice(g.reshape(kv_b, {H, nope + v, R}), 1, nope, nope + v);  // [H, v, R]
-  Tensor q_latent = g.transpose(nn::batched_matmul(g, g.transpose(q_nope, {1, 0, 2}), w_uk, p + "w_uk"), {1, 0, 2});
-
   // LongCat scales q_nope and q_rope by sqrt(hidden / q_lora_rank): the same factor on every
   // score, folded into the softmax scale (as yarn's mscale_all_dim factor is).
   double scale = m.softmax_mscale / std::sqrt(static_cast<double>(nope + rope));
   if (c.mla_scale_q_lora) scale *= std::sqrt(static_cast<double>(D) / static_cast<double>(c.q_lora_rank));
-  Tensor latent = m.in.phase == Phase::kDecode
-                      ? nn::mla_attention(g, q_latent, q_pe, cache, m.in.block_tables, m.in.context_lens, float(scale),
-                                          p + "attention")
-                      : nn::mla_attention_prefill(g, q_latent, q_pe, cache, m.in.block_tables, m.in.seq_ids,
-                                                  m.in.positions, float(scale), p + "attention");
-  Tensor heads = nn::batched_matmul(g, g.transpose(latent, {1, 0, 2}), w_uv, p + "w_uv");  // [H, T, v]
-  Tensor o = g.reshape(copy(g, g.transpose(heads, {1, 0, 2}), p + "heads"), {T, H * v});
+  Tensor o = absorbed_attention(g, m.in, dims, q_nope, q_pe, c_kv, k_pe, kv_b, cache, scale, p);
   return m.par.row_parallel(o, p + "o_proj", {D, all_heads * v}, all_heads, c.attention_bias);
 }
 

@@ -187,4 +187,59 @@ MemoryEstimate estimate_memory(const LlamaConfig& c, const BuildOptions& o) {
   return m;
 }
 
+MemoryEstimate estimate_memory(const DeepseekConfig& c, const BuildOptions& o) {
+  const WeightDType w = o.weight_dtype;
+  const int64_t D = c.hidden_size, H = c.num_attention_heads, R = c.kv_lora_rank, Q = c.q_lora_rank;
+  const int64_t nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim, v = c.v_head_dim;
+  const int64_t E = c.n_routed_experts, F = c.moe_intermediate_size;
+  Bytes mla;  // deepseek.cc's attention()
+  if (Q == 0) {
+    mla.add(linear_bytes(o, 1, H * (nope + rope), D));  // q_proj
+  } else {
+    mla.add(linear_bytes(o, 1, Q, D));                  // q_a_proj
+    mla.add(f32_bytes({Q}));                            // q_a_layernorm
+    mla.add(linear_bytes(o, 1, H * (nope + rope), Q));  // q_b_proj
+    if (c.attention_bias) mla.add(f32_bytes({Q}));      // q_a_proj's bias
+  }
+  mla.add(linear_bytes(o, 1, R + rope, D));                  // kv_a_proj_with_mqa
+  mla.add(f32_bytes({R}));                                   // kv_a_layernorm
+  mla.add(f32_bytes({H * (nope + v), R}));                   // kv_b_proj (W_UV is a view of it)
+  mla.add(f32_bytes({H, R, nope}));                          // its absorbed W_UK
+  mla.add(linear_bytes(o, 1, D, H * v));                     // o_proj
+  if (c.attention_bias) mla.add(f32_bytes({R + rope + D}));  // kv_a_proj_with_mqa, o_proj biases
+  mla.add(f32_bytes({2, D}));                                // input_layernorm, post_attention_layernorm
+  const bool bias = c.family == DeepseekConfig::Family::kV2 && c.mlp_bias;
+  auto swiglu = [&](int64_t experts, int64_t f, bool biased) {
+    Bytes b;
+    b.add(times({2, linear_bytes(o, experts, f, D)}));  // gate, up
+    b.add(linear_bytes(o, experts, D, f));              // down
+    if (biased) b.add(f32_bytes({2 * f + D}));
+    return b.total;
+  };
+  Bytes sparse;
+  sparse.add(f32_bytes({E, D}));  // the router
+  sparse.add(f32_bytes({E}));     // e_score_correction_bias (V2: a zero bias)
+  sparse.add(swiglu(E, F, false));
+  sparse.add(swiglu(1, c.n_shared_experts * F, bias));
+  const int64_t dense = swiglu(1, c.intermediate_size, bias);
+  Bytes layers;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    layers.add(mla.total);
+    layers.add(c.is_moe_layer(i) ? sparse.total : dense);
+  }
+
+  MemoryEstimate m;
+  Bytes weights;
+  weights.add(f32_bytes({c.vocab_size, D}));  // embed_tokens
+  weights.add(layers.total);
+  weights.add(f32_bytes({D}));  // model.norm
+  // A tied head in f32 is the embedding table itself; in another dtype, a converted copy of it.
+  if (!c.tie_word_embeddings || w != WeightDType::kF32) weights.add(linear_bytes(o, 1, c.vocab_size, D));
+  weights.add(f32_bytes({o.max_context, rope}));  // the rope cos/sin table (the decode graph's rows)
+  m.weight_bytes = weights.total;
+  // One latent cache per layer, [blocks, block_size, kv_lora_rank + rope].
+  m.cache_bytes = times({c.num_hidden_layers, blocks(o), o.block_size, R + rope, cache_dtype_bytes(o)});
+  return m;
+}
+
 }  // namespace sk::models

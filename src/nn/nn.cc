@@ -412,11 +412,22 @@ Tensor batched_matmul(Graph& g, Tensor x, Tensor w, std::string name) {
   return call_kernel(g, "batched_matmul.f32", {x, w}, {{DType::kF32, y}}, {}, std::move(name))[0];
 }
 
-RouterOutput moe_router(Graph& g, Tensor logits, Tensor bias, const sk_moe_router_attrs& attrs, std::string name) {
-  const Shape out{dim(info_of(g, logits), 0), attrs.top_k};
-  auto outs = call_kernel(g, "moe_router.f32", {logits, bias}, {{DType::kI32, out}, {DType::kF32, out}}, blob(attrs),
-                          std::move(name));
+namespace {
+RouterOutput router(Graph& g, Tensor logits, Tensor bias, int32_t top_k, std::vector<uint8_t> attrs, std::string name) {
+  const Shape out{dim(info_of(g, logits), 0), top_k};
+  auto outs = call_kernel(g, "moe_router.f32", {logits, bias}, {{DType::kI32, out}, {DType::kF32, out}},
+                          std::move(attrs), std::move(name));
   return {outs[0], outs[1]};
+}
+}  // namespace
+
+RouterOutput moe_router(Graph& g, Tensor logits, Tensor bias, const sk_moe_router_attrs& attrs, std::string name) {
+  return router(g, logits, bias, attrs.top_k, blob(attrs), std::move(name));
+}
+
+RouterOutput moe_router(Graph& g, Tensor logits, Tensor bias, const sk_moe_router_group_attrs& attrs,
+                        std::string name) {
+  return router(g, logits, bias, attrs.base.top_k, blob(attrs), std::move(name));
 }
 
 DispatchOutput moe_dispatch(Graph& g, Tensor x, Tensor topk_ids, const sk_moe_dispatch_attrs& attrs, std::string name) {

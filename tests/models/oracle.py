@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The published definitions as the oracle: transformers' own LlamaForCausalLM (and the
-families the C++ Llama builder reads: Mistral, Mixtral, Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE)
-and LongcatFlashForCausalLM on seeded tiny checkpoints.
+families the C++ Llama builder reads: Mistral, Mixtral, Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE),
+DeepseekV2ForCausalLM, DeepseekV3ForCausalLM and LongcatFlashForCausalLM on seeded tiny
+checkpoints.
 
     oracle.py OUT_DIR [CASE ...]
 
@@ -13,7 +14,8 @@ For every case (all of CASES without arguments) writes OUT_DIR/CASE/:
                                    experts packed as transformers saves them, or per expert as
                                    the published checkpoints: block_sparse_moe.experts.{e}.w1/w3/w2;
                                    Qwen MoE experts packed, or mlp.experts.{e}.gate_proj/up_proj/
-                                   down_proj as the published checkpoints)
+                                   down_proj as the published checkpoints; DeepSeek experts packed,
+                                   or mlp.experts.{e}.gate_proj/up_proj/down_proj)
   oracle.txt                       "prompt ID...", "steps N", "ids_f32 ID...", "ids_f64 ID..."
   logits_f32.bin, logits_f64.bin   little-endian float64 [steps, vocab]: the logits transformers
                                    computes in float32 and in float64 at each greedy step
@@ -38,7 +40,8 @@ import sys
 
 import torch
 from safetensors.torch import save_file
-from transformers import (LlamaConfig, LlamaForCausalLM, LongcatFlashConfig, LongcatFlashForCausalLM, MistralConfig,
+from transformers import (DeepseekV2Config, DeepseekV2ForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM,
+                          LlamaConfig, LlamaForCausalLM, LongcatFlashConfig, LongcatFlashForCausalLM, MistralConfig,
                           MistralForCausalLM, MixtralConfig, MixtralForCausalLM, Qwen2Config, Qwen2ForCausalLM,
                           Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig,
                           Qwen3MoeForCausalLM)
@@ -71,7 +74,23 @@ QWEN2_MOE = dict(QWEN2, num_hidden_layers=3, num_experts=4, num_experts_per_tok=
 QWEN3_MOE = dict(QWEN2, head_dim=8, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
                  decoder_sparse_step=2, norm_topk_prob=True)
 
+# Three layers, the first dense (first_k_dense_replace); 8 routed experts in 4 groups of which 2
+# are chosen, 2 experts per token, one shared expert.
+DEEPSEEK_V3 = dict(vocab_size=96, hidden_size=32, intermediate_size=48, moe_intermediate_size=16, num_hidden_layers=3,
+                   num_attention_heads=2, num_key_value_heads=2, n_shared_experts=1, n_routed_experts=8,
+                   routed_scaling_factor=2.5, kv_lora_rank=16, q_lora_rank=16, qk_rope_head_dim=4, v_head_dim=8,
+                   qk_nope_head_dim=8, n_group=4, topk_group=2, num_experts_per_tok=2, first_k_dense_replace=1,
+                   norm_topk_prob=True, rms_norm_eps=1e-6, max_position_embeddings=64)
+# Softmax top-k (greedy), two shared experts, MLP biases.
+DEEPSEEK_V2 = dict(vocab_size=96, hidden_size=32, intermediate_size=48, moe_intermediate_size=16, num_hidden_layers=3,
+                   num_attention_heads=2, n_shared_experts=2, n_routed_experts=8, routed_scaling_factor=1.5,
+                   kv_lora_rank=16, q_lora_rank=16, qk_rope_head_dim=4, v_head_dim=8, qk_nope_head_dim=8,
+                   num_experts_per_tok=2, first_k_dense_replace=1, topk_method="greedy", mlp_bias=True,
+                   rms_norm_eps=1e-6, max_position_embeddings=64)
+
 ARCHITECTURES = {"llama": (LlamaConfig, LlamaForCausalLM, LLAMA),
+                 "deepseek_v2": (DeepseekV2Config, DeepseekV2ForCausalLM, DEEPSEEK_V2),
+                 "deepseek_v3": (DeepseekV3Config, DeepseekV3ForCausalLM, DEEPSEEK_V3),
                  "mistral": (MistralConfig, MistralForCausalLM, MISTRAL),
                  "mixtral": (MixtralConfig, MixtralForCausalLM, MIXTRAL),
                  "qwen2": (Qwen2Config, Qwen2ForCausalLM, QWEN2),
@@ -79,7 +98,7 @@ ARCHITECTURES = {"llama": (LlamaConfig, LlamaForCausalLM, LLAMA),
                  "qwen2_moe": (Qwen2MoeConfig, Qwen2MoeForCausalLM, QWEN2_MOE),
                  "qwen3_moe": (Qwen3MoeConfig, Qwen3MoeForCausalLM, QWEN3_MOE),
                  "longcat_flash": (LongcatFlashConfig, LongcatFlashForCausalLM, LONGCAT)}
-ROUTED = ("longcat_flash", "mixtral", "qwen2_moe", "qwen3_moe")
+ROUTED = ("longcat_flash", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3")
 
 # A prompt longer than two blocks of the C++ test's paged cache (block_size 4).
 PROMPT = [3, 17, 42, 8, 25, 61, 0, 33, 7, 90, 12]
@@ -129,6 +148,15 @@ CASES = {
                         {"experts": "per_expert"}),
     "longcat_tied_bias": ("longcat_flash", {"tie_word_embeddings": True, "attention_bias": True,
                                             "rope_theta": 10000000.0}, {"experts": "packed", "zero_expert": True}),
+    "deepseek_v3_packed": ("deepseek_v3", {"rope_theta": 10000.0}, {"experts": "packed", "saved": True}),
+    # q_proj (no q_lora_rank), rotate-halves RoPE, yarn with its softmax mscale.
+    "deepseek_v3_per_expert": ("deepseek_v3", {"q_lora_rank": None, "rope_interleave": False, "attention_bias": True,
+                                               "rope_parameters": {"rope_type": "yarn", "factor": 4.0,
+                                                                   "rope_theta": 10000.0,
+                                                                   "original_max_position_embeddings": 16,
+                                                                   "mscale": 1.0, "mscale_all_dim": 0.8}},
+                               {"experts": "per_expert"}),
+    "deepseek_v2_per_expert": ("deepseek_v2", {"rope_theta": 10000.0}, {"experts": "per_expert", "saved": True}),
 }
 
 
@@ -169,8 +197,9 @@ def checkpoint_tensors(weights, config, options):
     """The tensors as a checkpoint stores them: no tied LM head, routed experts only."""
     out = {}
     qwen = config.model_type in ("qwen2_moe", "qwen3_moe")
+    deepseek = config.model_type.startswith("deepseek")
     routed = config.num_experts if qwen else getattr(config, "n_routed_experts", 0)
-    f = config.moe_intermediate_size if qwen else getattr(config, "expert_ffn_hidden_size", 0)
+    f = (config.moe_intermediate_size if qwen or deepseek else getattr(config, "expert_ffn_hidden_size", 0))
     mixtral = config.model_type == "mixtral"
     for name, w in weights.items():
         if name == "lm_head.weight" and config.tie_word_embeddings:
@@ -223,8 +252,28 @@ class RouterProbe:
         for module in model.modules():
             if type(module).__name__ == "LongcatFlashTopkRouter":
                 self.handles.append(module.register_forward_hook(self.hook))
-            if type(module).__name__ in ("MixtralTopKRouter", "Qwen2MoeTopKRouter", "Qwen3MoeTopKRouter"):
+            if type(module).__name__ in ("MixtralTopKRouter", "Qwen2MoeTopKRouter", "Qwen3MoeTopKRouter",
+                                         "DeepseekV2TopkRouter"):
                 self.handles.append(module.register_forward_hook(self.mixtral_hook))
+            if type(module).__name__ == "DeepseekV3TopkRouter":
+                self.handles.append(module.register_forward_hook(self.deepseek_v3_hook))
+
+    def deepseek_v3_hook(self, module, args, output):
+        # The gaps of both choices: the topk_group-th/next group score, then the k-th/next key
+        # among the chosen groups' experts.
+        keys = output[0].float().sigmoid() + module.e_score_correction_bias.float()
+        groups = keys.view(-1, module.num_group, module.num_experts // module.num_group)
+        group_scores = groups.topk(2, dim=-1).values.sum(dim=-1)
+        ranked_groups = group_scores.sort(dim=-1, descending=True).values
+        g = module.topk_group
+        if g < module.num_group:
+            self.gap = min(self.gap, float((ranked_groups[:, g - 1] - ranked_groups[:, g]).min()))
+        chosen = group_scores.topk(g, dim=-1).indices
+        mask = torch.zeros_like(group_scores).scatter_(1, chosen, 1.0).bool()
+        masked = groups.masked_fill(~mask[..., None], float("-inf")).view(keys.shape[0], -1)
+        ranked = masked.sort(dim=-1, descending=True).values
+        k = module.top_k
+        self.gap = min(self.gap, float((ranked[:, k - 1] - ranked[:, k]).min()))
 
     def mixtral_hook(self, module, args, output):
         router_logits = output[0]

@@ -1,7 +1,7 @@
 // The published definitions as the oracle: the C++ models against transformers' own
 // LlamaForCausalLM (and Mistral, Mixtral, Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE, LlamaConfig's other
-// families) and LongcatFlashForCausalLM (tests/models/oracle.py) on seeded tiny
-// checkpoints, in every execution mode.
+// families), DeepseekV2ForCausalLM, DeepseekV3ForCausalLM and LongcatFlashForCausalLM (tests/models/oracle.py) on
+// seeded tiny checkpoints, in every execution mode.
 //
 // Each case is a checkpoint directory the fixture `models.oracle_generate` wrote, with the greedy
 // ids and logits transformers computed in float32 and in float64 over 16 steps (the prompt, then
@@ -184,6 +184,10 @@ Expected<Graph> build_llama(const models::LlamaConfig& c, const models::BuildOpt
                             WeightSource& w) {
   return models::build_llama(c, o, p, w);
 }
+Expected<Graph> build_deepseek(const models::DeepseekConfig& c, const models::BuildOptions& o, models::Phase p,
+                               WeightSource& w) {
+  return models::build_deepseek(c, o, p, w);
+}
 Expected<Graph> build_longcat(const models::LongCatFlashConfig& c, const models::BuildOptions& o, models::Phase p,
                               WeightSource& w) {
   return models::build_longcat_flash(c, o, p, w);
@@ -199,6 +203,8 @@ TEST_P(LlamaOracle, MatchesTransformers) { check_case<models::LlamaConfig>(GetPa
 TEST_P(MixtralOracle, MatchesTransformers) { check_case<models::LlamaConfig>(GetParam(), build_llama); }
 // So are Qwen2, Qwen3, Qwen2-MoE, Qwen3-MoE and Mistral.
 TEST_P(QwenMistralOracle, MatchesTransformers) { check_case<models::LlamaConfig>(GetParam(), build_llama); }
+class DeepseekOracle : public ::testing::TestWithParam<const char*> {};
+TEST_P(DeepseekOracle, MatchesTransformers) { check_case<models::DeepseekConfig>(GetParam(), build_deepseek); }
 TEST_P(LongCatFlashOracle, MatchesTransformers) { check_case<models::LongCatFlashConfig>(GetParam(), build_longcat); }
 
 // The cases of tests/models/oracle.py (CASES).
@@ -211,6 +217,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, MixtralOracle, ::testing::Values("mixtral_packed
 INSTANTIATE_TEST_SUITE_P(Cases, QwenMistralOracle,
                          ::testing::Values("qwen2_window", "qwen3_tied_bias", "qwen2_moe_packed",
                                            "qwen2_moe_per_expert", "qwen3_moe_per_expert", "mistral_window"),
+                         [](const auto& param_info) { return std::string(param_info.param); });
+INSTANTIATE_TEST_SUITE_P(Cases, DeepseekOracle,
+                         ::testing::Values("deepseek_v3_packed", "deepseek_v3_per_expert", "deepseek_v2_per_expert"),
                          [](const auto& param_info) { return std::string(param_info.param); });
 INSTANTIATE_TEST_SUITE_P(Cases, LongCatFlashOracle,
                          ::testing::Values("longcat_packed", "longcat_per_expert", "longcat_small_lora", "longcat_yarn",

@@ -40,6 +40,9 @@ constexpr ArchitectureName kArchitectures[] = {
     {"qwen3", Architecture::kLlama},
     {"qwen2_moe", Architecture::kLlama},
     {"qwen3_moe", Architecture::kLlama},
+    // DeepseekConfig's two families: MLA attention, shared and routed experts.
+    {"deepseek_v2", Architecture::kDeepseek},
+    {"deepseek_v3", Architecture::kDeepseek},
 };
 
 std::string architecture_list() {
@@ -61,7 +64,8 @@ std::string model_type(const Checkpoint& ckpt) {
 template <typename ModelConfig>
 Status fill_model_config(const config::Config& cfg, const Checkpoint* ckpt, ModelConfig& mc,
                          std::vector<std::string>& notes, const std::string& architecture) {
-  if constexpr (std::is_same_v<ModelConfig, models::LlamaConfig>) {
+  if constexpr (std::is_same_v<ModelConfig, models::LlamaConfig> ||
+                std::is_same_v<ModelConfig, models::DeepseekConfig>) {
     // The family (llama, mixtral, qwen2, ...) before any key: a checkpoint's model_type, or the name.
     if (!ckpt) SK_RETURN_IF_ERROR(mc.set("model_type", architecture));
   }
@@ -82,7 +86,8 @@ Status fill_model_config(const config::Config& cfg, const Checkpoint* ckpt, Mode
     }
     if (!s) return s.with_context(where);
   }
-  if constexpr (std::is_same_v<ModelConfig, models::LlamaConfig>) {
+  if constexpr (std::is_same_v<ModelConfig, models::LlamaConfig> ||
+                std::is_same_v<ModelConfig, models::DeepseekConfig>) {
     if (ckpt && architecture != mc.model_type())
       return at_key(cfg, "model.architecture",
                     Status::invalid_argument("'" + architecture +
@@ -381,6 +386,11 @@ Expected<std::unique_ptr<Model>> build_model(const config::Config& cfg, Progress
       s = build_graphs<models::LlamaConfig>(
           cfg, ckpt.get(), *weights, progress, *m, cache_copies, models::build_llama,
           [](const models::LlamaConfig& c, const models::BuildOptions& o) { return models::estimate_memory(c, o); });
+      break;
+    case Architecture::kDeepseek:
+      s = build_graphs<models::DeepseekConfig>(
+          cfg, ckpt.get(), *weights, progress, *m, cache_copies, models::build_deepseek,
+          [](const models::DeepseekConfig& c, const models::BuildOptions& o) { return models::estimate_memory(c, o); });
       break;
     case Architecture::kLongCatFlashAfd: {
       // One FFN step graph (the decode phase); build_graphs asks for no prefill.

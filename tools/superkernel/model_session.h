@@ -20,7 +20,7 @@
 
 namespace sk::cli {
 
-enum class Architecture { kLongCatFlash, kLongCatFlashAfd, kLlama };
+enum class Architecture { kLongCatFlash, kLongCatFlashAfd, kLlama, kDeepseek };
 
 // The graphs a config describes. LongCat-Flash and Llama have a prefill and a decode graph that
 // share their paged caches; the AFD variant has one FFN step graph (`decode`).

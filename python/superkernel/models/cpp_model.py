@@ -1,5 +1,6 @@
-"""A model of the C++ model library (``llama``, ``mixtral``, ``longcat_flash``; docs/MODELS.md) built by its C++
-builder and compiled by the runtime in one execution mode, with the paged-step interface the
+"""A model of the C++ model library (``llama``, ``mixtral``, ``deepseek_v3``, ``longcat_flash``, ...;
+docs/MODELS.md) built by its C++ builder and compiled by the runtime in one execution mode, with the
+paged-step interface the
 server's engine drives: the graphs ``superkernel run`` runs, reachable from Python without a
 PyTorch port of the architecture.
 
@@ -24,9 +25,11 @@ import torch
 
 from .._errors import InvalidArgumentError
 
-# LlamaConfig's families (config.json's model_type, one C++ builder) and LongCat-Flash.
+# LlamaConfig's families (config.json's model_type, one C++ builder), DeepseekConfig's two and
+# LongCat-Flash.
 LLAMA_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe")
-ARCHITECTURES = LLAMA_FAMILIES + ("longcat_flash",)
+DEEPSEEK_FAMILIES = ("deepseek_v2", "deepseek_v3")
+ARCHITECTURES = LLAMA_FAMILIES + DEEPSEEK_FAMILIES + ("longcat_flash",)
 
 
 class _Config:
@@ -64,15 +67,18 @@ class CppModel:
         where = dict(checkpoint=checkpoint) if checkpoint else dict(config=config)
         self.weights = (_superkernel.models.Weights.checkpoint(checkpoint) if checkpoint
                         else _superkernel.models.Weights.random(seed))
-        if architecture in LLAMA_FAMILIES and config is not None:
+        families = LLAMA_FAMILIES + DEEPSEEK_FAMILIES
+        if architecture in families and config is not None:
             where = dict(config=dict(config, model_type=architecture))
-        if architecture in LLAMA_FAMILIES:  # one builder: the family comes from model_type
-            fields = cpp_models.llama_config(**where)
+        if architecture in families:  # one builder per config class: the family comes from model_type
+            kind = "llama" if architecture in LLAMA_FAMILIES else "deepseek"
+            fields = getattr(cpp_models, f"{kind}_config")(**where)
             if fields["model_type"] != architecture:
                 raise InvalidArgumentError(f"architecture '{architecture}': the checkpoint's model_type is "
                                            f"'{fields['model_type']}'")
-            self._build_fn, unread = cpp_models.build_llama, cpp_models.llama_unread_tensors
-            cache_names = cpp_models.llama_cache_names(**where)
+            self._build_fn = getattr(cpp_models, f"build_{kind}")
+            unread = getattr(cpp_models, f"{kind}_unread_tensors")
+            cache_names = getattr(cpp_models, f"{kind}_cache_names")(**where)
         else:
             fields = cpp_models.longcat_flash_config(**where)
             self._build_fn, unread = cpp_models.build_longcat_flash, cpp_models.longcat_flash_unread_tensors
