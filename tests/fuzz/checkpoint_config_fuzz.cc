@@ -83,6 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!index) {
     load<sk::models::LlamaConfig>(**ckpt, dir);
     load<sk::models::LongCatFlashConfig>(**ckpt, dir);
+    load<sk::models::DeepseekConfig>(**ckpt, dir);
   }
   return 0;
 }

@@ -140,7 +140,10 @@ class CheckpointTest : public ::testing::Test {
   // load_config_json fails naming `key` at its line and saying `what`.
   template <typename Config>
   void expect_refused(const JsonKeys& base, const JsonKeys& more, const std::string& key, const std::string& what) {
-    write_json(std::is_same_v<Config, models::LlamaConfig> ? "llama" : "longcat_flash", base, more);
+    write_json(std::is_same_v<Config, models::LlamaConfig>      ? "llama"
+               : std::is_same_v<Config, models::DeepseekConfig> ? "deepseek_v3"
+                                                                : "longcat_flash",
+               base, more);
     auto ckpt = open();
     ASSERT_TRUE(ckpt);
     Config c;
@@ -514,6 +517,150 @@ TEST_F(CheckpointTest, LongCatSkipsTheMultiTokenPredictionLayer) {
   std::vector<std::string> skipped;
   EXPECT_TRUE(models::check_unread_tensors(c, *weights, false, &skipped));
   EXPECT_EQ(skipped, std::vector<std::string>{"model.mtp.layers.0.eh_proj.weight"});
+}
+
+// A DeepSeek-V3 config.json as published (sizes shrunk): the keys transformers reads applied,
+// the original code's routing keys accepted at the values transformers implies, the rest listed.
+const JsonKeys kDeepseekV3Json = {
+    {"architectures", "[\"DeepseekV3ForCausalLM\"]"},
+    {"aux_loss_alpha", "0.001"},
+    {"bos_token_id", "0"},
+    {"eos_token_id", "1"},
+    {"ep_size", "1"},
+    {"first_k_dense_replace", "1"},
+    {"hidden_act", "\"silu\""},
+    {"hidden_size", "16"},
+    {"intermediate_size", "24"},
+    {"kv_lora_rank", "8"},
+    {"max_position_embeddings", "64"},
+    {"moe_intermediate_size", "8"},
+    {"moe_layer_freq", "1"},
+    {"n_group", "2"},
+    {"n_routed_experts", "4"},
+    {"n_shared_experts", "1"},
+    {"norm_topk_prob", "true"},
+    {"num_attention_heads", "2"},
+    {"num_experts_per_tok", "2"},
+    {"num_hidden_layers", "2"},
+    {"num_key_value_heads", "2"},
+    {"num_nextn_predict_layers", "1"},
+    {"q_lora_rank", "8"},
+    {"qk_nope_head_dim", "4"},
+    {"qk_rope_head_dim", "4"},
+    {"rms_norm_eps", "1e-06"},
+    {"rope_theta", "10000"},
+    {"routed_scaling_factor", "2.5"},
+    {"scoring_func", "\"sigmoid\""},
+    {"seq_aux", "true"},
+    {"tie_word_embeddings", "false"},
+    {"topk_group", "1"},
+    {"topk_method", "\"noaux_tc\""},
+    {"torch_dtype", "\"bfloat16\""},
+    {"use_cache", "true"},
+    {"v_head_dim", "4"},
+    {"vocab_size", "32"},
+};
+
+Expected<Graph> deepseek(const models::DeepseekConfig& c, const models::BuildOptions& o, models::Phase p,
+                         WeightSource& w) {
+  return models::build_deepseek(c, o, p, w);
+}
+
+TEST_F(CheckpointTest, PublishedDeepseekV3ConfigLoadsAndSkipsItsMtpLayer) {
+  write_json("deepseek_v3", kDeepseekV3Json, {});
+  auto ckpt = open();
+  models::DeepseekConfig c;
+  std::vector<models::IgnoredKey> ignored;
+  Status s = models::load_config_json(*ckpt, c, &ignored);
+  ASSERT_TRUE(s) << s.to_string();
+  EXPECT_EQ(c.family, models::DeepseekConfig::Family::kV3);
+  EXPECT_EQ(c.n_routed_experts, 4);
+  EXPECT_EQ(c.groups_chosen(), 1);
+  EXPECT_EQ(c.num_nextn_predict_layers, 1);
+  std::string listed;
+  for (const models::IgnoredKey& k : ignored) listed += k.key + " ";
+  EXPECT_EQ(listed, "architectures aux_loss_alpha bos_token_id eos_token_id ep_size seq_aux torch_dtype use_cache ");
+  // The multi-token-prediction layer (model.layers.2 of 2 decoder layers) is not read, and not an error.
+  write_tensors(c, deepseek, {"model.layers.2.eh_proj.weight", "model.layers.2.mlp.gate.weight"});
+  ckpt = open();
+  auto weights = checkpoint_weights(ckpt);
+  ASSERT_TRUE(models::build_deepseek(c, models::BuildOptions{}, models::Phase::kDecode, *weights));
+  std::vector<std::string> skipped;
+  s = models::check_unread_tensors(c, *weights, false, &skipped);
+  ASSERT_TRUE(s) << s.to_string();
+  EXPECT_EQ(skipped, (std::vector<std::string>{"model.layers.2.eh_proj.weight", "model.layers.2.mlp.gate.weight"}));
+  // Without num_nextn_predict_layers they are unread tensors.
+  JsonKeys no_mtp = kDeepseekV3Json;
+  std::erase_if(no_mtp, [](const auto& k) { return k.first == "num_nextn_predict_layers"; });
+  write_json("deepseek_v3", no_mtp, {});
+  ckpt = open();
+  models::DeepseekConfig c2;
+  ASSERT_TRUE(models::load_config_json(*ckpt, c2));
+  weights = checkpoint_weights(ckpt);
+  ASSERT_TRUE(models::build_deepseek(c2, models::BuildOptions{}, models::Phase::kDecode, *weights));
+  s = models::check_unread_tensors(c2, *weights);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("model.layers.2.eh_proj.weight"), std::string::npos) << s.message();
+}
+
+TEST_F(CheckpointTest, DeepseekKeysThatChangeTheMathAreRefusedByLine) {
+  using C = models::DeepseekConfig;
+  auto without = [](std::initializer_list<const char*> keys) {
+    JsonKeys base = kDeepseekV3Json;
+    for (const char* key : keys) std::erase_if(base, [&](const auto& k) { return k.first == key; });
+    return base;
+  };
+  expect_refused<C>(kDeepseekV3Json,
+                    {{"quantization_config", "{\"quant_method\": \"fp8\", \"weight_block_size\": [128, 128]}"}},
+                    "quantization_config", "FP8");
+  expect_refused<C>(without({"topk_method"}), {{"topk_method", "\"greedy\""}}, "topk_method", "noaux_tc");
+  expect_refused<C>(without({"scoring_func"}), {{"scoring_func", "\"softmax\""}}, "scoring_func", "sigmoid");
+  expect_refused<C>(without({"moe_layer_freq"}), {{"moe_layer_freq", "2"}}, "moe_layer_freq", "first_k_dense_replace");
+  expect_refused<C>(without({"num_key_value_heads"}), {{"num_key_value_heads", "1"}}, "num_key_value_heads",
+                    "MLA expands every attention head");
+  expect_refused<C>(without({"topk_group"}), {{"topk_group", "3"}}, "topk_group", "exceeds n_group");
+  expect_refused<C>(without({"n_group"}), {{"n_group", "3"}}, "n_group", "does not divide n_routed_experts");
+  expect_refused<C>(kDeepseekV3Json, {{"num_local_experts", "8"}}, "num_local_experts",
+                    "disagrees with key 'n_routed_experts'");
+  // An absent num_key_value_heads is DeepseekV3Config's default, 128, which transformers cannot
+  // run with 2 heads either.
+  write_json("deepseek_v3", without({"num_key_value_heads"}), {});
+  auto ckpt = open();
+  C c;
+  EXPECT_NE(models::load_config_json(*ckpt, c).message().find("num_key_value_heads' = 128"), std::string::npos);
+}
+
+TEST_F(CheckpointTest, DeepseekV2RoutesGreedilyAndRefusesWhatTransformersDoesNotRun) {
+  JsonKeys v2 = kDeepseekV3Json;
+  std::erase_if(v2, [](const auto& k) {
+    return k.first == "topk_method" || k.first == "scoring_func" || k.first == "norm_topk_prob" ||
+           k.first == "num_nextn_predict_layers";
+  });
+  write_json("deepseek_v2", v2, {{"topk_method", "\"greedy\""}, {"scoring_func", "\"softmax\""}});
+  auto ckpt = open();
+  models::DeepseekConfig c;
+  Status s = models::load_config_json(*ckpt, c);
+  ASSERT_TRUE(s) << s.to_string();
+  EXPECT_EQ(c.family, models::DeepseekConfig::Family::kV2);
+  EXPECT_FALSE(c.group_limited);
+  auto refused = [&](const JsonKeys& more, const std::string& what) {
+    write_json("deepseek_v2", v2, more);
+    auto k = open();
+    models::DeepseekConfig d;
+    Status r = models::load_config_json(*k, d);
+    EXPECT_FALSE(r) << what;
+    EXPECT_NE(r.message().find(what), std::string::npos) << r.message();
+  };
+  refused({{"topk_method", "\"group_limited_greedy\""}}, "topk_group < n_group is not implemented");
+  refused({{"norm_topk_prob", "true"}}, "does not renormalise");
+  refused({{"scoring_func", "\"sigmoid\""}}, "softmax");
+  // rope_interleave is DeepseekV3Config's: V2 always rotates interleaved pairs and lists it as ignored.
+  write_json("deepseek_v2", v2, {{"rope_interleave", "false"}});
+  ckpt = open();
+  std::vector<models::IgnoredKey> ignored;
+  models::DeepseekConfig d;
+  ASSERT_TRUE(models::load_config_json(*ckpt, d, &ignored));
+  EXPECT_TRUE(std::any_of(ignored.begin(), ignored.end(), [](const auto& k) { return k.key == "rope_interleave"; }));
 }
 
 // transformers' aliases set the keys they stand for.

@@ -58,6 +58,32 @@ models::LlamaConfig llama() {
   return c;
 }
 
+models::DeepseekConfig deepseek(models::DeepseekConfig::Family family) {
+  models::DeepseekConfig c;
+  if (family == models::DeepseekConfig::Family::kV2) {
+    if (!c.set("model_type", "deepseek_v2")) ADD_FAILURE() << "model_type deepseek_v2";
+  }
+  c.vocab_size = 96;
+  c.hidden_size = 64;
+  c.intermediate_size = 40;
+  c.moe_intermediate_size = 24;
+  c.num_hidden_layers = 3;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 4;
+  c.kv_lora_rank = 16;
+  c.q_lora_rank = 24;
+  c.qk_nope_head_dim = 8;
+  c.qk_rope_head_dim = 4;
+  c.v_head_dim = 12;
+  c.n_routed_experts = 8;
+  c.n_shared_experts = 2;
+  c.num_experts_per_tok = 2;
+  c.n_group = 4;
+  c.topk_group = 2;
+  c.first_k_dense_replace = 1;
+  return c;
+}
+
 models::BuildOptions options(models::WeightDType w, DType cache) {
   models::BuildOptions o;
   o.weight_dtype = w;
@@ -147,6 +173,36 @@ TEST(MemoryEstimate, LlamaDecodeGraph) {
         EXPECT_EQ(m.weight_bytes, bytes_of(*g).constants);
         EXPECT_EQ(m.cache_bytes, bytes_of(*g).variables);
       }
+}
+
+TEST(MemoryEstimate, DeepseekDecodeGraph) {
+  using Family = models::DeepseekConfig::Family;
+  for (models::WeightDType w : kWeightDTypes)
+    for (Family family : {Family::kV2, Family::kV3})
+      for (bool variant : {false, true}) {
+        SCOPED_TRACE(std::string(models::weight_dtype_name(w)) + (family == Family::kV2 ? " v2" : " v3") +
+                     (variant ? " q_proj, biases, tied" : ""));
+        models::DeepseekConfig c = deepseek(family);
+        // q_proj instead of the q LoRA, every bias, a tied head.
+        if (variant) {
+          c.q_lora_rank = 0;
+          c.attention_bias = c.mlp_bias = c.tie_word_embeddings = true;
+        }
+        const models::BuildOptions o = options(w, variant ? DType::kBF16 : DType::kF32);
+        auto weights = random_weights(7);
+        auto g = models::build_deepseek(c, o, models::Phase::kDecode, *weights);
+        ASSERT_TRUE(g.has_value()) << g.status().to_string();
+        const models::MemoryEstimate m = models::estimate_memory(c, o);
+        EXPECT_EQ(m.weight_bytes, bytes_of(*g).constants);
+        EXPECT_EQ(m.cache_bytes, bytes_of(*g).variables);
+      }
+}
+
+// The published DeepSeek-V3: about 671 billion parameters (the MTP layer not counted).
+TEST(MemoryEstimate, PublishedDeepseekV3IsCountedNotBuilt) {
+  const models::MemoryEstimate m = models::estimate_memory(models::DeepseekConfig{}, models::BuildOptions{});
+  EXPECT_GT(m.weight_bytes, int64_t{640} * 1000 * 1000 * 1000 * 4);
+  EXPECT_LT(m.weight_bytes, int64_t{700} * 1000 * 1000 * 1000 * 4);
 }
 
 // The published LongCat-Flash: about 560 billion parameters, counted without a byte allocated.
