@@ -30,7 +30,6 @@ struct Deepseek {
 // DeepseekV{2,3}RMSNorm(q_lora_rank) and (kv_lora_rank) are built without an eps argument.
 constexpr float kLoraNormEps = 1e-6f;
 
-std::string layer_prefix(int64_t layer) { return "model.layers." + std::to_string(layer) + "."; }
 std::string latent_cache_name(int64_t layer) { return "latent_cache." + std::to_string(layer); }
 
 // DeepseekV2Attention / DeepseekV3Attention on x [T, hidden] -> [T, hidden].
@@ -186,20 +185,9 @@ Expected<Graph> build_deepseek(const DeepseekConfig& config, const BuildOptions&
     m.softmax_mscale = mscale * mscale;
   }
   const Shape table{config.vocab_size, config.hidden_size};
-  Tensor x;
-  {
-    SuperKernelScope s(g, "scope_embed", scope_options(options, "scope_embed"));
-    x = embedding(g, m.in.input_ids, w.f32("model.embed_tokens.weight", table, WeightInit::kEmbedding),
-                  "model.embed_tokens");
-  }
+  Tensor x = embed_tokens(g, w, options, m.in, table);
   for (int64_t i = 0; i < config.num_hidden_layers && w.status(); ++i) x = decoder_layer(m, x, i);
-  if (!w.status()) return finish(std::move(g), w);
-  {
-    SuperKernelScope s(g, "scope_lm_head", scope_options(options, "scope_lm_head"));
-    x = norm(m, lm_head_rows(g, m.in, x), "model.norm");
-    const std::string head = config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
-    g.output(nn::linear(g, x, w.linear(head, table), "lm_head"), kLogits);
-  }
+  if (w.status()) lm_head(g, w, options, m.in, x, table, m.eps(), config.tie_word_embeddings);
   return finish(std::move(g), w);
 }
 

@@ -28,8 +28,6 @@ struct Llama {
   float eps() const { return static_cast<float>(cfg.rms_norm_eps); }
 };
 
-std::string layer_prefix(int64_t layer) { return "model.layers." + std::to_string(layer) + "."; }
-
 Tensor attention(Llama& m, Tensor x, int64_t layer) {
   const LlamaConfig& c = m.cfg;
   Graph& g = m.g;
@@ -192,20 +190,9 @@ Expected<Graph> build_llama(const LlamaConfig& config, const BuildOptions& optio
   if (!cos_sin) return cos_sin.status();
   m.cos_sin = *cos_sin;
   const Shape table{config.vocab_size, config.hidden_size};
-  Tensor x;
-  {
-    SuperKernelScope s(g, "scope_embed", scope_options(options, "scope_embed"));
-    x = embedding(g, m.in.input_ids, w.f32("model.embed_tokens.weight", table, WeightInit::kEmbedding),
-                  "model.embed_tokens");
-  }
+  Tensor x = embed_tokens(g, w, options, m.in, table);
   for (int64_t i = 0; i < config.num_hidden_layers && w.status(); ++i) x = decoder_layer(m, x, i);
-  if (!w.status()) return finish(std::move(g), w);
-  {
-    SuperKernelScope s(g, "scope_lm_head", scope_options(options, "scope_lm_head"));
-    x = rms_norm(g, lm_head_rows(g, m.in, x), w.norm("model.norm.weight", config.hidden_size), m.eps(), "model.norm");
-    const std::string head = config.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
-    g.output(nn::linear(g, x, w.linear(head, table), "lm_head"), kLogits);
-  }
+  if (w.status()) lm_head(g, w, options, m.in, x, table, m.eps(), config.tie_word_embeddings);
   return finish(std::move(g), w);
 }
 

@@ -70,6 +70,16 @@ int64_t blocks(const BuildOptions& o) {
 
 int64_t cache_dtype_bytes(const BuildOptions& o) { return o.kv_cache_dtype == DType::kBF16 ? 2 : 4; }
 
+// A SwiGLU MLP of `f` hidden units on `hidden` (`experts` of them stacked): gate, up [f, hidden]
+// and down [hidden, f], with their f32 biases when `biased`.
+int64_t swiglu_bytes(const BuildOptions& o, int64_t hidden, int64_t experts, int64_t f, bool biased) {
+  Bytes b;
+  b.add(times({2, linear_bytes(o, experts, f, hidden)}));
+  b.add(linear_bytes(o, experts, hidden, f));
+  if (biased) b.add(f32_bytes({2 * f + hidden}));
+  return b.total;
+}
+
 // Tensor- and expert-parallel ranks of a parallel build (1 and 1 otherwise).
 int64_t tp_of(const BuildOptions& o) { return o.parallel.tp > 1 ? o.parallel.tp : 1; }
 int64_t ep_of(const BuildOptions& o) { return o.parallel.ep > 1 ? o.parallel.ep : 1; }
@@ -109,13 +119,10 @@ MemoryEstimate estimate_memory(const LongCatFlashConfig& c, const BuildOptions& 
   mla.add(f32_bytes({H, R, nope}));                              // its absorbed W_UK
   mla.add(linear_bytes(o, 1, D, H * v));                         // o_proj
   if (c.attention_bias) mla.add(f32_bytes({Q + R + rope + D}));  // q_a_proj, kv_a_proj_with_mqa, o_proj biases
-  Bytes mlp;  // gate, up [F, D] and down [D, F] (w8a8: a scale per output row)
-  mlp.add(times({2, linear_bytes(o, 1, F, D)}));
-  mlp.add(linear_bytes(o, 1, D, F));
   Bytes layer;
   layer.add(times({2, mla.total}));
-  layer.add(times({2, mlp.total}));
-  layer.add(f32_bytes({4, D}));  // input_layernorm.0/1, post_attention_layernorm.0/1
+  layer.add(times({2, swiglu_bytes(o, D, 1, F, false)}));  // mlps.0/1 (w8a8: a scale per output row)
+  layer.add(f32_bytes({4, D}));                            // input_layernorm.0/1, post_attention_layernorm.0/1
   layer.add(longcat_moe_bytes(c, o));
 
   MemoryEstimate m;
@@ -150,27 +157,18 @@ MemoryEstimate estimate_memory(const LlamaConfig& c, const BuildOptions& o) {
   if (c.attention_bias || c.qkv_bias) attention.add(f32_bytes({Hq * Dh + 2 * Hkv * Dh}));  // q, k, v biases
   if (c.attention_bias) attention.add(f32_bytes({D}));                                     // o bias
   if (c.qk_norm) attention.add(f32_bytes({2, Dh}));                                        // q_norm, k_norm
-  // A SwiGLU MLP of `f` hidden units (`experts` of them stacked).
-  auto swiglu = [&](int64_t experts, int64_t f) {
-    Bytes b;
-    b.add(times({2, linear_bytes(o, experts, f, D)}));  // gate, up
-    b.add(linear_bytes(o, experts, D, f));              // down
-    return b.total;
-  };
-  Bytes dense;
-  dense.add(swiglu(1, F));
-  if (c.mlp_bias) dense.add(f32_bytes({2 * F + D}));  // gate, up, down biases
+  const int64_t dense = swiglu_bytes(o, D, 1, F, c.mlp_bias);
   Bytes sparse;
-  sparse.add(swiglu(c.num_local_experts, c.expert_intermediate_size()));
+  sparse.add(swiglu_bytes(o, D, c.num_local_experts, c.expert_intermediate_size(), false));
   sparse.add(f32_bytes({c.num_local_experts, D}));  // the router
   if (c.shared_expert_intermediate_size > 0) {      // Qwen2-MoE's shared expert and its gate
-    sparse.add(swiglu(1, c.shared_expert_intermediate_size));
+    sparse.add(swiglu_bytes(o, D, 1, c.shared_expert_intermediate_size, false));
     sparse.add(f32_bytes({D}));
   }
   Bytes layers;
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     layers.add(attention.total);
-    layers.add(c.is_sparse_layer(i) ? sparse.total : dense.total);
+    layers.add(c.is_sparse_layer(i) ? sparse.total : dense);
   }
 
   MemoryEstimate m;
@@ -209,19 +207,12 @@ MemoryEstimate estimate_memory(const DeepseekConfig& c, const BuildOptions& o) {
   if (c.attention_bias) mla.add(f32_bytes({R + rope + D}));  // kv_a_proj_with_mqa, o_proj biases
   mla.add(f32_bytes({2, D}));                                // input_layernorm, post_attention_layernorm
   const bool bias = c.family == DeepseekConfig::Family::kV2 && c.mlp_bias;
-  auto swiglu = [&](int64_t experts, int64_t f, bool biased) {
-    Bytes b;
-    b.add(times({2, linear_bytes(o, experts, f, D)}));  // gate, up
-    b.add(linear_bytes(o, experts, D, f));              // down
-    if (biased) b.add(f32_bytes({2 * f + D}));
-    return b.total;
-  };
   Bytes sparse;
   sparse.add(f32_bytes({E, D}));  // the router
   sparse.add(f32_bytes({E}));     // e_score_correction_bias (V2: a zero bias)
-  sparse.add(swiglu(E, F, false));
-  sparse.add(swiglu(1, c.n_shared_experts * F, bias));
-  const int64_t dense = swiglu(1, c.intermediate_size, bias);
+  sparse.add(swiglu_bytes(o, D, E, F, false));
+  sparse.add(swiglu_bytes(o, D, 1, c.n_shared_experts * F, bias));
+  const int64_t dense = swiglu_bytes(o, D, 1, c.intermediate_size, bias);
   Bytes layers;
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     layers.add(mla.total);

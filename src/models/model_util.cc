@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "superkernel/ops.h"
 #include "superkernel/tensor_ops.h"
 
 namespace sk::models {
@@ -29,6 +30,22 @@ StepTensors make_step_inputs(Graph& g, const BuildOptions& options, Phase phase)
 
 Tensor lm_head_rows(Graph& g, const StepTensors& in, Tensor x) {
   return in.logit_rows.valid() ? index_select(g, x, 0, in.logit_rows, "logit_rows") : x;
+}
+
+std::string layer_prefix(int64_t layer) { return "model.layers." + std::to_string(layer) + "."; }
+
+Tensor embed_tokens(Graph& g, ModelWeights& w, const BuildOptions& options, const StepTensors& in, const Shape& table) {
+  SuperKernelScope s(g, "scope_embed", scope_options(options, "scope_embed"));
+  return embedding(g, in.input_ids, w.f32("model.embed_tokens.weight", table, WeightInit::kEmbedding),
+                   "model.embed_tokens");
+}
+
+void lm_head(Graph& g, ModelWeights& w, const BuildOptions& options, const StepTensors& in, Tensor x,
+             const Shape& table, float eps, bool tied) {
+  SuperKernelScope s(g, "scope_lm_head", scope_options(options, "scope_lm_head"));
+  x = rms_norm(g, lm_head_rows(g, in, x), w.norm("model.norm.weight", table[1]), eps, "model.norm");
+  const std::string head = tied ? "model.embed_tokens.weight" : "lm_head.weight";
+  g.output(nn::linear(g, x, w.linear(head, table), "lm_head"), kLogits);
 }
 
 Tensor ModelWeights::f32(const std::string& name, const Shape& shape, WeightInit init) {

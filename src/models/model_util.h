@@ -94,6 +94,15 @@ std::string scope_options(const BuildOptions& options, std::string_view scope);
 std::string stream_fused_scope_options(const BuildOptions& options, std::string_view scope);
 // "scope_{layer}_{part}".
 std::string layer_scope(int64_t layer, std::string_view part);
+// "model.layers.{layer}.", the published module path of a decoder layer.
+std::string layer_prefix(int64_t layer);
+
+// scope_embed: `model.embed_tokens.weight` [vocab, hidden] (`table`) looked up at input_ids.
+Tensor embed_tokens(Graph& g, ModelWeights& w, const BuildOptions& options, const StepTensors& in, const Shape& table);
+// scope_lm_head: the rows the head runs on (lm_head_rows), the final RMS norm `model.norm`, and
+// the LM head (`lm_head.weight`, or the embedding when `tied`) as the output kLogits.
+void lm_head(Graph& g, ModelWeights& w, const BuildOptions& options, const StepTensors& in, Tensor x,
+             const Shape& table, float eps, bool tied);
 
 // A constant [n] filled with `value` (broadcast multiplier).
 Tensor filled_f32(Graph& g, std::string name, int64_t n, float value);
