@@ -162,11 +162,7 @@ Expected<Graph> build_deepseek(const DeepseekConfig& config, const BuildOptions&
                                WeightSource& weights) {
   SK_RETURN_IF_ERROR(config.validate());
   SK_RETURN_IF_ERROR(options.validate());
-  if (options.prefetch)
-    return Status::unimplemented(
-        "build option 'prefetch': only the LongCat-Flash AFD variant prefetches weights; build with prefetch off");
-  if (options.parallel.tp > 1 || options.parallel.ep > 1)
-    return Status::unimplemented("build option 'parallel': only LongCat-Flash runs across processes");
+  SK_RETURN_IF_ERROR(refuse_longcat_only_options(options));
   if (options.multi_streams > 0)
     return Status::unimplemented(
         "build option 'multi_streams': DeepSeek's MoE is not a shortcut branch (its input is the attention's "
@@ -179,11 +175,7 @@ Expected<Graph> build_deepseek(const DeepseekConfig& config, const BuildOptions&
   auto cos_sin = rope_table(g, *rope, config.qk_rope_head_dim, options, phase);
   if (!cos_sin) return cos_sin.status();
   m.cos_sin = *cos_sin;
-  // The published MLA multiplies its softmax scale by yarn_get_mscale(factor, mscale_all_dim)^2.
-  if (rope->type != nn::RopeScaling::Type::kDefault && rope->mscale_all_dim != 0.0) {
-    const double mscale = nn::yarn_mscale(rope->factor, rope->mscale_all_dim);
-    m.softmax_mscale = mscale * mscale;
-  }
+  m.softmax_mscale = mla_softmax_mscale(*rope);
   const Shape table{config.vocab_size, config.hidden_size};
   Tensor x = embed_tokens(g, w, options, m.in, table);
   for (int64_t i = 0; i < config.num_hidden_layers && w.status(); ++i) x = decoder_layer(m, x, i);

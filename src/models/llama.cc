@@ -162,11 +162,7 @@ Expected<Graph> build_llama(const LlamaConfig& config, const BuildOptions& optio
                             WeightSource& weights) {
   SK_RETURN_IF_ERROR(config.validate());
   SK_RETURN_IF_ERROR(options.validate());
-  if (options.prefetch)
-    return Status::unimplemented(
-        "build option 'prefetch': only the LongCat-Flash AFD variant prefetches weights; build with prefetch off");
-  if (options.parallel.tp > 1 || options.parallel.ep > 1)
-    return Status::unimplemented("build option 'parallel': only LongCat-Flash runs across processes");
+  SK_RETURN_IF_ERROR(refuse_longcat_only_options(options));
   if (config.quantization.present() && !is_int4(options.weight_dtype))
     return Status::invalid_argument(
         std::string("build option 'weight_dtype' ") + weight_dtype_name(options.weight_dtype) +

@@ -232,11 +232,7 @@ Expected<Graph> build_longcat_flash(const LongCatFlashConfig& config, const Buil
   auto cos_sin = rope_table(g, *rope, config.qk_rope_head_dim, options, phase);
   if (!cos_sin) return cos_sin.status();
   m.cos_sin = *cos_sin;
-  // The published MLA multiplies its softmax scale by yarn_get_mscale(factor, mscale_all_dim)^2.
-  if (rope->type != nn::RopeScaling::Type::kDefault && rope->mscale_all_dim != 0.0) {
-    const double mscale = nn::yarn_mscale(rope->factor, rope->mscale_all_dim);
-    m.softmax_mscale = mscale * mscale;
-  }
+  m.softmax_mscale = mla_softmax_mscale(*rope);
   const Shape table{config.vocab_size, config.hidden_size};
   Tensor x = embed_tokens(g, w, options, m.in, table);
   for (int64_t i = 0; i < config.num_layers && w.status(); ++i) x = decoder_layer(m, x, i);

@@ -80,6 +80,20 @@ int64_t swiglu_bytes(const BuildOptions& o, int64_t hidden, int64_t experts, int
   return b.total;
 }
 
+// The decoder layers' bytes plus what every model adds around them: the embedding table, the final
+// norm, the LM head (a tied head in f32 is the embedding table itself; in another dtype, a
+// converted copy of it) and the rope cos/sin table of `rotary` dims (the decode graph's rows).
+int64_t with_embedding_and_head(const BuildOptions& o, int64_t layers, int64_t vocab, int64_t hidden, bool tied,
+                                int64_t rotary) {
+  Bytes b;
+  b.add(f32_bytes({vocab, hidden}));  // embed_tokens
+  b.add(layers);
+  b.add(f32_bytes({hidden}));  // model.norm
+  if (!tied || o.weight_dtype != WeightDType::kF32) b.add(linear_bytes(o, 1, vocab, hidden));
+  b.add(f32_bytes({o.max_context, rotary}));
+  return b.total;
+}
+
 // Tensor- and expert-parallel ranks of a parallel build (1 and 1 otherwise).
 int64_t tp_of(const BuildOptions& o) { return o.parallel.tp > 1 ? o.parallel.tp : 1; }
 int64_t ep_of(const BuildOptions& o) { return o.parallel.ep > 1 ? o.parallel.ep : 1; }
@@ -103,7 +117,6 @@ int64_t longcat_moe_bytes(const LongCatFlashConfig& c, const BuildOptions& o) {
 }  // namespace
 
 MemoryEstimate estimate_memory(const LongCatFlashConfig& c, const BuildOptions& o) {
-  const WeightDType w = o.weight_dtype;
   // With tensor parallelism a rank holds its heads and hidden units only (longcat_parallel.h).
   const int64_t D = c.hidden_size, H = c.num_attention_heads / tp_of(o), R = c.kv_lora_rank, Q = c.q_lora_rank;
   const int64_t nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim, v = c.v_head_dim,
@@ -126,14 +139,8 @@ MemoryEstimate estimate_memory(const LongCatFlashConfig& c, const BuildOptions& 
   layer.add(longcat_moe_bytes(c, o));
 
   MemoryEstimate m;
-  Bytes weights;
-  weights.add(f32_bytes({c.vocab_size, D}));  // embed_tokens
-  weights.add(times({c.num_layers, layer.total}));
-  weights.add(f32_bytes({D}));  // model.norm
-  // A tied head in f32 is the embedding table itself; in another dtype, a converted copy of it.
-  if (!c.tie_word_embeddings || w != WeightDType::kF32) weights.add(linear_bytes(o, 1, c.vocab_size, D));
-  weights.add(f32_bytes({o.max_context, rope}));  // the rope cos/sin table (the decode graph's rows)
-  m.weight_bytes = weights.total;
+  m.weight_bytes =
+      with_embedding_and_head(o, times({c.num_layers, layer.total}), c.vocab_size, D, c.tie_word_embeddings, rope);
   // Two latent caches per layer, [blocks, block_size, kv_lora_rank + rope].
   m.cache_bytes = times({c.num_layers, 2, blocks(o), o.block_size, R + rope, cache_dtype_bytes(o)});
   return m;
@@ -146,7 +153,6 @@ MemoryEstimate estimate_memory_afd(const LongCatFlashConfig& c, const BuildOptio
 }
 
 MemoryEstimate estimate_memory(const LlamaConfig& c, const BuildOptions& o) {
-  const WeightDType w = o.weight_dtype;
   const int64_t D = c.hidden_size, Hq = c.num_attention_heads, Hkv = c.resolved_kv_heads();
   const int64_t Dh = c.resolved_head_dim(), F = c.intermediate_size;
   Bytes attention;
@@ -172,21 +178,13 @@ MemoryEstimate estimate_memory(const LlamaConfig& c, const BuildOptions& o) {
   }
 
   MemoryEstimate m;
-  Bytes weights;
-  weights.add(f32_bytes({c.vocab_size, D}));  // embed_tokens
-  weights.add(layers.total);
-  weights.add(f32_bytes({D}));  // model.norm
-  // A tied head in f32 is the embedding table itself; in another dtype, a converted copy of it.
-  if (!c.tie_word_embeddings || w != WeightDType::kF32) weights.add(linear_bytes(o, 1, c.vocab_size, D));
-  weights.add(f32_bytes({o.max_context, Dh}));  // the rope cos/sin table (the decode graph's rows)
-  m.weight_bytes = weights.total;
+  m.weight_bytes = with_embedding_and_head(o, layers.total, c.vocab_size, D, c.tie_word_embeddings, Dh);
   // A key and a value cache per layer, [blocks, block_size, kv heads, head_dim].
   m.cache_bytes = times({c.num_hidden_layers, 2, blocks(o), o.block_size, Hkv, Dh, cache_dtype_bytes(o)});
   return m;
 }
 
 MemoryEstimate estimate_memory(const DeepseekConfig& c, const BuildOptions& o) {
-  const WeightDType w = o.weight_dtype;
   const int64_t D = c.hidden_size, H = c.num_attention_heads, R = c.kv_lora_rank, Q = c.q_lora_rank;
   const int64_t nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim, v = c.v_head_dim;
   const int64_t E = c.n_routed_experts, F = c.moe_intermediate_size;
@@ -220,14 +218,7 @@ MemoryEstimate estimate_memory(const DeepseekConfig& c, const BuildOptions& o) {
   }
 
   MemoryEstimate m;
-  Bytes weights;
-  weights.add(f32_bytes({c.vocab_size, D}));  // embed_tokens
-  weights.add(layers.total);
-  weights.add(f32_bytes({D}));  // model.norm
-  // A tied head in f32 is the embedding table itself; in another dtype, a converted copy of it.
-  if (!c.tie_word_embeddings || w != WeightDType::kF32) weights.add(linear_bytes(o, 1, c.vocab_size, D));
-  weights.add(f32_bytes({o.max_context, rope}));  // the rope cos/sin table (the decode graph's rows)
-  m.weight_bytes = weights.total;
+  m.weight_bytes = with_embedding_and_head(o, layers.total, c.vocab_size, D, c.tie_word_embeddings, rope);
   // One latent cache per layer, [blocks, block_size, kv_lora_rank + rope].
   m.cache_bytes = times({c.num_hidden_layers, blocks(o), o.block_size, R + rope, cache_dtype_bytes(o)});
   return m;

@@ -24,6 +24,12 @@ Tensor absorbed_w_uk(Graph& g, Tensor kv_b_proj, const MlaDims& d, const std::st
 
 }  // namespace
 
+double mla_softmax_mscale(const nn::RopeScaling& rope) {
+  if (rope.type == nn::RopeScaling::Type::kDefault || rope.mscale_all_dim == 0.0) return 1.0;
+  const double mscale = nn::yarn_mscale(rope.factor, rope.mscale_all_dim);
+  return mscale * mscale;
+}
+
 Tensor latent_cache(Graph& g, const BuildOptions& options, const MlaDims& d, const std::string& name) {
   return g.variable(name, options.kv_cache_dtype, {cache_blocks(options), options.block_size, d.rank + d.rope});
 }

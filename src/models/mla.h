@@ -9,6 +9,7 @@
 
 #include "models/model_util.h"
 #include "superkernel/graph.h"
+#include "superkernel/nn.h"
 
 namespace sk::models {
 
@@ -19,6 +20,10 @@ struct MlaDims {
   int64_t v = 0;      // v_head_dim
   int64_t rank = 0;   // kv_lora_rank
 };
+
+// The factor the published MLA puts on its softmax scale: yarn_get_mscale(factor,
+// mscale_all_dim)^2 under a scaled RoPE with mscale_all_dim, else 1.
+double mla_softmax_mscale(const nn::RopeScaling& rope);
 
 // The paged latent cache variable [cache blocks, block_size, rank + rope] named `name`.
 Tensor latent_cache(Graph& g, const BuildOptions& options, const MlaDims& d, const std::string& name);

@@ -435,6 +435,15 @@ Expected<Tensor> rope_table(Graph& g, const nn::RopeScaling& rope, int64_t rotar
   return nn::rope_cos_sin_table(g, "rope_cos_sin", rows, rotary_dim, rope);
 }
 
+Status refuse_longcat_only_options(const BuildOptions& options) {
+  if (options.prefetch)
+    return Status::unimplemented(
+        "build option 'prefetch': only the LongCat-Flash AFD variant prefetches weights; build with prefetch off");
+  if (options.parallel.tp > 1 || options.parallel.ep > 1)
+    return Status::unimplemented("build option 'parallel': only LongCat-Flash runs across processes");
+  return Status::ok();
+}
+
 Expected<Graph> finish(Graph g, const ModelWeights& weights) {
   if (!weights.status()) return weights.status().with_context("graph '" + g.name() + "'");
   if (Status s = g.verify(); !s) return s;

@@ -123,6 +123,10 @@ int64_t cache_blocks(const BuildOptions& options);
 Expected<Tensor> rope_table(Graph& g, const nn::RopeScaling& rope, int64_t rotary_dim, const BuildOptions& options,
                             Phase phase);
 
+// The build options only LongCat-Flash implements (prefetch, parallel), refused for the other
+// builders naming the option.
+Status refuse_longcat_only_options(const BuildOptions& options);
+
 // The graph if it verifies and the weights were all found, else the first error.
 Expected<Graph> finish(Graph g, const ModelWeights& weights);
 
