@@ -25,6 +25,8 @@ import time
 
 from ._files import check_writable, write_json
 from ._sampling import Sampler
+from .models._architectures import CPP_ONLY
+from .models.run_config import ARCHITECTURES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CONFIG, EXIT_MISMATCH = 0, 1, 2, 3, 4
 MODES = ("eager", "graph", "superkernel")
@@ -49,16 +51,12 @@ def _architecture(cfg) -> str:
     else:
         with open(os.path.join(cfg.checkpoint, "config.json")) as f:
             arch = json.load(f).get("model_type", "")
-    known = ("longcat_flash", "longcat_flash_afd") + CPP_ONLY
-    if arch not in known:
+    if arch not in ARCHITECTURES:
         raise CliError(f"{cfg.where('model.architecture')}: key 'model.architecture': unknown architecture '{arch}'; "
-                       f"expected one of {', '.join(known)}", EXIT_CONFIG)
+                       f"expected one of {', '.join(ARCHITECTURES)}", EXIT_CONFIG)
     return arch
 
 
-# Architectures of the C++ model library with no PyTorch sample (LlamaConfig's families):
-# generate and serve run them on superkernel.models.cpp_model.CppModel.
-CPP_ONLY = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe")
 
 
 def _python_sample(cfg) -> str:

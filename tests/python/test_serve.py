@@ -8,7 +8,8 @@ layout, a shared expert), served by the C++ model library's graphs
 - engine: a request alone gives transformers' greedy ids in every mode; requests batched with
   others (more requests than sequence rows, prompts longer than a prefill chunk, arriving while
   others decode) give the same tokens as alone, greedy and seeded sampling alike; EOS and
-  max_tokens end a request, a prompt longer than the context is refused.
+  max_tokens end a request, a prompt longer than the context is refused; DeepSeek-V3 (MLA, grouped
+  routing) served alone and batched in superkernel mode.
 - HTTP (a real server on a free port, stdlib client): /v1/models, /health, /metrics;
   /v1/completions and /v1/chat/completions, plain and streamed (server-sent events), text equal to
   the greedy ids' words, stop strings, logprobs, usage; concurrent requests each get their alone
@@ -115,6 +116,18 @@ def test_engine_alone_gives_transformers_greedy_ids(checkpoint, mode):
     want = case.ids["f32"][:10]
     assert EOS_WORD not in want
     assert _drain(engine, [case.prompt], GREEDY) == [(want, "length")]
+
+
+def test_deepseek_engine_serves_transformers_ids_alone_and_batched(tmp_path_factory):
+    """DeepSeek-V3 (the C++ model library's MLA and grouped routing) through the same engine: alone,
+    transformers' greedy ids; batched with others, the tokens it gets alone."""
+    case, cfg = _checkpoint(tmp_path_factory, "deepseek_v3_packed")
+    engine, _, _, _ = _engine(cfg)
+    want = case.ids["f32"][:10]
+    assert _drain(engine, [case.prompt], GREEDY) == [(want, "length")]
+    prompts = [case.prompt, [3, 4], [(5 * i + 1) % 90 for i in range(13)], case.prompt[:5]]
+    alone = [_drain(engine, [p], GREEDY)[0] for p in prompts]
+    assert _drain(engine, prompts, GREEDY) == alone
 
 
 def test_engine_batched_requests_get_their_alone_tokens(checkpoint):

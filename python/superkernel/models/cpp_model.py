@@ -1,8 +1,7 @@
 """A model of the C++ model library (``llama``, ``mixtral``, ``deepseek_v3``, ``longcat_flash``, ...;
 docs/MODELS.md) built by its C++ builder and compiled by the runtime in one execution mode, with the
-paged-step interface the
-server's engine drives: the graphs ``superkernel run`` runs, reachable from Python without a
-PyTorch port of the architecture.
+paged-step interface the server's engine drives: the graphs ``superkernel run`` runs, reachable
+from Python without a PyTorch port of the architecture.
 
     model = CppModel("llama", checkpoint="ckpt/", mode="superkernel", rows=8, max_context=512)
     logits = model.prefill(ids, positions, slots, seq_ids, want_rows)   # [len(want_rows), vocab]
@@ -24,12 +23,9 @@ import numpy as np
 import torch
 
 from .._errors import InvalidArgumentError
+from ._architectures import CPP_ONLY, LLAMA_FAMILIES
 
-# LlamaConfig's families (config.json's model_type, one C++ builder), DeepseekConfig's two and
-# LongCat-Flash.
-LLAMA_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe")
-DEEPSEEK_FAMILIES = ("deepseek_v2", "deepseek_v3")
-ARCHITECTURES = LLAMA_FAMILIES + DEEPSEEK_FAMILIES + ("longcat_flash",)
+ARCHITECTURES = CPP_ONLY + ("longcat_flash",)
 
 
 class _Config:
@@ -67,10 +63,9 @@ class CppModel:
         where = dict(checkpoint=checkpoint) if checkpoint else dict(config=config)
         self.weights = (_superkernel.models.Weights.checkpoint(checkpoint) if checkpoint
                         else _superkernel.models.Weights.random(seed))
-        families = LLAMA_FAMILIES + DEEPSEEK_FAMILIES
-        if architecture in families and config is not None:
+        if architecture in CPP_ONLY and config is not None:
             where = dict(config=dict(config, model_type=architecture))
-        if architecture in families:  # one builder per config class: the family comes from model_type
+        if architecture in CPP_ONLY:  # one builder per config class: the family comes from model_type
             kind = "llama" if architecture in LLAMA_FAMILIES else "deepseek"
             fields = getattr(cpp_models, f"{kind}_config")(**where)
             if fields["model_type"] != architecture:

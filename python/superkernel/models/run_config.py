@@ -22,8 +22,10 @@ import os
 from dataclasses import dataclass, field
 
 from .._errors import InvalidArgumentError, NotFoundError
+from ._architectures import CPP_ONLY
 
-ARCHITECTURES = ("longcat_flash", "longcat_flash_afd", "llama")
+# model.architecture: the PyTorch samples' and the C++ model library's.
+ARCHITECTURES = ("longcat_flash", "longcat_flash_afd") + CPP_ONLY
 
 
 @dataclass
