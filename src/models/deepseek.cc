@@ -165,8 +165,9 @@ Expected<Graph> build_deepseek(const DeepseekConfig& config, const BuildOptions&
   SK_RETURN_IF_ERROR(refuse_longcat_only_options(options));
   if (options.multi_streams > 0)
     return Status::unimplemented(
-        "build option 'multi_streams': DeepSeek's MoE is not a shortcut branch (its input is the attention's "
-        "output), so there is no second stream to run; build with multi_streams 0");
+        "build option 'multi_streams': DeepSeek's MoE is not a shortcut branch beside the attention (its input is "
+        "the attention's output), and running its shared experts on a stream beside the routed ones is not "
+        "implemented; build with multi_streams 0");
   Graph g(std::string(config.model_type()) + (phase == Phase::kDecode ? "_decode" : "_prefill"));
   ModelWeights w(g, weights, options);
   Deepseek m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}};
