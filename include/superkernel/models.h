@@ -1,7 +1,7 @@
-// Model builders: LongCat-Flash (decode step and prefill), its FFN-only AFD variant, and a dense
-// Llama-style decoder, built with the public graph API from a config, build options and a weight
-// source. The same graph runs in every execution mode; the per-layer fusion scopes are always
-// there and only matter when the compile options enable super kernels.
+// Model builders: LongCat-Flash (decode step and prefill), its FFN-only AFD variant, DeepSeek-V2/V3
+// and a Llama-style decoder (dense or MoE), built with the public graph API from a config, build
+// options and a weight source. The same graph runs in every execution mode; the per-layer fusion
+// scopes are always there and only matter when the compile options enable super kernels.
 //
 //   sk::models::LongCatFlashConfig cfg;                      // the published defaults
 //   if (sk::Status s = sk::models::load_config_json(*checkpoint, cfg); !s) ...  // every key or an error
@@ -330,8 +330,9 @@ struct BuildOptions {
   int32_t moe_core_limit = 0;  // cores of the MoE scope (LimitCoreNum); 0 = no limit
   // 0: every op on the main stream. 1, 2: LongCat-Flash's shortcut MoE on stream "moe" under
   // moe_core_limit, its scopes fused with the main branch's into one super kernel (scope option
-  // stream-fusion=1 added unless the scope's options set it). The AFD variant has one branch only
-  // and builds the same graph either way.
+  // stream-fusion=1 added unless the scope's options set it); DeepSeek's routed experts on "moe"
+  // beside its shared experts, in the MoE scope's super kernel. The AFD variant has one branch
+  // only and builds the same graph either way; the Llama builder refuses it.
   int32_t multi_streams = 0;
   // AFD: each layer's super kernel also prefetches (sk::prefetch) the next layer's router and
   // expert gate/up weights from a stream "prefetch" of its own, under prefetch_core_limit (scope

@@ -24,6 +24,7 @@ struct Deepseek {
   StepTensors in;
   Tensor cos_sin;               // rope table [max_context, qk_rope_head_dim]
   double softmax_mscale = 1.0;  // yarn's mscale_all_dim factor on every attention score
+  Stream moe_stream;            // the routed experts' stream: "moe" with multi_streams, else the main stream
   float eps() const { return static_cast<float>(cfg.rms_norm_eps); }
 };
 
@@ -121,8 +122,34 @@ Tensor moe(Deepseek& m, Tensor x, int64_t layer) {
   Tensor h = nn::grouped_matmul(g, sorted.x_sorted, sorted.counts, gate_up, p + "experts.gate_up_proj");
   h = silu_mul(g, g.slice(h, 1, 0, F), g.slice(h, 1, F, 2 * F), p + "experts.act");
   Tensor y = nn::grouped_matmul(g, h, sorted.counts, down, p + "experts.down_proj");
-  Tensor routed = nn::moe_combine(g, y, sorted.row_map, route.topk_weights, x, p + "combine");
-  Tensor shared = mlp(m, x, p + "shared_experts.", c.n_shared_experts * F);
+  return nn::moe_combine(g, y, sorted.row_map, route.topk_weights, x, p + "combine");
+}
+
+// The MoE block: the routed experts plus the shared experts, which read the same input. With
+// multi_streams the routed experts (router to combine) run on stream "moe" under moe_core_limit
+// beside the shared experts on the main stream, in the same super kernel; events order them
+// after x and the sum after both.
+Tensor moe_block(Deepseek& m, Tensor x, int64_t layer) {
+  Graph& g = m.g;
+  const std::string p = layer_prefix(layer) + "mlp.";
+  const bool branch_stream = m.moe_stream.id != g.current_stream().id;
+  Event x_ready, routed_done;
+  if (branch_stream) {
+    x_ready = g.create_event(p + "x_ready");
+    routed_done = g.create_event(p + "routed_done");
+    g.record(x_ready);
+  }
+  Tensor routed;
+  {
+    StreamScope on(g, m.moe_stream);
+    LimitCoreNum limit(g, m.opts.moe_core_limit, m.opts.moe_core_limit);
+    if (branch_stream) g.wait(x_ready);
+    routed = moe(m, x, layer);
+    if (branch_stream) g.record(routed_done);
+  }
+  Tensor shared = mlp(m, x, p + "shared_experts.", m.cfg.n_shared_experts * m.cfg.moe_intermediate_size);
+  if (!m.w.status()) return Tensor{};
+  if (branch_stream) g.wait(routed_done);
   return add(g, routed, shared, p + "shared_experts.add");
 }
 
@@ -130,8 +157,8 @@ Tensor norm(Deepseek& m, Tensor x, const std::string& name) {
   return rms_norm(m.g, x, m.w.norm(name + ".weight", m.cfg.hidden_size), m.eps(), name);
 }
 
-// Scopes as LongCat-Flash's: the attention (part1), then the MoE (part2_moe) or the dense MLP
-// (part2_main).
+// Scopes as LongCat-Flash's: the attention (part1), then the MoE (part2_moe, stream-fused with
+// multi_streams) or the dense MLP (part2_main).
 Tensor decoder_layer(Deepseek& m, Tensor x, int64_t layer) {
   Graph& g = m.g;
   const std::string p = layer_prefix(layer);
@@ -143,9 +170,9 @@ Tensor decoder_layer(Deepseek& m, Tensor x, int64_t layer) {
   if (!m.w.status()) return x;
   const bool sparse = m.cfg.is_moe_layer(layer);
   const std::string scope = layer_scope(layer, sparse ? "part2_moe" : "part2_main");
-  SuperKernelScope s(g, scope, scope_options(m.opts, scope));
+  SuperKernelScope s(g, scope, sparse ? stream_fused_scope_options(m.opts, scope) : scope_options(m.opts, scope));
   Tensor h = norm(m, x, p + "post_attention_layernorm");
-  Tensor out = sparse ? moe(m, h, layer) : mlp(m, h, p + "mlp.", m.cfg.intermediate_size);
+  Tensor out = sparse ? moe_block(m, h, layer) : mlp(m, h, p + "mlp.", m.cfg.intermediate_size);
   if (!m.w.status()) return x;
   return add(g, x, out, p + "residual.1");
 }
@@ -163,14 +190,10 @@ Expected<Graph> build_deepseek(const DeepseekConfig& config, const BuildOptions&
   SK_RETURN_IF_ERROR(config.validate());
   SK_RETURN_IF_ERROR(options.validate());
   SK_RETURN_IF_ERROR(refuse_longcat_only_options(options));
-  if (options.multi_streams > 0)
-    return Status::unimplemented(
-        "build option 'multi_streams': DeepSeek's MoE is not a shortcut branch beside the attention (its input is "
-        "the attention's output), and running its shared experts on a stream beside the routed ones is not "
-        "implemented; build with multi_streams 0");
   Graph g(std::string(config.model_type()) + (phase == Phase::kDecode ? "_decode" : "_prefill"));
   ModelWeights w(g, weights, options);
-  Deepseek m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}};
+  Deepseek m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}, 1.0, g.current_stream()};
+  if (options.multi_streams > 0) m.moe_stream = g.create_stream("moe");
   auto rope = config.rope_scaling();
   if (!rope) return rope.status();
   auto cos_sin = rope_table(g, *rope, config.qk_rope_head_dim, options, phase);

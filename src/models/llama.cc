@@ -163,6 +163,10 @@ Expected<Graph> build_llama(const LlamaConfig& config, const BuildOptions& optio
   SK_RETURN_IF_ERROR(config.validate());
   SK_RETURN_IF_ERROR(options.validate());
   SK_RETURN_IF_ERROR(refuse_longcat_only_options(options));
+  if (options.multi_streams > 0)
+    return Status::unimplemented(
+        "build option 'multi_streams': the Llama builder's layers have no branch to run on a second stream (its MoE "
+        "input is the attention's output); build with multi_streams 0");
   if (config.quantization.present() && !is_int4(options.weight_dtype))
     return Status::invalid_argument(
         std::string("build option 'weight_dtype' ") + weight_dtype_name(options.weight_dtype) +

@@ -414,6 +414,87 @@ TEST(Models, LongCatFlashMultiStreamsFuseTheMoEBranch) {
   EXPECT_NE(r.status().message().find("leave none for stream 'default'"), std::string::npos) << r.status().to_string();
 }
 
+// DeepSeek with multi_streams: the routed experts (router to combine) run on stream "moe" beside
+// the shared experts, in the MoE scope's super kernel, with the single-stream logits.
+TEST(Models, DeepseekMultiStreamsRunTheRoutedExpertsBesideTheShared) {
+  models::DeepseekConfig config;
+  config.vocab_size = 48;
+  config.hidden_size = 32;
+  config.intermediate_size = 40;
+  config.moe_intermediate_size = 16;
+  config.num_hidden_layers = 3;
+  config.num_attention_heads = 2;
+  config.num_key_value_heads = 2;
+  config.q_lora_rank = 16;
+  config.kv_lora_rank = 16;
+  config.qk_nope_head_dim = 8;
+  config.qk_rope_head_dim = 4;
+  config.v_head_dim = 8;
+  config.n_routed_experts = 8;
+  config.n_shared_experts = 1;
+  config.num_experts_per_tok = 2;
+  config.n_group = 4;
+  config.topk_group = 2;
+  config.first_k_dense_replace = 1;
+  auto weights = random_weights(7);
+  const auto reference_options = tiny_options();
+  auto rt1 = testing::make_runtime(1);
+  auto reference = testing::drive(
+      *rt1, CompileOptions::for_mode(ExecutionMode::kEager),
+      [&](models::Phase p) { return models::build_deepseek(config, reference_options, p, *weights); },
+      reference_options, models::cache_names(config), kPrompts, kSteps, config.vocab_size);
+  ASSERT_TRUE(reference) << reference.status().to_string();
+  for (int cores : {1, 2, 3}) {
+    auto options = tiny_options();
+    options.multi_streams = 1;
+    options.moe_core_limit = cores > 1 ? 1 : 0;  // one core: the streams share it
+    auto build = [&](models::Phase p) { return models::build_deepseek(config, options, p, *weights); };
+    auto graph = build(models::Phase::kDecode);
+    ASSERT_TRUE(graph) << graph.status().to_string();
+    // Layer 1's MoE: the router, dispatch, experts and combine on "moe"; the shared experts and
+    // the sum on the main stream.
+    int routed = 0, shared = 0, misplaced = 0;
+    const std::string moe = "model.layers.1.mlp.";
+    for (size_t i = 0; i < graph->num_ops(); ++i) {
+      const OpInfo& op = graph->op(i);
+      if (op.name.rfind(moe, 0) != 0 || op.kind == OpKind::kRecordEvent || op.kind == OpKind::kWaitEvent) continue;
+      const bool on_moe = graph->stream_name(op.stream) == "moe";
+      const bool is_shared = op.name.rfind(moe + "shared_experts.", 0) == 0;
+      (is_shared ? shared : routed) += 1;
+      if (on_moe == is_shared) {
+        ADD_FAILURE() << op.name << " on stream " << graph->stream_name(op.stream);
+        ++misplaced;
+      }
+    }
+    EXPECT_GT(routed, 5);
+    EXPECT_GT(shared, 3);
+    EXPECT_EQ(misplaced, 0);
+    auto rt = testing::make_runtime(cores);
+    for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
+      const std::string what = std::string(execution_mode_name(mode)) + ", " + std::to_string(cores) + " cores";
+      auto r = testing::drive(*rt, CompileOptions::for_mode(mode), build, options, models::cache_names(config),
+                              kPrompts, kSteps, config.vocab_size);
+      ASSERT_TRUE(r) << what << ": " << r.status().to_string();
+      ASSERT_EQ(r->logits.size(), reference->logits.size()) << what;
+      EXPECT_EQ(std::memcmp(r->logits.data(), reference->logits.data(), r->logits.size() * sizeof(float)), 0) << what;
+      if (mode == ExecutionMode::kSuperKernel) {
+        EXPECT_TRUE(has_scope(r->decode_scopes, "scope_1_part2_moe")) << what;
+      }
+    }
+  }
+}
+
+// The Llama builder has no second branch: multi_streams is refused, not ignored.
+TEST(Models, LlamaRefusesMultiStreams) {
+  auto options = tiny_options();
+  options.multi_streams = 1;
+  auto weights = random_weights(7);
+  auto g = models::build_llama(tiny_llama(), options, models::Phase::kDecode, *weights);
+  ASSERT_FALSE(g);
+  EXPECT_EQ(g.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(g.status().message().find("build option 'multi_streams'"), std::string::npos) << g.status().to_string();
+}
+
 TEST(Models, ConfigErrorsNameTheKey) {
   models::LongCatFlashConfig c;
   EXPECT_TRUE(c.set("hidden_size", "64"));
