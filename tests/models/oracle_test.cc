@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -83,9 +84,10 @@ struct Greedy {
 int32_t argmax(const float* row, int64_t n) { return static_cast<int32_t>(std::max_element(row, row + n) - row); }
 
 // Prefill of the prompt, then greedy decode steps, as the command line drives a model.
+// With `forced`, step s + 1 is fed forced[s] instead of the argmax (teacher forcing).
 Expected<Greedy> run_greedy(Runtime& rt, ExecutionMode mode, const Graph& prefill_graph, const Graph& decode_graph,
                             const models::BuildOptions& options, const std::vector<std::string>& caches,
-                            const OracleCase& c, int64_t vocab) {
+                            const OracleCase& c, int64_t vocab, const std::vector<int32_t>* forced = nullptr) {
   auto prefill = rt.compile(prefill_graph, CompileOptions::for_mode(mode));
   if (!prefill) return prefill.status();
   auto decode = rt.compile(decode_graph, CompileOptions::for_mode(mode));
@@ -104,7 +106,7 @@ Expected<Greedy> run_greedy(Runtime& rt, ExecutionMode mode, const Graph& prefil
   out.logits.assign(last, last + vocab);
   out.ids.push_back(argmax(last, vocab));
   for (int step = 1; step < c.steps; ++step) {
-    auto next = layout.decode({out.ids.back()});
+    auto next = layout.decode({forced ? (*forced)[static_cast<size_t>(step - 1)] : out.ids.back()});
     if (!next) return next.status();
     SK_RETURN_IF_ERROR(models::set_step_inputs(**decode, *next));
     SK_RETURN_IF_ERROR((*decode)->run());
@@ -205,6 +207,61 @@ TEST_P(MixtralOracle, MatchesTransformers) { check_case<models::LlamaConfig>(Get
 TEST_P(QwenMistralOracle, MatchesTransformers) { check_case<models::LlamaConfig>(GetParam(), build_llama); }
 class DeepseekOracle : public ::testing::TestWithParam<const char*> {};
 TEST_P(DeepseekOracle, MatchesTransformers) { check_case<models::DeepseekConfig>(GetParam(), build_deepseek); }
+
+// The same checkpoints with bf16 weights (matmul.bf16, grouped_matmul.bf16; activations f32):
+// bit-identical across modes, every logit within a bound set by the weights' bf16 rounding of
+// transformers' float32 logits, and transformers' greedy id at every step where its best logit
+// leads the runner-up by more than twice that bound. The greedy steps are replayed with
+// transformers' ids (teacher forcing), so one near-tie does not change every later step.
+TEST_P(DeepseekOracle, Bf16WeightsStayWithinTheirRoundingOfTransformers) {
+  const OracleCase c = read_case(GetParam());
+  ASSERT_FALSE(c.prompt.empty());
+  auto ckpt = Checkpoint::open(c.dir);
+  ASSERT_TRUE(ckpt) << ckpt.status().to_string();
+  models::DeepseekConfig config;
+  ASSERT_TRUE(models::load_config_json(**ckpt, config));
+  models::BuildOptions options;
+  options.weight_dtype = models::WeightDType::kBF16;
+  options.block_size = 4;
+  options.prefill_tokens = static_cast<int64_t>(c.prompt.size());
+  options.max_context = (static_cast<int64_t>(c.prompt.size()) + c.steps + 3) / 4 * 4;
+  auto weights = checkpoint_weights(*ckpt);
+  auto prefill = models::build_deepseek(config, options, models::Phase::kPrefill, *weights);
+  auto decode = models::build_deepseek(config, options, models::Phase::kDecode, *weights);
+  ASSERT_TRUE(prefill && decode);
+  const int64_t vocab = config.vocab_size;
+  double scale = 0;
+  for (double v : c.logits_f32) scale = std::max(scale, std::fabs(v));
+  const double bound = 1e-2 * scale;  // measured: 2.2e-3 to 3.1e-3 of the largest logit (printed below)
+  auto rt = testing::make_runtime(2);
+  std::vector<float> first;
+  int checked_ids = 0;
+  for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
+    auto got = run_greedy(*rt, mode, *prefill, *decode, options, models::cache_names(config), c, vocab, &c.ids_f32);
+    ASSERT_TRUE(got) << got.status().to_string();
+    const std::string what = std::string(GetParam()) + " bf16 " + execution_mode_name(mode);
+    double worst = 0;
+    for (size_t i = 0; i < got->logits.size(); ++i)
+      worst = std::max(worst, std::fabs(double(got->logits[i]) - c.logits_f32[i]));
+    EXPECT_LE(worst, bound) << what;
+    std::cout << what << ": largest difference " << worst << " (" << worst / scale << " of the largest logit)\n";
+    for (int step = 0; step < c.steps; ++step) {
+      const double* row = c.logits_f32.data() + step * vocab;
+      std::vector<double> sorted(row, row + vocab);
+      std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+      if (sorted[0] - sorted[1] > 2 * bound) {
+        EXPECT_EQ(got->ids[step], c.ids_f32[step]) << what << " step " << step;
+        ++checked_ids;
+      }
+    }
+    if (first.empty()) first = got->logits;
+    EXPECT_EQ(std::memcmp(first.data(), got->logits.data(), first.size() * sizeof(float)), 0)
+        << what << ": logits differ from eager mode's";
+  }
+  std::cout << GetParam() << " bf16: greedy ids checked at " << checked_ids / 3 << " of " << c.steps << " steps\n";
+  EXPECT_GT(checked_ids, 0) << "no step leads by twice the bound: the id check tests nothing";
+}
+
 TEST_P(LongCatFlashOracle, MatchesTransformers) { check_case<models::LongCatFlashConfig>(GetParam(), build_longcat); }
 
 // The cases of tests/models/oracle.py (CASES).
