@@ -17,7 +17,8 @@
 // float32 even in a float64 model (its RMSNorm, softmax, router and RoPE angles). The bound leaves a
 // factor of 25 over the worst; a wrong RoPE setting or norm eps misses it by 10^2..10^4. The seeds
 // are chosen (oracle.py) so that no greedy step has a top-2 logit gap below 2e-3 and no router
-// choice a key gap below 2e-4, so the ids are well defined.
+// choice a key gap below 2e-4, so the ids are well defined. The DeepSeek cases also run with bf16
+// weights against transformers' float32 logits, within a bound set by the weights' rounding.
 #include <gtest/gtest.h>
 
 #include <algorithm>
