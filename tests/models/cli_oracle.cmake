@@ -24,7 +24,9 @@ endif()
 # A copy of the checkpoint (its config.json may be edited) and a run config for it.
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
-file(COPY "${CASE_DIR}/config.json" "${CASE_DIR}/model.safetensors" DESTINATION "${WORK}/ckpt")
+# (one model.safetensors, or shards and their model.safetensors.index.json)
+file(GLOB weights "${CASE_DIR}/*.safetensors" "${CASE_DIR}/model.safetensors.index.json")
+file(COPY "${CASE_DIR}/config.json" ${weights} DESTINATION "${WORK}/ckpt")
 file(WRITE "${WORK}/run.yaml" "model:\n  checkpoint: ckpt\nruntime:\n  cores: 2\ndecode:\n  batch: 1\n")
 
 function(run_cli expect_rc)

@@ -108,7 +108,8 @@ PROMPT = [3, 17, 42, 8, 25, 61, 0, 33, 7, 90, 12]
 #   experts: "packed" or "per_expert" (LongCat); small_lora: q_a / kv_a weights scaled down so the
 #   LoRA norms' eps matters (the seed is one where rms_norm_eps there changes the first greedy id);
 #   zero_expert: a zero-computation expert must be chosen; saved: config.json as transformers'
-#   save_pretrained writes it (every key of the config class, rope_parameters), not as given.
+#   save_pretrained writes it (every key of the config class, rope_parameters), not as given;
+#   shards: the tensors in that many safetensors files and model.safetensors.index.json.
 CASES = {
     "llama_rope_theta": ("llama", {"rope_theta": 500000.0}, {}),
     "llama_rope_parameters": ("llama", {"rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}},
@@ -156,7 +157,9 @@ CASES = {
                                                                    "original_max_position_embeddings": 16,
                                                                    "mscale": 1.0, "mscale_all_dim": 0.8}},
                                {"experts": "per_expert"}),
-    "deepseek_v2_per_expert": ("deepseek_v2", {"rope_theta": 10000.0}, {"experts": "per_expert", "saved": True}),
+    # Stored in three shards with an index, as published checkpoints are.
+    "deepseek_v2_per_expert": ("deepseek_v2", {"rope_theta": 10000.0},
+                               {"experts": "per_expert", "saved": True, "shards": 3}),
 }
 
 
@@ -374,7 +377,19 @@ def run_case(name, out_dir):
     else:
         raise SystemExit(f"{name}: no seed in 200 gives well-separated greedy steps")
 
-    save_file(checkpoint_tensors(weights, config, options), os.path.join(case_dir, "model.safetensors"))
+    tensors = checkpoint_tensors(weights, config, options)
+    if options.get("shards"):  # as large checkpoints are published: shards and an index naming each tensor's
+        names = sorted(tensors)
+        files = [f"model-{i + 1:05d}-of-{options['shards']:05d}.safetensors" for i in range(options["shards"])]
+        weight_map = {}
+        for i, file in enumerate(files):
+            part = names[i::options["shards"]]
+            save_file({n: tensors[n] for n in part}, os.path.join(case_dir, file))
+            weight_map.update({n: file for n in part})
+        with open(os.path.join(case_dir, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {}, "weight_map": weight_map}, f, indent=2)
+    else:
+        save_file(tensors, os.path.join(case_dir, "model.safetensors"))
     with open(os.path.join(case_dir, "oracle.txt"), "w") as f:
         f.write("prompt " + " ".join(map(str, PROMPT)) + "\n")
         f.write(f"steps {STEPS}\n")
