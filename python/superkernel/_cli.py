@@ -57,8 +57,6 @@ def _architecture(cfg) -> str:
     return arch
 
 
-
-
 def _python_sample(cfg) -> str:
     """The architecture, for the commands that run the PyTorch samples (run, bench, explain)."""
     arch = _architecture(cfg)
