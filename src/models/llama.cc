@@ -190,9 +190,8 @@ Expected<Graph> build_llama(const LlamaConfig& config, const BuildOptions& optio
   if (!cos_sin) return cos_sin.status();
   m.cos_sin = *cos_sin;
   const Shape table{config.vocab_size, config.hidden_size};
-  Tensor x = embed_tokens(g, w, options, m.in, table);
-  for (int64_t i = 0; i < config.num_hidden_layers && w.status(); ++i) x = decoder_layer(m, x, i);
-  if (w.status()) lm_head(g, w, options, m.in, x, table, m.eps(), config.tie_word_embeddings);
+  decoder_stack(g, w, options, m.in, table, config.num_hidden_layers, m.eps(), config.tie_word_embeddings,
+                [&](Tensor x, int64_t i) { return decoder_layer(m, x, i); });
   return finish(std::move(g), w);
 }
 

@@ -227,16 +227,13 @@ Expected<Graph> build_longcat_flash(const LongCatFlashConfig& config, const Buil
   SK_RETURN_IF_ERROR(par.validate());
   LongCat m{config, options, g, w, make_step_inputs(g, options, phase), Tensor{}, g.current_stream(), par};
   if (options.multi_streams > 0) m.moe_stream = g.create_stream("moe");
-  auto rope = config.rope_scaling();
+  auto rope = mla_rope(g, config.rope_scaling(), config.qk_rope_head_dim, options, phase);
   if (!rope) return rope.status();
-  auto cos_sin = rope_table(g, *rope, config.qk_rope_head_dim, options, phase);
-  if (!cos_sin) return cos_sin.status();
-  m.cos_sin = *cos_sin;
-  m.softmax_mscale = mla_softmax_mscale(*rope);
+  m.cos_sin = rope->cos_sin;
+  m.softmax_mscale = rope->softmax_mscale;
   const Shape table{config.vocab_size, config.hidden_size};
-  Tensor x = embed_tokens(g, w, options, m.in, table);
-  for (int64_t i = 0; i < config.num_layers && w.status(); ++i) x = decoder_layer(m, x, i);
-  if (w.status()) lm_head(g, w, options, m.in, x, table, m.eps(), config.tie_word_embeddings);
+  decoder_stack(g, w, options, m.in, table, config.num_layers, m.eps(), config.tie_word_embeddings,
+                [&](Tensor x, int64_t i) { return decoder_layer(m, x, i); });
   return finish(std::move(g), w);
 }
 

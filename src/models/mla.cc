@@ -24,10 +24,17 @@ Tensor absorbed_w_uk(Graph& g, Tensor kv_b_proj, const MlaDims& d, const std::st
 
 }  // namespace
 
-double mla_softmax_mscale(const nn::RopeScaling& rope) {
-  if (rope.type == nn::RopeScaling::Type::kDefault || rope.mscale_all_dim == 0.0) return 1.0;
-  const double mscale = nn::yarn_mscale(rope.factor, rope.mscale_all_dim);
-  return mscale * mscale;
+Expected<MlaRope> mla_rope(Graph& g, const Expected<nn::RopeScaling>& rope, int64_t rotary_dim,
+                           const BuildOptions& options, Phase phase) {
+  if (!rope) return rope.status();
+  auto cos_sin = rope_table(g, *rope, rotary_dim, options, phase);
+  if (!cos_sin) return cos_sin.status();
+  MlaRope out{*cos_sin, 1.0};
+  if (rope->type != nn::RopeScaling::Type::kDefault && rope->mscale_all_dim != 0.0) {
+    const double mscale = nn::yarn_mscale(rope->factor, rope->mscale_all_dim);
+    out.softmax_mscale = mscale * mscale;
+  }
+  return out;
 }
 
 Tensor latent_cache(Graph& g, const BuildOptions& options, const MlaDims& d, const std::string& name) {

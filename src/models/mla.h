@@ -21,9 +21,15 @@ struct MlaDims {
   int64_t rank = 0;   // kv_lora_rank
 };
 
-// The factor the published MLA puts on its softmax scale: yarn_get_mscale(factor,
-// mscale_all_dim)^2 under a scaled RoPE with mscale_all_dim, else 1.
-double mla_softmax_mscale(const nn::RopeScaling& rope);
+// An MLA model's RoPE: the cos/sin table of `rotary_dim` dims (rope_table) and the factor the
+// published MLA puts on its softmax scale (yarn_get_mscale(factor, mscale_all_dim)^2 under a
+// scaled RoPE with mscale_all_dim, else 1); or the error of either.
+struct MlaRope {
+  Tensor cos_sin;
+  double softmax_mscale = 1.0;
+};
+Expected<MlaRope> mla_rope(Graph& g, const Expected<nn::RopeScaling>& rope, int64_t rotary_dim,
+                           const BuildOptions& options, Phase phase);
 
 // The paged latent cache variable [cache blocks, block_size, rank + rope] named `name`.
 Tensor latent_cache(Graph& g, const BuildOptions& options, const MlaDims& d, const std::string& name);

@@ -123,6 +123,17 @@ int64_t cache_blocks(const BuildOptions& options);
 Expected<Tensor> rope_table(Graph& g, const nn::RopeScaling& rope, int64_t rotary_dim, const BuildOptions& options,
                             Phase phase);
 
+// The decoder around its layers, as every builder has it: scope_embed, then
+// `decoder_layer(x, i)` for layers 0 .. layers - 1 while the weights are found, then scope_lm_head
+// (the output kLogits). Errors stay in `w` (finish() returns them).
+template <typename DecoderLayer>
+void decoder_stack(Graph& g, ModelWeights& w, const BuildOptions& options, const StepTensors& in, const Shape& table,
+                   int64_t layers, float eps, bool tied, DecoderLayer decoder_layer) {
+  Tensor x = embed_tokens(g, w, options, in, table);
+  for (int64_t i = 0; i < layers && w.status(); ++i) x = decoder_layer(x, i);
+  if (w.status()) lm_head(g, w, options, in, x, table, eps, tied);
+}
+
 // The build options only LongCat-Flash implements (prefetch, parallel), refused for the other
 // builders naming the option.
 Status refuse_longcat_only_options(const BuildOptions& options);

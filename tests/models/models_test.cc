@@ -369,38 +369,53 @@ TEST(Models, PrefetchNeedsStreamsAndTheAfdVariant) {
   EXPECT_NE(decode.status().message().find("prefetch"), std::string::npos);
 }
 
-// multi_streams: the shortcut MoE runs on stream "moe" under its core limit, fused with the main
-// branch into one super kernel per layer, and the logits match the single-stream build's.
-TEST(Models, LongCatFlashMultiStreamsFuseTheMoEBranch) {
-  const auto config = tiny_longcat();
-  auto weights = random_weights(7);
-  auto reference_options = tiny_options();
+// With multi_streams 1 (the MoE core limit 1 on 2 and 3 cores, none on 1), in every mode on 1 to 3
+// cores, `build(options)` gives the logits of the single-stream eager build on one core;
+// `check_superkernel(result, what)` runs on each superkernel-mode result.
+void expect_multi_streams_match_one_stream(
+    const std::function<Expected<Graph>(const models::BuildOptions&, models::Phase)>& build,
+    const std::vector<std::string>& caches, int64_t vocab,
+    const std::function<void(const testing::DriveResult&, const std::string&)>& check_superkernel) {
+  const auto reference_options = tiny_options();
   auto rt1 = testing::make_runtime(1);
   auto reference = testing::drive(
       *rt1, CompileOptions::for_mode(ExecutionMode::kEager),
-      [&](models::Phase p) { return models::build_longcat_flash(config, reference_options, p, *weights); },
-      reference_options, models::cache_names(config), kPrompts, kSteps, config.vocab_size);
+      [&](models::Phase p) { return build(reference_options, p); }, reference_options, caches, kPrompts, kSteps, vocab);
   ASSERT_TRUE(reference) << reference.status().to_string();
   for (int cores : {1, 2, 3}) {
     auto options = tiny_options();
     options.multi_streams = 1;
     options.moe_core_limit = cores > 1 ? 1 : 0;  // one core: the streams share it
-    auto build = [&](models::Phase p) { return models::build_longcat_flash(config, options, p, *weights); };
     auto rt = testing::make_runtime(cores);
     for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
       const std::string what = std::string(execution_mode_name(mode)) + ", " + std::to_string(cores) + " cores";
-      auto r = testing::drive(*rt, CompileOptions::for_mode(mode), build, options, models::cache_names(config),
-                              kPrompts, kSteps, config.vocab_size);
+      auto r = testing::drive(
+          *rt, CompileOptions::for_mode(mode), [&](models::Phase p) { return build(options, p); }, options, caches,
+          kPrompts, kSteps, vocab);
       ASSERT_TRUE(r) << what << ": " << r.status().to_string();
       ASSERT_EQ(r->logits.size(), reference->logits.size()) << what;
       EXPECT_EQ(std::memcmp(r->logits.data(), reference->logits.data(), r->logits.size() * sizeof(float)), 0) << what;
-      if (mode != ExecutionMode::kSuperKernel) continue;
-      for (int i = 0; i < config.num_layers; ++i) {
-        const std::string layer = "scope_" + std::to_string(i) + "_";
-        EXPECT_TRUE(has_scope(r->decode_scopes, layer + "part2_moe + " + layer + "part2_main")) << what;
-      }
+      if (mode == ExecutionMode::kSuperKernel) check_superkernel(*r, what);
     }
   }
+}
+
+// multi_streams: the shortcut MoE runs on stream "moe" under its core limit, fused with the main
+// branch into one super kernel per layer, and the logits match the single-stream build's.
+TEST(Models, LongCatFlashMultiStreamsFuseTheMoEBranch) {
+  const auto config = tiny_longcat();
+  auto weights = random_weights(7);
+  expect_multi_streams_match_one_stream(
+      [&](const models::BuildOptions& o, models::Phase p) {
+        return models::build_longcat_flash(config, o, p, *weights);
+      },
+      models::cache_names(config), config.vocab_size,
+      [&](const testing::DriveResult& r, const std::string& what) {
+        for (int i = 0; i < config.num_layers; ++i) {
+          const std::string layer = "scope_" + std::to_string(i) + "_";
+          EXPECT_TRUE(has_scope(r.decode_scopes, layer + "part2_moe + " + layer + "part2_main")) << what;
+        }
+      });
   // The core limit must leave the main stream a core.
   auto options = tiny_options();
   options.multi_streams = 1;
@@ -437,54 +452,36 @@ TEST(Models, DeepseekMultiStreamsRunTheRoutedExpertsBesideTheShared) {
   config.topk_group = 2;
   config.first_k_dense_replace = 1;
   auto weights = random_weights(7);
-  const auto reference_options = tiny_options();
-  auto rt1 = testing::make_runtime(1);
-  auto reference = testing::drive(
-      *rt1, CompileOptions::for_mode(ExecutionMode::kEager),
-      [&](models::Phase p) { return models::build_deepseek(config, reference_options, p, *weights); },
-      reference_options, models::cache_names(config), kPrompts, kSteps, config.vocab_size);
-  ASSERT_TRUE(reference) << reference.status().to_string();
-  for (int cores : {1, 2, 3}) {
-    auto options = tiny_options();
-    options.multi_streams = 1;
-    options.moe_core_limit = cores > 1 ? 1 : 0;  // one core: the streams share it
-    auto build = [&](models::Phase p) { return models::build_deepseek(config, options, p, *weights); };
-    auto graph = build(models::Phase::kDecode);
-    ASSERT_TRUE(graph) << graph.status().to_string();
-    // Layer 1's MoE: the router, dispatch, experts and combine on "moe"; the shared experts and
-    // the sum on the main stream.
-    int routed = 0, shared = 0, misplaced = 0;
-    const std::string moe = "model.layers.1.mlp.";
-    for (size_t i = 0; i < graph->num_ops(); ++i) {
-      const OpInfo& op = graph->op(i);
-      if (op.name.rfind(moe, 0) != 0 || op.kind == OpKind::kRecordEvent || op.kind == OpKind::kWaitEvent) continue;
-      const bool on_moe = graph->stream_name(op.stream) == "moe";
-      const bool is_shared = op.name.rfind(moe + "shared_experts.", 0) == 0;
-      (is_shared ? shared : routed) += 1;
-      if (on_moe == is_shared) {
-        ADD_FAILURE() << op.name << " on stream " << graph->stream_name(op.stream);
-        ++misplaced;
-      }
-    }
-    EXPECT_GT(routed, 5);
-    EXPECT_GT(shared, 3);
-    EXPECT_EQ(misplaced, 0);
-    auto rt = testing::make_runtime(cores);
-    for (ExecutionMode mode : {ExecutionMode::kEager, ExecutionMode::kGraph, ExecutionMode::kSuperKernel}) {
-      const std::string what = std::string(execution_mode_name(mode)) + ", " + std::to_string(cores) + " cores";
-      auto r = testing::drive(*rt, CompileOptions::for_mode(mode), build, options, models::cache_names(config),
-                              kPrompts, kSteps, config.vocab_size);
-      ASSERT_TRUE(r) << what << ": " << r.status().to_string();
-      ASSERT_EQ(r->logits.size(), reference->logits.size()) << what;
-      EXPECT_EQ(std::memcmp(r->logits.data(), reference->logits.data(), r->logits.size() * sizeof(float)), 0) << what;
-      if (mode == ExecutionMode::kSuperKernel) {
-        EXPECT_TRUE(has_scope(r->decode_scopes, "scope_1_part2_moe")) << what;
-      }
+  // Layer 1's MoE: the router, dispatch, experts and combine on "moe"; the shared experts and the
+  // sum on the main stream.
+  auto options = tiny_options();
+  options.multi_streams = 1;
+  auto graph = models::build_deepseek(config, options, models::Phase::kDecode, *weights);
+  ASSERT_TRUE(graph) << graph.status().to_string();
+  int routed = 0, shared = 0, misplaced = 0;
+  const std::string moe = "model.layers.1.mlp.";
+  for (size_t i = 0; i < graph->num_ops(); ++i) {
+    const OpInfo& op = graph->op(i);
+    if (op.name.rfind(moe, 0) != 0 || op.kind == OpKind::kRecordEvent || op.kind == OpKind::kWaitEvent) continue;
+    const bool on_moe = graph->stream_name(op.stream) == "moe";
+    const bool is_shared = op.name.rfind(moe + "shared_experts.", 0) == 0;
+    (is_shared ? shared : routed) += 1;
+    if (on_moe == is_shared) {
+      ADD_FAILURE() << op.name << " on stream " << graph->stream_name(op.stream);
+      ++misplaced;
     }
   }
+  EXPECT_GT(routed, 5);
+  EXPECT_GT(shared, 3);
+  EXPECT_EQ(misplaced, 0);
+  expect_multi_streams_match_one_stream(
+      [&](const models::BuildOptions& o, models::Phase p) { return models::build_deepseek(config, o, p, *weights); },
+      models::cache_names(config), config.vocab_size,
+      [](const testing::DriveResult& r, const std::string& what) {
+        EXPECT_TRUE(has_scope(r.decode_scopes, "scope_1_part2_moe")) << what;
+      });
 }
 
-// The Llama builder has no second branch: multi_streams is refused, not ignored.
 TEST(Models, LlamaRefusesMultiStreams) {
   auto options = tiny_options();
   options.multi_streams = 1;
